@@ -1,0 +1,172 @@
+//! The seam between the model and real storage (DESIGN.md seam 2): a lease store and a fenced
+//! resource, plus the session and fault controls a replay needs. The model implements them; the
+//! PostgreSQL adapter implements them with the source design's SQL; [`apply`] drives either from
+//! a recorded [`Op`], which is how one trace replays against both unchanged.
+
+use crate::history::{DbName, Op, Outcome};
+use crate::names::{ConnId, Holder, LeaseName, Part, Scope, Token};
+use crate::rows::AttemptOutcome;
+use crate::time::Millis;
+
+/// Who is calling, on which connection, at what time.
+#[derive(Clone, Copy, Debug)]
+pub struct Ctx<'a> {
+    /// Authority (database) time: the model's `now()`.
+    pub now: Millis,
+    /// The caller's own clock reading; only client-side checks use it.
+    pub local: Millis,
+    /// The caller.
+    pub actor: &'a Holder,
+    /// The connection the statement runs on.
+    pub conn: &'a ConnId,
+}
+
+/// Transaction control of one connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SessionStep {
+    /// `BEGIN`.
+    Begin,
+    /// `COMMIT`.
+    Commit,
+    /// `ROLLBACK`.
+    Rollback,
+    /// Collect the result of the connection's blocked statement.
+    Await,
+    /// `SELECT now()`.
+    Now,
+}
+
+/// The lease table (`lease26`). Every method is one atomic statement; inside a transaction it
+/// sees the transaction's start time as `now()`.
+pub trait LeaseStore {
+    /// Acquire: `Granted` with token 1 on insert or old token + 1 on takeover of an expired or
+    /// released row; `Refused` (row unchanged) while held.
+    fn acquire(&mut self, cx: &Ctx<'_>, lease: &LeaseName, holder: &Holder, ttl_ms: u64)
+        -> Outcome;
+    /// Renew: `Renewed` only if holder and token match and the lease has not expired.
+    fn renew(
+        &mut self,
+        cx: &Ctx<'_>,
+        lease: &LeaseName,
+        holder: &Holder,
+        token: Token,
+        ttl_ms: u64,
+    ) -> Outcome;
+    /// Release: sets `expires_at = -infinity`; the token stays.
+    fn release(
+        &mut self,
+        cx: &Ctx<'_>,
+        lease: &LeaseName,
+        holder: &Holder,
+        token: Token,
+    ) -> Outcome;
+    /// Reads the lease row.
+    fn read_lease(&mut self, cx: &Ctx<'_>, lease: &LeaseName) -> Outcome;
+}
+
+/// The protected resource (`res26`). The writer of every write is `cx.actor`.
+pub trait FencedResource {
+    /// A whole write: begin, fence, upsert, commit — `Accepted` or `Rejected`.
+    fn write(
+        &mut self,
+        cx: &Ctx<'_>,
+        scope: &Scope,
+        part: &Part,
+        content: &str,
+        token: Token,
+    ) -> Outcome;
+    /// Step: the fence statement of the open transaction.
+    fn fence(&mut self, cx: &Ctx<'_>, scope: &Scope, token: Token) -> Outcome;
+    /// Step: the upsert of one part.
+    fn upsert(
+        &mut self,
+        cx: &Ctx<'_>,
+        scope: &Scope,
+        part: &Part,
+        content: &str,
+        token: Token,
+    ) -> Outcome;
+    /// F9's side effect, deduplicated by business key (or by version, the fix).
+    fn publish(&mut self, cx: &Ctx<'_>, key: &str, content: &str, token: Token) -> Outcome;
+    /// Reads a floor.
+    fn read_floor(&mut self, cx: &Ctx<'_>, scope: &Scope) -> Outcome;
+    /// Reads a part.
+    fn read_part(&mut self, cx: &Ctx<'_>, scope: &Scope, part: &Part) -> Outcome;
+    /// Reads the kept publish of a key.
+    fn read_publish(&mut self, cx: &Ctx<'_>, key: &str) -> Outcome;
+    /// Counts `write_attempt` rows.
+    fn count_attempts(&mut self, cx: &Ctx<'_>, writer: &Holder, outcome: AttemptOutcome)
+        -> Outcome;
+}
+
+/// Sessions and faults of either database.
+pub trait Admin {
+    /// Transaction control and `await` on `cx.conn` of database `db`.
+    fn session(&mut self, cx: &Ctx<'_>, db: DbName, step: SessionStep) -> Outcome;
+    /// Immediate stop without checkpoint.
+    fn crash(&mut self, cx: &Ctx<'_>, db: DbName) -> Outcome;
+    /// Restart with WAL recovery.
+    fn restart(&mut self, cx: &Ctx<'_>, db: DbName) -> Outcome;
+}
+
+/// Executes one recorded operation against any backend. Client-side events are evaluated
+/// from their own arguments (a local-deadline check is `local < deadline`), so a replay can
+/// verify them too.
+pub fn apply<B: LeaseStore + FencedResource + Admin>(b: &mut B, cx: &Ctx<'_>, op: &Op) -> Outcome {
+    match op {
+        Op::Acquire {
+            lease,
+            holder,
+            ttl_ms,
+        } => b.acquire(cx, lease, holder, *ttl_ms),
+        Op::Renew {
+            lease,
+            holder,
+            token,
+            ttl_ms,
+        } => b.renew(cx, lease, holder, *token, *ttl_ms),
+        Op::Release {
+            lease,
+            holder,
+            token,
+        } => b.release(cx, lease, holder, *token),
+        Op::ReadLease { lease } => b.read_lease(cx, lease),
+        Op::Write {
+            scope,
+            part,
+            content,
+            token,
+        } => b.write(cx, scope, part, content, *token),
+        Op::Fence { scope, token } => b.fence(cx, scope, *token),
+        Op::Upsert {
+            scope,
+            part,
+            content,
+            token,
+        } => b.upsert(cx, scope, part, content, *token),
+        Op::Publish {
+            key,
+            content,
+            token,
+        } => b.publish(cx, key, content, *token),
+        Op::ReadFloor { scope } => b.read_floor(cx, scope),
+        Op::ReadPart { scope, part } => b.read_part(cx, scope, part),
+        Op::ReadPublish { key } => b.read_publish(cx, key),
+        Op::CountAttempts { writer, outcome } => b.count_attempts(cx, writer, *outcome),
+        Op::Begin { db } => b.session(cx, *db, SessionStep::Begin),
+        Op::Commit { db } => b.session(cx, *db, SessionStep::Commit),
+        Op::Rollback { db } => b.session(cx, *db, SessionStep::Rollback),
+        Op::Await { db } => b.session(cx, *db, SessionStep::Await),
+        Op::Now { db } => b.session(cx, *db, SessionStep::Now),
+        Op::Crash { db } => b.crash(cx, *db),
+        Op::Restart { db } => b.restart(cx, *db),
+        Op::Check { deadline } => {
+            if cx.local < *deadline {
+                Outcome::Valid
+            } else {
+                Outcome::Expired
+            }
+        }
+        Op::Pause | Op::Resume | Op::Lost => Outcome::Ok,
+    }
+}

@@ -1,0 +1,253 @@
+//! A tiny single-node database engine with exactly the PostgreSQL READ COMMITTED behaviour the
+//! source design relies on, and nothing more:
+//!
+//! - each connection runs one statement at a time, in autocommit or inside `BEGIN … COMMIT`;
+//! - `now()` is the transaction's start time inside a transaction, the statement's start time
+//!   in autocommit (F2) — and a statement that waited on a lock keeps its pre-wait `now()`;
+//! - a writing statement takes the row lock of the key it touches and keeps it until the end of
+//!   the transaction; a second writer of that key *blocks* (FIFO), and when the holder commits or
+//!   rolls back it re-evaluates its condition against the newly committed row;
+//! - uncommitted changes are visible only to their own connection;
+//! - a crash drops every open transaction and every waiting statement; committed rows survive.
+//!
+//! Statements are tasks that can stop at a lock and resume later, so a one-shot fenced write
+//! (begin, fence, upsert, commit) and its step-by-step form share one implementation.
+
+use crate::names::{ConnId, LeaseName, Part, Scope};
+use crate::rows::{LeaseRow, PartRow};
+use crate::time::Millis;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// The primary key of a row; row locks are taken per key, existing or not (an uncommitted
+/// insert locks its key just like an update locks its row).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Key {
+    Lease(LeaseName),
+    Floor(Scope),
+    Part(Scope, Part),
+    Publish(String),
+}
+
+/// A row value. Floors are bare tokens; parts and publishes share a shape.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Row {
+    Lease(LeaseRow),
+    Floor(crate::names::Token),
+    Part(PartRow),
+}
+
+/// An open transaction.
+#[derive(Clone, Debug)]
+pub(crate) struct Txn {
+    /// `now()` for every statement of the transaction.
+    pub start: Millis,
+    /// Uncommitted row versions (`None` = deleted).
+    pub overlay: BTreeMap<Key, Option<Row>>,
+    /// Keys locked by this transaction.
+    pub locks: BTreeSet<Key>,
+}
+
+/// A statement waiting for a row lock, with the continuation to run when it can proceed.
+#[derive(Clone, Debug)]
+pub(crate) struct Waiting<T> {
+    pub key: Key,
+    /// The statement's `now()`, fixed when it started.
+    pub now: Millis,
+    pub task: T,
+}
+
+/// Per-connection state.
+#[derive(Clone, Debug)]
+pub(crate) struct Conn<T, X> {
+    pub txn: Option<Txn>,
+    /// Extra per-transaction bookkeeping owned by the database wrapper (e.g. attempt drafts).
+    pub extra: X,
+    pub waiting: Option<Waiting<T>>,
+    /// Outcome of a statement that was blocked and has since finished, for `await`.
+    pub finished: Option<crate::history::Outcome>,
+    /// The server went away while this connection had work open: the next call reports it.
+    pub lost: bool,
+}
+
+impl<T, X: Default> Default for Conn<T, X> {
+    fn default() -> Self {
+        Conn {
+            txn: None,
+            extra: X::default(),
+            waiting: None,
+            finished: None,
+            lost: false,
+        }
+    }
+}
+
+/// What a statement did to one key.
+pub(crate) enum Effect {
+    /// Read only, or a conditional update whose condition was false: no lock is kept.
+    None,
+    /// Lock the key but leave the row (ON CONFLICT whose WHERE was false still locks).
+    LockOnly,
+    /// Write this row version and lock the key.
+    Write(Option<Row>),
+}
+
+/// Storage, locks and connections of one database. Generic over the task type `T` (what a
+/// blocked statement resumes with) and the per-connection extra state `X`.
+#[derive(Clone, Debug)]
+pub(crate) struct Engine<T, X> {
+    pub committed: BTreeMap<Key, Row>,
+    pub locks: BTreeMap<Key, ConnId>,
+    pub conns: BTreeMap<ConnId, Conn<T, X>>,
+    /// Blocked connections in the order they blocked (the lock queue).
+    pub queue: Vec<ConnId>,
+    pub up: bool,
+}
+
+impl<T, X: Default> Default for Engine<T, X> {
+    fn default() -> Self {
+        Engine {
+            committed: BTreeMap::new(),
+            locks: BTreeMap::new(),
+            conns: BTreeMap::new(),
+            queue: Vec::new(),
+            up: true,
+        }
+    }
+}
+
+impl<T: Clone, X: Default> Engine<T, X> {
+    /// The connection, created on first use (a client connects lazily).
+    pub fn conn(&mut self, id: &ConnId) -> &mut Conn<T, X> {
+        self.conns.entry(id.clone()).or_default()
+    }
+
+    /// Whether `key` is locked by a connection other than `id`.
+    pub fn locked_by_other(&self, id: &ConnId, key: &Key) -> bool {
+        matches!(self.locks.get(key), Some(owner) if owner != id)
+    }
+
+    /// The row as `id` sees it: its own uncommitted version, else the committed one.
+    pub fn read(&self, id: &ConnId, key: &Key) -> Option<Row> {
+        if let Some(txn) = self.conns.get(id).and_then(|c| c.txn.as_ref()) {
+            if let Some(v) = txn.overlay.get(key) {
+                return v.clone();
+            }
+        }
+        self.committed.get(key).cloned()
+    }
+
+    /// `now()` for a statement of `id` starting at `now`.
+    pub fn stmt_now(&self, id: &ConnId, now: Millis) -> Millis {
+        match self.conns.get(id).and_then(|c| c.txn.as_ref()) {
+            Some(txn) => txn.start,
+            None => now,
+        }
+    }
+
+    /// Applies a statement's effect on `key` for `id`. In a transaction the change is private
+    /// and the lock is kept; in autocommit it is committed at once and no lock remains.
+    pub fn apply(&mut self, id: &ConnId, key: Key, effect: Effect) {
+        let in_txn = self.conns.get(id).is_some_and(|c| c.txn.is_some());
+        match (effect, in_txn) {
+            (Effect::None, _) => {}
+            (Effect::LockOnly, false) => {}
+            (Effect::Write(row), false) => self.commit_row(key, row),
+            (Effect::LockOnly, true) => self.lock(id, key),
+            (Effect::Write(row), true) => {
+                self.lock(id, key.clone());
+                if let Some(txn) = self.conn(id).txn.as_mut() {
+                    txn.overlay.insert(key, row);
+                }
+            }
+        }
+    }
+
+    fn lock(&mut self, id: &ConnId, key: Key) {
+        self.locks.insert(key.clone(), id.clone());
+        if let Some(txn) = self.conn(id).txn.as_mut() {
+            txn.locks.insert(key);
+        }
+    }
+
+    /// Writes a row version as committed.
+    pub fn commit_row(&mut self, key: Key, row: Option<Row>) {
+        match row {
+            Some(r) => {
+                self.committed.insert(key, r);
+            }
+            None => {
+                self.committed.remove(&key);
+            }
+        }
+    }
+
+    /// Starts a transaction on `id` at `now`.
+    pub fn begin(&mut self, id: &ConnId, now: Millis) {
+        self.conn(id).txn = Some(Txn {
+            start: now,
+            overlay: BTreeMap::new(),
+            locks: BTreeSet::new(),
+        });
+    }
+
+    /// Ends `id`'s transaction, publishing its changes if `commit`, and releases its locks.
+    /// The caller must then wake the waiters.
+    pub fn end(&mut self, id: &ConnId, commit: bool) {
+        let Some(txn) = self.conn(id).txn.take() else {
+            return;
+        };
+        if commit {
+            for (k, v) in txn.overlay {
+                self.commit_row(k, v);
+            }
+        }
+        for k in txn.locks {
+            if self.locks.get(&k) == Some(id) {
+                self.locks.remove(&k);
+            }
+        }
+    }
+
+    /// Parks `id`'s statement until `key` is free.
+    pub fn park(&mut self, id: &ConnId, waiting: Waiting<T>) {
+        self.conn(id).waiting = Some(waiting);
+        if !self.queue.contains(id) {
+            self.queue.push(id.clone());
+        }
+    }
+
+    /// The first queued connection whose key is now free, removed from the queue together
+    /// with its continuation. FIFO: the earliest waiter gets the lock first.
+    pub fn next_runnable(&mut self) -> Option<(ConnId, Waiting<T>)> {
+        let pos = self.queue.iter().position(|id| {
+            self.conns
+                .get(id)
+                .and_then(|c| c.waiting.as_ref())
+                .is_some_and(|w| !self.locked_by_other(id, &w.key))
+        })?;
+        let id = self.queue.remove(pos);
+        let w = self.conn(&id).waiting.take()?;
+        Some((id, w))
+    }
+
+    /// Immediate stop: every open transaction and waiting statement is gone; committed rows
+    /// stay. Connections that had work open are marked lost, so the client learns of it.
+    /// Returns the connections whose blocked statement was cut off.
+    pub fn crash(&mut self) -> Vec<ConnId> {
+        self.up = false;
+        self.locks.clear();
+        self.queue.clear();
+        let mut cut = Vec::new();
+        for (id, c) in self.conns.iter_mut() {
+            if c.waiting.take().is_some() {
+                cut.push(id.clone());
+            }
+            if c.txn.take().is_some() || cut.last() == Some(id) {
+                c.lost = true;
+            }
+            c.extra = X::default();
+            c.finished = None;
+        }
+        cut
+    }
+}

@@ -1,0 +1,784 @@
+//! The in-memory implementation of the backend seam: the lease table and the fenced resource,
+//! built on the [`engine`](crate::engine) so that locking, blocking and crash behave as
+//! PostgreSQL's READ COMMITTED does for the source's statements.
+
+use crate::backend::{Admin, Ctx, FencedResource, LeaseStore, SessionStep};
+use crate::config::{Config, FenceMode, LeaseDurability, PublishMode};
+use crate::engine::{Effect, Engine, Key, Row, Waiting};
+use crate::history::{DbName, Outcome};
+use crate::names::{ConnId, Holder, LeaseName, Part, Scope, Token};
+use crate::rows::{Attempt, AttemptOutcome, LeaseRow, PartRow};
+use crate::time::{Expiry, Millis};
+
+/// A lease statement, kept whole so it can resume after a lock wait.
+#[derive(Clone, Debug)]
+pub(crate) enum LeaseTask {
+    Acquire {
+        lease: LeaseName,
+        holder: Holder,
+        ttl_ms: u64,
+    },
+    Renew {
+        lease: LeaseName,
+        holder: Holder,
+        token: Token,
+        ttl_ms: u64,
+    },
+    Release {
+        lease: LeaseName,
+        holder: Holder,
+        token: Token,
+    },
+}
+
+/// The arguments of one write; the writer is the calling actor.
+#[derive(Clone, Debug)]
+pub(crate) struct WriteArgs {
+    scope: Scope,
+    part: Part,
+    content: String,
+    token: Token,
+    writer: Holder,
+}
+
+impl WriteArgs {
+    fn attempt(&self, outcome: AttemptOutcome) -> Attempt {
+        Attempt {
+            scope: self.scope.clone(),
+            part: self.part.clone(),
+            writer: self.writer.clone(),
+            token: self.token,
+            outcome,
+        }
+    }
+}
+
+/// A resource statement or statement sequence, resumable after a lock wait.
+#[derive(Clone, Debug)]
+pub(crate) enum ResTask {
+    /// One-shot write, stopped before its fence step.
+    WriteFence(WriteArgs),
+    /// One-shot write, stopped before (`false`) or inside (`true`, floor already set by
+    /// check-then-write) its upsert step.
+    WriteUpsert(WriteArgs, bool),
+    /// Step-wise fence.
+    Fence(WriteArgs),
+    /// Step-wise upsert.
+    Upsert(WriteArgs, bool),
+    /// Publish.
+    Publish { key: String, row: PartRow },
+}
+
+/// Write attempts of the open transaction, logged to `write_attempt` when it ends.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Drafts {
+    accepted: Vec<WriteArgs>,
+    rejected: Vec<WriteArgs>,
+}
+
+/// How one step ended: an outcome, or a wait on a key with the continuation.
+type Step<T> = Result<Outcome, (Key, T)>;
+
+/// Shared driving logic for both databases: submit a task on a connection, park it when it
+/// blocks, and resume waiters whenever locks may have been released.
+trait Db {
+    type Task: Clone;
+    type Extra: Default;
+    fn engine(&mut self) -> &mut Engine<Self::Task, Self::Extra>;
+    fn step(&mut self, id: &ConnId, task: Self::Task, now: Millis) -> Step<Self::Task>;
+
+    /// Common admission: down → `Unavailable`; a connection cut by a crash reports it once;
+    /// one statement at a time per connection.
+    fn admit(&mut self, id: &ConnId) -> Option<Outcome> {
+        let e = self.engine();
+        if !e.up {
+            return Some(Outcome::Unavailable);
+        }
+        let c = e.conn(id);
+        if c.lost {
+            c.lost = false;
+            return Some(Outcome::Error("conn-lost".into()));
+        }
+        if c.waiting.is_some() {
+            return Some(Outcome::Error("busy".into()));
+        }
+        c.finished = None;
+        None
+    }
+
+    fn submit(&mut self, id: &ConnId, task: Self::Task, now: Millis) -> Outcome {
+        if let Some(o) = self.admit(id) {
+            return o;
+        }
+        let out = match self.step(id, task, now) {
+            Ok(o) => o,
+            Err((key, task)) => {
+                self.engine().park(id, Waiting { key, now, task });
+                Outcome::Blocked
+            }
+        };
+        self.wake();
+        out
+    }
+
+    /// Runs every waiter whose lock became free, earliest first, until none can move.
+    fn wake(&mut self) {
+        while let Some((id, w)) = self.engine().next_runnable() {
+            match self.step(&id, w.task, w.now) {
+                Ok(o) => self.engine().conn(&id).finished = Some(o),
+                Err((key, task)) => self.engine().park(
+                    &id,
+                    Waiting {
+                        key,
+                        now: w.now,
+                        task,
+                    },
+                ),
+            }
+        }
+    }
+
+    fn await_result(&mut self, id: &ConnId) -> Outcome {
+        let e = self.engine();
+        if !e.up {
+            return Outcome::Unavailable;
+        }
+        let c = e.conn(id);
+        if c.waiting.is_some() {
+            return Outcome::Error("still-blocked".into());
+        }
+        if let Some(o) = c.finished.take() {
+            return o;
+        }
+        if c.lost {
+            c.lost = false;
+            return Outcome::Error("conn-lost".into());
+        }
+        Outcome::Error("not-blocked".into())
+    }
+}
+
+/// `lease26`.
+#[derive(Clone, Debug)]
+pub struct LeaseDb {
+    engine: Engine<LeaseTask, ()>,
+    durability: LeaseDurability,
+    renew_after_expiry: bool,
+}
+
+impl Db for LeaseDb {
+    type Task = LeaseTask;
+    type Extra = ();
+    fn engine(&mut self) -> &mut Engine<LeaseTask, ()> {
+        &mut self.engine
+    }
+
+    fn step(&mut self, id: &ConnId, task: LeaseTask, now: Millis) -> Step<LeaseTask> {
+        let lease = match &task {
+            LeaseTask::Acquire { lease, .. }
+            | LeaseTask::Renew { lease, .. }
+            | LeaseTask::Release { lease, .. } => lease.clone(),
+        };
+        let key = Key::Lease(lease);
+        if self.engine.locked_by_other(id, &key) {
+            return Err((key, task));
+        }
+        let t = self.engine.stmt_now(id, now);
+        let row = match self.engine.read(id, &key) {
+            Some(Row::Lease(r)) => Some(r),
+            _ => None,
+        };
+        let (effect, out) = match task {
+            LeaseTask::Acquire { holder, ttl_ms, .. } => {
+                let expires = Expiry::At(t.plus(ttl_ms));
+                let token = match &row {
+                    None => Some(Token(1)),
+                    Some(r) if r.expires_at.is_expired_at(t) => Some(Token(r.token.0 + 1)),
+                    Some(_) => None,
+                };
+                match token {
+                    Some(token) => (
+                        Effect::Write(Some(Row::Lease(LeaseRow {
+                            holder,
+                            token,
+                            expires_at: expires,
+                        }))),
+                        Outcome::Granted { token, expires },
+                    ),
+                    // ON CONFLICT locks the conflicting row even when its WHERE is false.
+                    None => (Effect::LockOnly, Outcome::Refused),
+                }
+            }
+            LeaseTask::Renew {
+                holder,
+                token,
+                ttl_ms,
+                ..
+            } => match row {
+                Some(r)
+                    if r.holder == holder
+                        && r.token == token
+                        && (self.renew_after_expiry || !r.expires_at.is_expired_at(t)) =>
+                {
+                    let expires = Expiry::At(t.plus(ttl_ms));
+                    (
+                        Effect::Write(Some(Row::Lease(LeaseRow {
+                            expires_at: expires,
+                            ..r
+                        }))),
+                        Outcome::Renewed { expires },
+                    )
+                }
+                _ => (Effect::None, Outcome::Refused),
+            },
+            LeaseTask::Release { holder, token, .. } => match row {
+                Some(r) if r.holder == holder && r.token == token => (
+                    Effect::Write(Some(Row::Lease(LeaseRow {
+                        expires_at: Expiry::NegInfinity,
+                        ..r
+                    }))),
+                    Outcome::Released,
+                ),
+                _ => (Effect::None, Outcome::Refused),
+            },
+        };
+        self.engine.apply(id, key, effect);
+        Ok(out)
+    }
+}
+
+/// `res26`.
+#[derive(Clone, Debug)]
+pub struct ResDb {
+    engine: Engine<ResTask, Drafts>,
+    fence: FenceMode,
+    publish: PublishMode,
+    attempts: Vec<Attempt>,
+}
+
+impl ResDb {
+    /// Check-then-write runs every statement in autocommit, as the source's F6a does.
+    fn uses_txn(&self) -> bool {
+        self.fence != FenceMode::CheckThenWrite
+    }
+
+    fn in_txn(&self, id: &ConnId) -> bool {
+        self.engine.conns.get(id).is_some_and(|c| c.txn.is_some())
+    }
+
+    /// The fence statement for the configured mode: `Ok(true)` passed, `Ok(false)` refused.
+    fn fence_stmt(&mut self, id: &ConnId, w: &WriteArgs) -> Result<bool, Key> {
+        let key = Key::Floor(w.scope.clone());
+        match self.fence {
+            FenceMode::Scope | FenceMode::Strict => {
+                if self.engine.locked_by_other(id, &key) {
+                    return Err(key);
+                }
+                let pass = match self.engine.read(id, &key) {
+                    Some(Row::Floor(f)) if self.fence == FenceMode::Strict => f < w.token,
+                    Some(Row::Floor(f)) => f <= w.token,
+                    _ => false,
+                };
+                if pass {
+                    self.engine
+                        .apply(id, key, Effect::Write(Some(Row::Floor(w.token))));
+                }
+                Ok(pass)
+            }
+            // A plain SELECT: never waits, takes no lock, and its answer can be stale by the
+            // time the client acts on it — which is the whole point of F6a.
+            FenceMode::CheckThenWrite => Ok(matches!(
+                self.engine.read(id, &key),
+                Some(Row::Floor(f)) if f <= w.token
+            )),
+            FenceMode::Row | FenceMode::Off => Ok(true),
+        }
+    }
+
+    /// The upsert for the configured mode. `floor_set` carries check-then-write's progress
+    /// between its two autocommitted statements.
+    fn upsert_stmt(
+        &mut self,
+        id: &ConnId,
+        w: &WriteArgs,
+        floor_set: bool,
+    ) -> Result<bool, (Key, bool)> {
+        if self.fence == FenceMode::CheckThenWrite && !floor_set {
+            let fkey = Key::Floor(w.scope.clone());
+            if self.engine.locked_by_other(id, &fkey) {
+                return Err((fkey, false));
+            }
+            if matches!(self.engine.read(id, &fkey), Some(Row::Floor(_))) {
+                self.engine
+                    .apply(id, fkey, Effect::Write(Some(Row::Floor(w.token))));
+            }
+        }
+        let key = Key::Part(w.scope.clone(), w.part.clone());
+        if self.engine.locked_by_other(id, &key) {
+            return Err((key, true));
+        }
+        let new = Row::Part(PartRow {
+            content: w.content.clone(),
+            writer: w.writer.clone(),
+            token: w.token,
+        });
+        let pass = match (self.fence, self.engine.read(id, &key)) {
+            (FenceMode::Row, Some(Row::Part(old))) => old.token <= w.token,
+            _ => true,
+        };
+        let effect = if pass {
+            Effect::Write(Some(new))
+        } else {
+            Effect::LockOnly
+        };
+        self.engine.apply(id, key, effect);
+        Ok(pass)
+    }
+
+    /// Ends a one-shot write's transaction and logs the attempt.
+    fn finish_write(&mut self, id: &ConnId, w: &WriteArgs, accepted: bool) -> Outcome {
+        self.engine.end(id, accepted);
+        if accepted {
+            self.attempts.push(w.attempt(AttemptOutcome::Accepted));
+            Outcome::Accepted
+        } else {
+            self.attempts.push(w.attempt(AttemptOutcome::Rejected));
+            Outcome::Rejected
+        }
+    }
+
+    fn draft(&mut self, id: &ConnId, w: WriteArgs, accepted: bool) {
+        let d = &mut self.engine.conn(id).extra;
+        if accepted {
+            d.accepted.push(w);
+        } else {
+            d.rejected.push(w);
+        }
+    }
+
+    fn end_txn(&mut self, id: &ConnId, commit: bool) -> Outcome {
+        let drafts = std::mem::take(&mut self.engine.conn(id).extra);
+        self.engine.end(id, commit);
+        if commit {
+            for w in &drafts.accepted {
+                self.attempts.push(w.attempt(AttemptOutcome::Accepted));
+            }
+        }
+        for w in &drafts.rejected {
+            self.attempts.push(w.attempt(AttemptOutcome::Rejected));
+        }
+        Outcome::Ok
+    }
+
+    fn write_args(
+        cx: &Ctx<'_>,
+        scope: &Scope,
+        part: &Part,
+        content: &str,
+        token: Token,
+    ) -> WriteArgs {
+        WriteArgs {
+            scope: scope.clone(),
+            part: part.clone(),
+            content: content.to_string(),
+            token,
+            writer: cx.actor.clone(),
+        }
+    }
+}
+
+impl Db for ResDb {
+    type Task = ResTask;
+    type Extra = Drafts;
+    fn engine(&mut self) -> &mut Engine<ResTask, Drafts> {
+        &mut self.engine
+    }
+
+    fn step(&mut self, id: &ConnId, task: ResTask, now: Millis) -> Step<ResTask> {
+        let _ = now;
+        match task {
+            ResTask::WriteFence(w) => match self.fence_stmt(id, &w) {
+                Err(k) => Err((k, ResTask::WriteFence(w))),
+                Ok(false) => Ok(self.finish_write(id, &w, false)),
+                Ok(true) => self.step(id, ResTask::WriteUpsert(w, false), now),
+            },
+            ResTask::WriteUpsert(w, floor_set) => match self.upsert_stmt(id, &w, floor_set) {
+                Err((k, fs)) => Err((k, ResTask::WriteUpsert(w, fs))),
+                Ok(pass) => Ok(self.finish_write(id, &w, pass)),
+            },
+            ResTask::Fence(w) => match self.fence_stmt(id, &w) {
+                Err(k) => Err((k, ResTask::Fence(w))),
+                Ok(true) => Ok(Outcome::Passed),
+                Ok(false) if self.in_txn(id) => {
+                    self.draft(id, w, false);
+                    Ok(Outcome::Failed)
+                }
+                Ok(false) => {
+                    self.attempts.push(w.attempt(AttemptOutcome::Rejected));
+                    Ok(Outcome::Failed)
+                }
+            },
+            ResTask::Upsert(w, floor_set) => match self.upsert_stmt(id, &w, floor_set) {
+                Err((k, fs)) => Err((k, ResTask::Upsert(w, fs))),
+                Ok(pass) if self.in_txn(id) => {
+                    self.draft(id, w, pass);
+                    Ok(if pass { Outcome::Ok } else { Outcome::Failed })
+                }
+                // Autocommit (always so for check-then-write): the upsert is the commit.
+                Ok(pass) => {
+                    let o = if pass {
+                        AttemptOutcome::Accepted
+                    } else {
+                        AttemptOutcome::Rejected
+                    };
+                    self.attempts.push(w.attempt(o));
+                    Ok(if pass {
+                        Outcome::Accepted
+                    } else {
+                        Outcome::Rejected
+                    })
+                }
+            },
+            ResTask::Publish { key, row } => {
+                let k = Key::Publish(key.clone());
+                if self.engine.locked_by_other(id, &k) {
+                    return Err((k, ResTask::Publish { key, row }));
+                }
+                let old = self.engine.read(id, &k);
+                let pass = match (self.publish, old) {
+                    (_, None) => true,
+                    (PublishMode::BusinessKey, Some(_)) => false,
+                    (PublishMode::Versioned, Some(Row::Part(p))) => p.token <= row.token,
+                    (PublishMode::Versioned, Some(_)) => false,
+                };
+                let effect = match (pass, self.publish) {
+                    (true, _) => Effect::Write(Some(Row::Part(row))),
+                    (false, PublishMode::Versioned) => Effect::LockOnly,
+                    (false, PublishMode::BusinessKey) => Effect::None,
+                };
+                self.engine.apply(id, k, effect);
+                Ok(if pass {
+                    Outcome::Accepted
+                } else {
+                    Outcome::Rejected
+                })
+            }
+        }
+    }
+}
+
+/// The whole in-memory world: both databases, configured by one [`Config`].
+#[derive(Clone, Debug)]
+pub struct Model {
+    config: Config,
+    lease: LeaseDb,
+    res: ResDb,
+}
+
+impl Model {
+    /// Fresh databases: no lease rows, a floor of 0 for every configured scope.
+    pub fn new(config: Config) -> Self {
+        let mut res = ResDb {
+            engine: Engine::default(),
+            fence: config.fence,
+            publish: config.publish,
+            attempts: Vec::new(),
+        };
+        for s in &config.scopes {
+            res.engine
+                .committed
+                .insert(Key::Floor(s.clone()), Row::Floor(Token(0)));
+        }
+        Model {
+            lease: LeaseDb {
+                engine: Engine::default(),
+                durability: config.lease_table,
+                renew_after_expiry: config.renew_after_expiry,
+            },
+            res,
+            config,
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The committed floor of a scope (test and lab convenience; replays use `ReadFloor`).
+    pub fn floor(&self, scope: &Scope) -> Option<Token> {
+        match self.res.engine.committed.get(&Key::Floor(scope.clone())) {
+            Some(Row::Floor(t)) => Some(*t),
+            _ => None,
+        }
+    }
+
+    /// The committed lease row.
+    pub fn lease_row(&self, lease: &LeaseName) -> Option<LeaseRow> {
+        match self.lease.engine.committed.get(&Key::Lease(lease.clone())) {
+            Some(Row::Lease(r)) => Some(r.clone()),
+            _ => None,
+        }
+    }
+
+    /// The `write_attempt` log.
+    pub fn attempts(&self) -> &[Attempt] {
+        &self.res.attempts
+    }
+
+    fn read_res(&mut self, id: &ConnId, key: Key) -> Option<Outcome> {
+        if let Some(o) = self.res.admit(id) {
+            return Some(o);
+        }
+        let row = self.res.engine.read(id, &key);
+        Some(match (key, row) {
+            (Key::Floor(_), Some(Row::Floor(t))) => Outcome::Floor(Some(t)),
+            (Key::Floor(_), _) => Outcome::Floor(None),
+            (Key::Publish(_), Some(Row::Part(p))) => Outcome::Published(Some(p)),
+            (Key::Publish(_), _) => Outcome::Published(None),
+            (_, Some(Row::Part(p))) => Outcome::Part(Some(p)),
+            (_, _) => Outcome::Part(None),
+        })
+    }
+}
+
+impl LeaseStore for Model {
+    fn acquire(
+        &mut self,
+        cx: &Ctx<'_>,
+        lease: &LeaseName,
+        holder: &Holder,
+        ttl_ms: u64,
+    ) -> Outcome {
+        let task = LeaseTask::Acquire {
+            lease: lease.clone(),
+            holder: holder.clone(),
+            ttl_ms,
+        };
+        self.lease.submit(cx.conn, task, cx.now)
+    }
+
+    fn renew(
+        &mut self,
+        cx: &Ctx<'_>,
+        lease: &LeaseName,
+        holder: &Holder,
+        token: Token,
+        ttl_ms: u64,
+    ) -> Outcome {
+        let task = LeaseTask::Renew {
+            lease: lease.clone(),
+            holder: holder.clone(),
+            token,
+            ttl_ms,
+        };
+        self.lease.submit(cx.conn, task, cx.now)
+    }
+
+    fn release(
+        &mut self,
+        cx: &Ctx<'_>,
+        lease: &LeaseName,
+        holder: &Holder,
+        token: Token,
+    ) -> Outcome {
+        let task = LeaseTask::Release {
+            lease: lease.clone(),
+            holder: holder.clone(),
+            token,
+        };
+        self.lease.submit(cx.conn, task, cx.now)
+    }
+
+    fn read_lease(&mut self, cx: &Ctx<'_>, lease: &LeaseName) -> Outcome {
+        if let Some(o) = self.lease.admit(cx.conn) {
+            return o;
+        }
+        match self.lease.engine.read(cx.conn, &Key::Lease(lease.clone())) {
+            Some(Row::Lease(r)) => Outcome::Lease(Some(r)),
+            _ => Outcome::Lease(None),
+        }
+    }
+}
+
+impl FencedResource for Model {
+    fn write(
+        &mut self,
+        cx: &Ctx<'_>,
+        scope: &Scope,
+        part: &Part,
+        content: &str,
+        token: Token,
+    ) -> Outcome {
+        if let Some(o) = self.res.admit(cx.conn) {
+            return o;
+        }
+        if self.res.in_txn(cx.conn) {
+            return Outcome::Error("in-transaction".into());
+        }
+        if self.res.uses_txn() {
+            self.res.engine.begin(cx.conn, cx.now);
+        }
+        let w = ResDb::write_args(cx, scope, part, content, token);
+        self.res.submit(cx.conn, ResTask::WriteFence(w), cx.now)
+    }
+
+    fn fence(&mut self, cx: &Ctx<'_>, scope: &Scope, token: Token) -> Outcome {
+        let w = ResDb::write_args(cx, scope, &Part::new(""), "", token);
+        self.res.submit(cx.conn, ResTask::Fence(w), cx.now)
+    }
+
+    fn upsert(
+        &mut self,
+        cx: &Ctx<'_>,
+        scope: &Scope,
+        part: &Part,
+        content: &str,
+        token: Token,
+    ) -> Outcome {
+        let w = ResDb::write_args(cx, scope, part, content, token);
+        self.res.submit(cx.conn, ResTask::Upsert(w, false), cx.now)
+    }
+
+    fn publish(&mut self, cx: &Ctx<'_>, key: &str, content: &str, token: Token) -> Outcome {
+        let row = PartRow {
+            content: content.to_string(),
+            writer: cx.actor.clone(),
+            token,
+        };
+        let task = ResTask::Publish {
+            key: key.to_string(),
+            row,
+        };
+        self.res.submit(cx.conn, task, cx.now)
+    }
+
+    fn read_floor(&mut self, cx: &Ctx<'_>, scope: &Scope) -> Outcome {
+        self.read_res(cx.conn, Key::Floor(scope.clone()))
+            .unwrap_or(Outcome::Floor(None))
+    }
+
+    fn read_part(&mut self, cx: &Ctx<'_>, scope: &Scope, part: &Part) -> Outcome {
+        self.read_res(cx.conn, Key::Part(scope.clone(), part.clone()))
+            .unwrap_or(Outcome::Part(None))
+    }
+
+    fn read_publish(&mut self, cx: &Ctx<'_>, key: &str) -> Outcome {
+        self.read_res(cx.conn, Key::Publish(key.to_string()))
+            .unwrap_or(Outcome::Published(None))
+    }
+
+    fn count_attempts(
+        &mut self,
+        cx: &Ctx<'_>,
+        writer: &Holder,
+        outcome: AttemptOutcome,
+    ) -> Outcome {
+        if let Some(o) = self.res.admit(cx.conn) {
+            return o;
+        }
+        let n = self
+            .res
+            .attempts
+            .iter()
+            .filter(|a| &a.writer == writer && a.outcome == outcome)
+            .count();
+        Outcome::Count(n as u64)
+    }
+}
+
+impl Admin for Model {
+    fn session(&mut self, cx: &Ctx<'_>, db: DbName, step: SessionStep) -> Outcome {
+        let id = cx.conn;
+        if step == SessionStep::Await {
+            return match db {
+                DbName::Lease => self.lease.await_result(id),
+                DbName::Res => self.res.await_result(id),
+            };
+        }
+        let admitted = match db {
+            DbName::Lease => self.lease.admit(id),
+            DbName::Res => self.res.admit(id),
+        };
+        if let Some(o) = admitted {
+            return o;
+        }
+        // Check-then-write keeps no transaction: BEGIN/COMMIT are markers for it.
+        let txn_db = db == DbName::Lease || self.res.uses_txn();
+        let out = match step {
+            SessionStep::Now => {
+                let t = match db {
+                    DbName::Lease => self.lease.engine.stmt_now(id, cx.now),
+                    DbName::Res => self.res.engine.stmt_now(id, cx.now),
+                };
+                Outcome::Now(t)
+            }
+            SessionStep::Begin => {
+                let open = match db {
+                    DbName::Lease => self.lease.engine.conn(id).txn.is_some(),
+                    DbName::Res => self.res.in_txn(id),
+                };
+                if open {
+                    Outcome::Error("in-transaction".into())
+                } else {
+                    if txn_db {
+                        match db {
+                            DbName::Lease => self.lease.engine.begin(id, cx.now),
+                            DbName::Res => self.res.engine.begin(id, cx.now),
+                        }
+                    }
+                    Outcome::Ok
+                }
+            }
+            SessionStep::Commit | SessionStep::Rollback => {
+                let commit = step == SessionStep::Commit;
+                match db {
+                    DbName::Lease => {
+                        self.lease.engine.end(id, commit);
+                        Outcome::Ok
+                    }
+                    DbName::Res => self.res.end_txn(id, commit),
+                }
+            }
+            SessionStep::Await => Outcome::Error("not-blocked".into()),
+        };
+        match db {
+            DbName::Lease => self.lease.wake(),
+            DbName::Res => self.res.wake(),
+        }
+        out
+    }
+
+    fn crash(&mut self, _cx: &Ctx<'_>, db: DbName) -> Outcome {
+        match db {
+            DbName::Lease => {
+                if !self.lease.engine.up {
+                    return Outcome::Error("already-down".into());
+                }
+                self.lease.engine.crash();
+                if self.lease.durability == LeaseDurability::Unlogged {
+                    self.lease.engine.committed.clear();
+                }
+            }
+            DbName::Res => {
+                if !self.res.engine.up {
+                    return Outcome::Error("already-down".into());
+                }
+                self.res.engine.crash();
+            }
+        }
+        Outcome::Ok
+    }
+
+    fn restart(&mut self, _cx: &Ctx<'_>, db: DbName) -> Outcome {
+        let e_up = match db {
+            DbName::Lease => &mut self.lease.engine.up,
+            DbName::Res => &mut self.res.engine.up,
+        };
+        if *e_up {
+            return Outcome::Error("not-down".into());
+        }
+        *e_up = true;
+        Outcome::Ok
+    }
+}

@@ -1,0 +1,89 @@
+//! Typed names so a token is never confused with a TTL and a holder never with a scope
+//! (C-CUSTOM-TYPE). All are plain strings or integers on the wire and in traces.
+
+use std::fmt;
+
+/// A fencing token: strictly increasing per lease, handed out on every acquire (I2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Token(pub u64);
+
+impl fmt::Display for Token {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+macro_rules! name_type {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub struct $name(pub String);
+
+        impl $name {
+            /// Wraps a string.
+            pub fn new(s: impl Into<String>) -> Self {
+                Self(s.into())
+            }
+            /// The name as text.
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+
+        impl From<&str> for $name {
+            fn from(s: &str) -> Self {
+                Self(s.to_string())
+            }
+        }
+    };
+}
+
+name_type!(
+    /// Who holds (or wants) a lease: `holder-a`, `holder-b`.
+    Holder
+);
+name_type!(
+    /// A lease row's primary key: `report-job`.
+    LeaseName
+);
+name_type!(
+    /// The unit the fence protects: `daily-report`. One floor row per scope.
+    Scope
+);
+name_type!(
+    /// A row inside a scope: `summary`, `detail`.
+    Part
+);
+name_type!(
+    /// A database connection (a PostgreSQL session). Blocking, transactions and `await` are
+    /// per connection, exactly as in PostgreSQL.
+    ConnId
+);
+
+/// The parameters the sources use, so cases and tests say what they mean.
+pub mod defaults {
+    /// The lease every source experiment competes for.
+    pub const LEASE: &str = "report-job";
+    /// The scope the report job writes.
+    pub const SCOPE: &str = "daily-report";
+    /// First part of the scope.
+    pub const SUMMARY: &str = "summary";
+    /// Second part of the scope.
+    pub const DETAIL: &str = "detail";
+    /// First holder.
+    pub const HOLDER_A: &str = "holder-a";
+    /// Second holder.
+    pub const HOLDER_B: &str = "holder-b";
+    /// F4's TTL.
+    pub const TTL_MS: u64 = 1500;
+    /// F4's renew period (about TTL/4).
+    pub const RENEW_MS: u64 = 400;
+    /// The local safety margin subtracted from the TTL for the local deadline.
+    pub const MARGIN_MS: u64 = 300;
+}

@@ -1,0 +1,85 @@
+//! A recording harness: the model, a [`ManualClock`] and the [`History`] of everything done to
+//! it. Lab cases, proptest and replay drive the model through this, so every run leaves the
+//! same kind of record.
+
+use crate::backend::{apply, Ctx};
+use crate::config::Config;
+use crate::history::{Event, History, Op, Outcome};
+use crate::model::Model;
+use crate::names::{ConnId, Holder};
+use crate::time::{ManualClock, Millis};
+use std::collections::BTreeMap;
+
+/// The model plus its clock and history.
+#[derive(Clone, Debug)]
+pub struct World {
+    /// The databases.
+    pub model: Model,
+    /// The authority clock.
+    pub clock: ManualClock,
+    /// Everything done so far.
+    pub history: History,
+    /// Per-actor local clock offset in ms (a client whose clock runs ahead or behind).
+    offsets: BTreeMap<Holder, i64>,
+}
+
+impl World {
+    /// A fresh world at time 0.
+    pub fn new(config: Config) -> Self {
+        World {
+            model: Model::new(config),
+            clock: ManualClock::new(),
+            history: History::default(),
+            offsets: BTreeMap::new(),
+        }
+    }
+
+    /// The authority time.
+    pub fn now(&self) -> Millis {
+        self.clock.now()
+    }
+
+    /// Advances the authority clock.
+    pub fn advance(&mut self, ms: u64) -> Millis {
+        self.clock.advance(ms)
+    }
+
+    /// Sets an actor's local clock offset relative to the authority clock.
+    pub fn set_offset(&mut self, actor: &str, offset_ms: i64) {
+        self.offsets.insert(Holder::new(actor), offset_ms);
+    }
+
+    /// `actor`'s local clock reading now (never below 0).
+    pub fn local(&self, actor: &Holder) -> Millis {
+        let off = self.offsets.get(actor).copied().unwrap_or(0);
+        let t = self.now().0 as i64 + off;
+        Millis(t.max(0) as u64)
+    }
+
+    /// Runs `op` as `actor` on its default connection, records and returns the outcome.
+    pub fn run(&mut self, actor: &str, op: Op) -> Outcome {
+        self.exec(Holder::new(actor), None, op).outcome.clone()
+    }
+
+    /// Runs `op` as `actor` on the named connection.
+    pub fn run_on(&mut self, actor: &str, conn: &str, op: Op) -> Outcome {
+        self.exec(Holder::new(actor), Some(ConnId::new(conn)), op)
+            .outcome
+            .clone()
+    }
+
+    /// Runs and records one operation; returns the recorded event.
+    pub fn exec(&mut self, actor: Holder, conn: Option<ConnId>, op: Op) -> &Event {
+        let now = self.now();
+        let local = self.local(&actor);
+        let conn_id = conn.clone().unwrap_or_else(|| ConnId::new(actor.as_str()));
+        let cx = Ctx {
+            now,
+            local,
+            actor: &actor,
+            conn: &conn_id,
+        };
+        let outcome = apply(&mut self.model, &cx, &op);
+        self.history.push(now, local, actor, conn, op, outcome)
+    }
+}
