@@ -1,0 +1,277 @@
+//! The `always` properties. Each violation says, in plain words, which events conflict and
+//! when, so a learner can find them in the timeline.
+
+use crate::facts::{Certainty, Facts, WriteFact};
+use crate::{Check, Violation};
+use leaselab_model::{DbName, Expiry, History, Holder, LeaseName, Op, Outcome, Scope, Token};
+use std::collections::BTreeMap;
+
+fn describe_write(w: &WriteFact) -> String {
+    format!(
+        "{}'s write to {}/{} with token {} ({} at t={}, event #{})",
+        w.writer,
+        w.scope,
+        w.part,
+        w.token,
+        match w.certainty {
+            Certainty::Accepted => "accepted",
+            Certainty::Maybe => "maybe applied",
+        },
+        w.at,
+        w.window.latest
+    )
+}
+
+/// I1: by the database clock, at most one unexpired holder per lease at any instant. Checked at
+/// every grant against the previous holding's expiry as last reported (renewals move it,
+/// release sets `-infinity`).
+pub fn i1(h: &History, out: &mut Vec<Violation>) {
+    struct Holding {
+        holder: Holder,
+        token: Token,
+        expires: Expiry,
+        seq: u64,
+    }
+    let mut cur: BTreeMap<LeaseName, Holding> = BTreeMap::new();
+    let mut blocked: BTreeMap<(DbName, String), Op> = BTreeMap::new();
+    for e in &h.events {
+        let conn = e.conn_id().0;
+        let op = match (&e.op, &e.outcome) {
+            (Op::Await { db }, _) => match blocked.remove(&(*db, conn)) {
+                Some(op) => op,
+                None => continue,
+            },
+            (op, Outcome::Blocked) => {
+                if let Some(db) = op.db() {
+                    blocked.insert((db, conn), op.clone());
+                }
+                continue;
+            }
+            (op, _) => op.clone(),
+        };
+        match (&op, &e.outcome) {
+            (Op::Acquire { lease, holder, .. }, Outcome::Granted { token, expires }) => {
+                if let Some(c) = cur.get(lease) {
+                    if c.token != *token && !c.expires.is_expired_at(e.at) {
+                        out.push(Violation {
+                            check: Check::I1,
+                            message: format!(
+                                "lease {lease}: {holder} was granted token {token} at t={} (event #{}) while {}'s token {} was still unexpired until t={} (granted or renewed at event #{})",
+                                e.at, e.seq, c.holder, c.token, c.expires, c.seq
+                            ),
+                            events: vec![c.seq, e.seq],
+                        });
+                    }
+                }
+                cur.insert(
+                    lease.clone(),
+                    Holding {
+                        holder: holder.clone(),
+                        token: *token,
+                        expires: *expires,
+                        seq: e.seq,
+                    },
+                );
+            }
+            (Op::Renew { lease, token, .. }, Outcome::Renewed { expires }) => {
+                if let Some(c) = cur.get_mut(lease) {
+                    if c.token == *token {
+                        c.expires = *expires;
+                        c.seq = e.seq;
+                    }
+                }
+            }
+            (Op::Release { lease, token, .. }, Outcome::Released) => {
+                if let Some(c) = cur.get_mut(lease) {
+                    if c.token == *token {
+                        c.expires = Expiry::NegInfinity;
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// I2: per lease, granted tokens strictly increase and are never handed out twice — a crash
+/// included (the model's unlogged lease table is the negative control).
+pub fn i2(f: &Facts, out: &mut Vec<Violation>) {
+    for (j, g) in f.grants.iter().enumerate() {
+        for p in f.grants[..j].iter().filter(|p| p.lease == g.lease) {
+            let reused = p.token == g.token;
+            let decreased = p.window.before(&g.window) && p.token > g.token;
+            if reused || decreased {
+                out.push(Violation {
+                    check: Check::I2,
+                    message: format!(
+                        "lease {}: token {} granted to {} at t={} (event #{}) {} token {} granted to {} at t={} (event #{})",
+                        g.lease,
+                        g.token,
+                        g.holder,
+                        g.at,
+                        g.window.latest,
+                        if reused { "reuses" } else { "is below" },
+                        p.token,
+                        p.holder,
+                        p.at,
+                        p.window.latest
+                    ),
+                    events: vec![p.window.latest, g.window.latest],
+                });
+                break;
+            }
+        }
+    }
+}
+
+/// The accepted write with the highest token that definitely committed before `w`, if its
+/// token is higher than `w`'s.
+fn higher_before<'a>(f: &'a Facts, w: &WriteFact) -> Option<&'a WriteFact> {
+    f.writes
+        .iter()
+        .filter(|h| {
+            h.certainty == Certainty::Accepted
+                && h.scope == w.scope
+                && h.window.before(&w.window)
+                && h.token > w.token
+        })
+        .max_by_key(|h| (h.token, h.window.latest))
+}
+
+/// I3: per scope, the tokens of accepted writes never decrease in commit order, whatever part
+/// they target; and an observed floor never goes down.
+pub fn i3(h: &History, f: &Facts, out: &mut Vec<Violation>) {
+    for w in f
+        .writes
+        .iter()
+        .filter(|w| w.certainty == Certainty::Accepted)
+    {
+        if let Some(hi) = higher_before(f, w) {
+            out.push(Violation {
+                check: Check::I3,
+                message: format!(
+                    "scope {}: {} was accepted after {} — tokens of accepted writes went down from {} to {}",
+                    w.scope,
+                    describe_write(w),
+                    describe_write(hi),
+                    hi.token,
+                    w.token
+                ),
+                events: vec![hi.window.latest, w.window.latest],
+            });
+        }
+    }
+    let mut seen: BTreeMap<Scope, (Token, u64, u64)> = BTreeMap::new();
+    for e in &h.events {
+        if let (Op::ReadFloor { scope }, Outcome::Floor(Some(t))) = (&e.op, &e.outcome) {
+            if let Some((max, seq, at)) = seen.get(scope) {
+                if t < max {
+                    out.push(Violation {
+                        check: Check::I3,
+                        message: format!(
+                            "scope {scope}: the fence floor regressed from {max} (read at t={at}, event #{seq}) to {t} (read at t={}, event #{}) — every later write with a token >= {t} would pass",
+                            e.at, e.seq
+                        ),
+                        events: vec![*seq, e.seq],
+                    });
+                    continue;
+                }
+            }
+            seen.insert(scope.clone(), (*t, e.seq, e.at.0));
+        }
+    }
+}
+
+/// Acceptance: a paused old holder that resumes cannot have its write kept. A write is stale
+/// when a write of a *newer holding* was accepted before it: a higher token, or the same token
+/// from another holder (only possible when a token was reused, i.e. I2 failed). Side effects
+/// without a token (F9) count too: a newer publish dropped while an older one is kept.
+pub fn acceptance(f: &Facts, out: &mut Vec<Violation>) {
+    for w in f
+        .writes
+        .iter()
+        .filter(|w| w.certainty == Certainty::Accepted)
+    {
+        let newer = f
+            .writes
+            .iter()
+            .filter(|h| {
+                h.certainty == Certainty::Accepted
+                    && h.scope == w.scope
+                    && h.window.before(&w.window)
+                    && (h.token > w.token || (h.token == w.token && h.writer != w.writer))
+            })
+            .max_by_key(|h| (h.token, h.window.latest));
+        if let Some(hi) = newer {
+            out.push(Violation {
+                check: Check::Acceptance,
+                message: format!(
+                    "stale holder's write kept: {} came after {}",
+                    describe_write(w),
+                    describe_write(hi)
+                ),
+                events: vec![hi.window.latest, w.window.latest],
+            });
+        }
+    }
+    let mut kept: BTreeMap<&str, usize> = BTreeMap::new();
+    for (i, p) in f.publishes.iter().enumerate() {
+        if p.accepted {
+            kept.insert(p.key.as_str(), i);
+            continue;
+        }
+        if let Some(k) = kept.get(p.key.as_str()).map(|&k| &f.publishes[k]) {
+            if k.token < p.token {
+                out.push(Violation {
+                    check: Check::Acceptance,
+                    message: format!(
+                        "publish {}: {}'s newer publish with token {} was dropped at t={} (event #{}) while {}'s stale publish with token {} (t={}, event #{}) is kept",
+                        p.key, p.writer, p.token, p.at, p.window.latest, k.writer, k.token, k.at, k.window.latest
+                    ),
+                    events: vec![k.window.latest, p.window.latest],
+                });
+            }
+        }
+    }
+}
+
+/// Final state: every read of a part must show content from the highest token accepted for it
+/// before the read.
+pub fn final_state(h: &History, f: &Facts, out: &mut Vec<Violation>) {
+    for e in &h.events {
+        let (Op::ReadPart { scope, part }, Outcome::Part(row)) = (&e.op, &e.outcome) else {
+            continue;
+        };
+        let best = f
+            .writes
+            .iter()
+            .filter(|w| {
+                w.certainty == Certainty::Accepted
+                    && &w.scope == scope
+                    && &w.part == part
+                    && w.window.latest < e.seq
+            })
+            .max_by_key(|w| (w.token, w.window.latest));
+        let Some(best) = best else { continue };
+        let bad = match row {
+            None => Some(format!("{scope}/{part} is absent")),
+            Some(r) if r.token < best.token => Some(format!(
+                "{scope}/{part} holds {}'s content `{}` with token {}",
+                r.writer, r.content, r.token
+            )),
+            Some(_) => None,
+        };
+        if let Some(what) = bad {
+            out.push(Violation {
+                check: Check::Final,
+                message: format!(
+                    "at t={} (event #{}) {what}, but {} — the final content must come from the highest accepted token",
+                    e.at,
+                    e.seq,
+                    describe_write(best)
+                ),
+                events: vec![best.window.latest, e.seq],
+            });
+        }
+    }
+}

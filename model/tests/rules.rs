@@ -1,0 +1,378 @@
+//! Every lease and fence rule of CASES.md ("Semantics the model must match"), one test each.
+
+use leaselab_model::prelude::*;
+
+const A: &str = "holder-a";
+const B: &str = "holder-b";
+
+fn granted(o: &Outcome) -> u64 {
+    match o {
+        Outcome::Granted { token, .. } => token.0,
+        other => panic!("expected granted, got {other:?}"),
+    }
+}
+
+#[test]
+fn acquire_inserts_token_1_and_refuses_while_held() {
+    let mut w = World::new(Config::default());
+    assert_eq!(
+        w.run(A, Op::acquire(A, 100)),
+        Outcome::Granted {
+            token: Token(1),
+            expires: Expiry::At(Millis(100))
+        }
+    );
+    w.advance(99);
+    assert_eq!(w.run(B, Op::acquire(B, 100)), Outcome::Refused);
+    let row = w
+        .model
+        .lease_row(&LeaseName::new("report-job"))
+        .expect("row");
+    assert_eq!(
+        (row.holder.as_str(), row.token),
+        (A, Token(1)),
+        "refused acquire leaves the row unchanged"
+    );
+}
+
+#[test]
+fn expired_iff_expires_at_le_now_and_takeover_adds_one() {
+    let mut w = World::new(Config::default());
+    w.run(A, Op::acquire(A, 100));
+    w.advance(100); // expires_at == now: expired
+    assert_eq!(granted(&w.run(B, Op::acquire(B, 100))), 2);
+}
+
+#[test]
+fn release_sets_neg_infinity_and_keeps_token() {
+    let mut w = World::new(Config::default());
+    w.run(A, Op::acquire(A, 1000));
+    assert_eq!(w.run(A, Op::release(A, 1)), Outcome::Released);
+    let row = w
+        .model
+        .lease_row(&LeaseName::new("report-job"))
+        .expect("row");
+    assert_eq!(row.expires_at, Expiry::NegInfinity);
+    assert_eq!(row.token, Token(1));
+    assert_eq!(
+        granted(&w.run(B, Op::acquire(B, 1000))),
+        2,
+        "released lease is free at once"
+    );
+}
+
+#[test]
+fn renew_keeps_token_and_is_refused_after_expiry_or_on_mismatch() {
+    let mut w = World::new(Config::default());
+    w.run(A, Op::acquire(A, 100));
+    w.advance(30);
+    assert_eq!(
+        w.run(A, Op::renew(A, 1, 100)),
+        Outcome::Renewed {
+            expires: Expiry::At(Millis(130))
+        }
+    );
+    assert_eq!(
+        w.run(A, Op::renew(A, 2, 100)),
+        Outcome::Refused,
+        "wrong token"
+    );
+    assert_eq!(
+        w.run(B, Op::renew(B, 1, 100)),
+        Outcome::Refused,
+        "wrong holder"
+    );
+    w.advance(100); // t=130: expired
+    assert_eq!(
+        w.run(A, Op::renew(A, 1, 100)),
+        Outcome::Refused,
+        "never after expiry"
+    );
+    assert_eq!(
+        granted(&w.run(A, Op::acquire(A, 100))),
+        2,
+        "must acquire again: new token"
+    );
+}
+
+#[test]
+fn renew_after_expiry_knob_accepts_late_renew() {
+    let mut w = World::new(Config {
+        renew_after_expiry: true,
+        ..Config::default()
+    });
+    w.run(A, Op::acquire(A, 100));
+    w.advance(500);
+    assert!(matches!(
+        w.run(A, Op::renew(A, 1, 100)),
+        Outcome::Renewed { .. }
+    ));
+}
+
+#[test]
+fn scope_fence_accepts_equal_rejects_lower_across_parts() {
+    let mut w = World::new(Config::default());
+    assert_eq!(w.run(B, Op::write("summary", "b1", 2)), Outcome::Accepted);
+    assert_eq!(
+        w.run(B, Op::write("detail", "b2", 2)),
+        Outcome::Accepted,
+        "equal token accepted"
+    );
+    assert_eq!(
+        w.run(A, Op::write("detail", "a", 1)),
+        Outcome::Rejected,
+        "lower token rejected on any part"
+    );
+    assert_eq!(w.model.floor(&Scope::new("daily-report")), Some(Token(2)));
+    assert_eq!(
+        w.run(A, Op::count(A, AttemptOutcome::Rejected)),
+        Outcome::Count(1)
+    );
+    assert_eq!(
+        w.run(B, Op::count(B, AttemptOutcome::Accepted)),
+        Outcome::Count(2)
+    );
+}
+
+#[test]
+fn strict_fence_rejects_equal_token() {
+    let mut w = World::new(Config::with_fence(FenceMode::Strict));
+    assert_eq!(w.run(B, Op::write("summary", "b1", 2)), Outcome::Accepted);
+    assert_eq!(w.run(B, Op::write("detail", "b2", 2)), Outcome::Rejected);
+}
+
+#[test]
+fn scope_without_floor_row_rejects_every_write() {
+    let mut w = World::new(Config::default());
+    let op = Op::Write {
+        scope: Scope::new("other"),
+        part: Part::new("x"),
+        content: "c".into(),
+        token: Token(5),
+    };
+    assert_eq!(w.run(A, op), Outcome::Rejected);
+}
+
+#[test]
+fn row_fence_lets_stale_token_write_an_untouched_part() {
+    let mut w = World::new(Config::with_fence(FenceMode::Row));
+    assert_eq!(w.run(A, Op::write("summary", "a", 1)), Outcome::Accepted);
+    assert_eq!(w.run(B, Op::write("summary", "b", 2)), Outcome::Accepted);
+    assert_eq!(w.run(A, Op::write("summary", "a2", 1)), Outcome::Rejected);
+    assert_eq!(w.run(A, Op::write("detail", "a3", 1)), Outcome::Accepted);
+}
+
+#[test]
+fn off_accepts_everything() {
+    let mut w = World::new(Config::with_fence(FenceMode::Off));
+    assert_eq!(w.run(B, Op::write("summary", "b", 2)), Outcome::Accepted);
+    assert_eq!(w.run(A, Op::write("summary", "a", 1)), Outcome::Accepted);
+    assert_eq!(w.model.floor(&Scope::new("daily-report")), Some(Token(0)));
+}
+
+#[test]
+fn check_then_write_floor_regresses_when_interleaved() {
+    let mut w = World::new(Config::with_fence(FenceMode::CheckThenWrite));
+    assert_eq!(w.run(A, Op::fence(1)), Outcome::Passed);
+    assert_eq!(w.run(B, Op::fence(2)), Outcome::Passed);
+    assert_eq!(w.run(B, Op::upsert("summary", "new", 2)), Outcome::Accepted);
+    assert_eq!(w.run(A, Op::upsert("summary", "old", 1)), Outcome::Accepted);
+    assert_eq!(
+        w.model.floor(&Scope::new("daily-report")),
+        Some(Token(1)),
+        "2 -> 1"
+    );
+}
+
+fn f6b(a_first: bool) -> World {
+    let mut w = World::new(Config::default());
+    let res = DbName::Res;
+    let (first, ft, second, st) = if a_first { (A, 1, B, 2) } else { (B, 2, A, 1) };
+    w.run(first, Op::begin(res));
+    assert_eq!(w.run(first, Op::fence(ft)), Outcome::Passed);
+    w.run(second, Op::begin(res));
+    assert_eq!(
+        w.run(second, Op::fence(st)),
+        Outcome::Blocked,
+        "waits on the floor row lock"
+    );
+    assert_eq!(
+        w.run(second, Op::await_(res)),
+        Outcome::Error("still-blocked".into())
+    );
+    assert_eq!(
+        w.run(first, Op::upsert("summary", "first", ft)),
+        Outcome::Ok
+    );
+    assert_eq!(w.run(first, Op::commit(res)), Outcome::Ok);
+    w
+}
+
+#[test]
+fn scope_fence_waiter_reevaluates_against_committed_floor() {
+    // A (1) first: B waits, then re-evaluates 1 <= 2 and passes.
+    let mut w = f6b(true);
+    assert_eq!(w.run(B, Op::await_(DbName::Res)), Outcome::Passed);
+    assert_eq!(w.run(B, Op::upsert("summary", "new", 2)), Outcome::Ok);
+    assert_eq!(w.run(B, Op::commit(DbName::Res)), Outcome::Ok);
+    assert_eq!(w.model.floor(&Scope::new("daily-report")), Some(Token(2)));
+    // B (2) first: A waits, then re-evaluates 2 <= 1: refused.
+    let mut w = f6b(false);
+    assert_eq!(w.run(A, Op::await_(DbName::Res)), Outcome::Failed);
+    assert_eq!(w.run(A, Op::rollback(DbName::Res)), Outcome::Ok);
+    assert_eq!(
+        w.run(A, Op::count(A, AttemptOutcome::Rejected)),
+        Outcome::Count(1)
+    );
+}
+
+#[test]
+fn rollback_of_blocker_lets_waiter_see_original_row() {
+    let mut w = World::new(Config::default());
+    w.run(B, Op::begin(DbName::Res));
+    assert_eq!(w.run(B, Op::fence(2)), Outcome::Passed);
+    assert_eq!(w.run(A, Op::write("summary", "a", 1)), Outcome::Blocked);
+    w.run(B, Op::rollback(DbName::Res));
+    assert_eq!(
+        w.run(A, Op::await_(DbName::Res)),
+        Outcome::Accepted,
+        "floor is 0 again"
+    );
+}
+
+#[test]
+fn waiters_are_served_first_come_first_served() {
+    let mut w = World::new(Config::default());
+    w.run_on(A, "s1", Op::begin(DbName::Res));
+    w.run_on(A, "s1", Op::fence(1));
+    assert_eq!(
+        w.run_on(B, "s2", Op::write("summary", "b3", 3)),
+        Outcome::Blocked
+    );
+    assert_eq!(
+        w.run_on(B, "s3", Op::write("summary", "b2", 2)),
+        Outcome::Blocked
+    );
+    w.run_on(A, "s1", Op::commit(DbName::Res));
+    assert_eq!(
+        w.run_on(B, "s2", Op::await_(DbName::Res)),
+        Outcome::Accepted
+    );
+    assert_eq!(
+        w.run_on(B, "s3", Op::await_(DbName::Res)),
+        Outcome::Rejected,
+        "3 committed first"
+    );
+}
+
+#[test]
+fn inside_a_transaction_lease_rules_see_the_start_time() {
+    let mut w = World::new(Config::default());
+    w.run(A, Op::acquire(A, 100));
+    w.run_on(B, "long", Op::begin(DbName::Lease));
+    w.advance(200);
+    assert_eq!(
+        w.run_on(B, "long", Op::Now { db: DbName::Lease }),
+        Outcome::Now(Millis(0))
+    );
+    assert_eq!(
+        w.run_on(B, "long", Op::acquire(B, 100)),
+        Outcome::Refused,
+        "txn start: still held"
+    );
+    w.run_on(B, "long", Op::commit(DbName::Lease));
+    assert_eq!(granted(&w.run_on(B, "auto", Op::acquire(B, 100))), 2);
+}
+
+#[test]
+fn losing_acquire_in_open_transaction_blocks_renew() {
+    let mut w = World::new(Config::default());
+    w.run(A, Op::acquire(A, 1000));
+    w.run_on(B, "tx", Op::begin(DbName::Lease));
+    assert_eq!(w.run_on(B, "tx", Op::acquire(B, 1000)), Outcome::Refused);
+    assert_eq!(
+        w.run(A, Op::renew(A, 1, 1000)),
+        Outcome::Blocked,
+        "ON CONFLICT locked the row"
+    );
+    w.advance(2000);
+    w.run_on(B, "tx", Op::rollback(DbName::Lease));
+    // The renew keeps its pre-wait now(): it still succeeds after the TTL ran out.
+    assert_eq!(
+        w.run(A, Op::await_(DbName::Lease)),
+        Outcome::Renewed {
+            expires: Expiry::At(Millis(1000))
+        }
+    );
+}
+
+#[test]
+fn crash_keeps_committed_rolls_back_open_and_ttl_keeps_running() {
+    let mut w = World::new(Config::default());
+    w.run(A, Op::acquire(A, 1000));
+    w.run(A, Op::write("summary", "a", 1));
+    w.run(B, Op::begin(DbName::Res));
+    w.run(B, Op::upsert("detail", "uncommitted", 1));
+    w.run("admin", Op::Crash { db: DbName::Res });
+    w.run("admin", Op::Crash { db: DbName::Lease });
+    assert_eq!(w.run(A, Op::read_lease()), Outcome::Unavailable);
+    w.advance(1500);
+    w.run("admin", Op::Restart { db: DbName::Res });
+    w.run("admin", Op::Restart { db: DbName::Lease });
+    assert_eq!(
+        w.run(B, Op::commit(DbName::Res)),
+        Outcome::Error("conn-lost".into())
+    );
+    assert_eq!(w.run(B, Op::read_part("detail")), Outcome::Part(None));
+    assert!(matches!(
+        w.run(B, Op::read_part("summary")),
+        Outcome::Part(Some(_))
+    ));
+    assert_eq!(
+        granted(&w.run(B, Op::acquire(B, 1000))),
+        2,
+        "expired during the outage, no reuse"
+    );
+}
+
+#[test]
+fn unlogged_lease_table_reuses_tokens_after_crash() {
+    let mut w = World::new(Config {
+        lease_table: LeaseDurability::Unlogged,
+        ..Config::default()
+    });
+    w.run(A, Op::acquire(A, 100));
+    w.run("admin", Op::Crash { db: DbName::Lease });
+    w.run("admin", Op::Restart { db: DbName::Lease });
+    assert_eq!(granted(&w.run(B, Op::acquire(B, 100))), 1);
+}
+
+#[test]
+fn publish_business_key_keeps_first_versioned_keeps_newest() {
+    let mut w = World::new(Config::default());
+    assert_eq!(w.run(A, Op::publish("k", "A-stale", 1)), Outcome::Accepted);
+    assert_eq!(w.run(B, Op::publish("k", "B-new", 2)), Outcome::Rejected);
+    let mut w = World::new(Config {
+        publish: PublishMode::Versioned,
+        ..Config::default()
+    });
+    assert_eq!(w.run(A, Op::publish("k", "A-stale", 1)), Outcome::Accepted);
+    assert_eq!(w.run(B, Op::publish("k", "B-new", 2)), Outcome::Accepted);
+    assert_eq!(w.run(A, Op::publish("k", "A-stale", 1)), Outcome::Rejected);
+}
+
+#[test]
+fn a_connection_runs_one_statement_at_a_time() {
+    let mut w = World::new(Config::default());
+    w.run(B, Op::begin(DbName::Res));
+    w.run(B, Op::fence(2));
+    assert_eq!(w.run(A, Op::write("summary", "a", 3)), Outcome::Blocked);
+    assert_eq!(
+        w.run(A, Op::write("summary", "a", 3)),
+        Outcome::Error("busy".into())
+    );
+    assert_eq!(
+        w.run(A, Op::await_(DbName::Res)),
+        Outcome::Error("still-blocked".into())
+    );
+}
