@@ -203,13 +203,23 @@ pub fn acceptance(f: &Facts, out: &mut Vec<Violation>) {
             })
             .max_by_key(|h| (h.token, h.window.latest));
         if let Some(hi) = newer {
-            out.push(Violation {
-                check: Check::Acceptance,
-                message: format!(
+            let message = if hi.token == w.token {
+                format!(
+                    "token {} was used by two holders: {} came after {} — with a reused token the resource cannot tell the stale holder from the new one",
+                    w.token,
+                    describe_write(w),
+                    describe_write(hi)
+                )
+            } else {
+                format!(
                     "stale holder's write kept: {} came after {}",
                     describe_write(w),
                     describe_write(hi)
-                ),
+                )
+            };
+            out.push(Violation {
+                check: Check::Acceptance,
+                message,
                 events: vec![hi.window.latest, w.window.latest],
             });
         }

@@ -70,8 +70,20 @@ impl World {
 
     /// Runs and records one operation; returns the recorded event.
     pub fn exec(&mut self, actor: Holder, conn: Option<ConnId>, op: Op) -> &Event {
-        let now = self.now();
         let local = self.local(&actor);
+        self.exec_at_local(actor, conn, op, local)
+    }
+
+    /// Runs and records one operation with an explicit local clock reading (replay uses the
+    /// recorded one; a simulation uses its per-node clock).
+    pub fn exec_at_local(
+        &mut self,
+        actor: Holder,
+        conn: Option<ConnId>,
+        op: Op,
+        local: Millis,
+    ) -> &Event {
+        let now = self.now();
         let conn_id = conn.clone().unwrap_or_else(|| ConnId::new(actor.as_str()));
         let cx = Ctx {
             now,

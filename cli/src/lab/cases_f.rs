@@ -1,0 +1,597 @@
+//! Cases F1–F9 from `000_2e4560dda188126a.txt`, on the model. F4/F5 use the ManualClock in
+//! place of SIGSTOP: the holder simply stops issuing operations (renewer included) while the
+//! database clock runs on. Real processes and PostgreSQL come with the pg issue.
+
+use super::{Case, Lab};
+use leaselab_checkers::Check;
+use leaselab_model::client::LocalDeadline;
+use leaselab_model::names::defaults::{
+    DETAIL, HOLDER_A as A, HOLDER_B as B, MARGIN_MS, RENEW_MS, SUMMARY, TTL_MS,
+};
+use leaselab_model::prelude::*;
+
+pub(super) fn cases() -> Vec<Case> {
+    vec![
+        Case { id: "F1", title: "normal path: acquire -> write -> renew -> release -> next holder acquires a larger token and writes", run: f1 },
+        Case { id: "F2", title: "now() inside a long transaction is the transaction's start time; equal-token rewrite accepted", run: f2 },
+        Case { id: "F3", title: "16 sessions race acquire on a barrier: new / held / expired rounds", run: f3 },
+        Case { id: "F4", title: "main experiment: A paused between its local check and its write; B takes over; A resumes", run: f4 },
+        Case { id: "F5", title: "negative control: F4's timeline, resource without token check (fence=off)", run: f5 },
+        Case { id: "F6", title: "(a) negative control: check-then-write regresses the floor 2 -> 1; (b) the scope fence as one conditional UPDATE, both orders", run: f6 },
+        Case { id: "F7", title: "fence granularity: stale holder writes a part the new holder never touched (row vs scope)", run: f7 },
+        Case { id: "F8", title: "database crash (immediate stop, WAL recovery): lease and floor survive, no token reuse", run: f8 },
+        Case { id: "F9", title: "side effect without a token: publish deduplicated by business key, and its fix", run: f9 },
+    ]
+}
+
+/// A short, comparable rendering of an outcome: `granted token=N` without the expiry.
+pub(super) fn brief(o: &Outcome) -> String {
+    match o {
+        Outcome::Granted { token, .. } => format!("granted token={token}"),
+        Outcome::Renewed { .. } => "renewed".into(),
+        Outcome::Part(Some(r)) => format!("{} by {} token={}", r.content, r.writer, r.token),
+        Outcome::Published(Some(r)) => format!("{} by {} token={}", r.content, r.writer, r.token),
+        Outcome::Lease(Some(r)) => format!("{} token={}", r.holder, r.token),
+        Outcome::Floor(Some(t)) => t.to_string(),
+        Outcome::Count(n) => n.to_string(),
+        o => o.to_string(),
+    }
+}
+
+fn s(x: &str) -> String {
+    x.to_string()
+}
+
+fn f1(lab: &mut Lab) {
+    let mut w = World::new(lab.config(FenceMode::Scope));
+    let o = w.run(A, Op::acquire(A, TTL_MS));
+    lab.expect(
+        "holder-a acquires the lease",
+        s("granted token=1"),
+        brief(&o),
+    );
+    let o = w.run(A, Op::write(SUMMARY, "rows=100(A)", 1));
+    lab.expect("holder-a's write with token=1", s("accepted"), brief(&o));
+    w.advance(RENEW_MS);
+    let o = w.run(A, Op::renew(A, 1, TTL_MS));
+    lab.expect("renew succeeds", s("renewed"), brief(&o));
+    let o = w.run(A, Op::read_lease());
+    lab.expect("token unchanged by renew", s("holder-a token=1"), brief(&o));
+    let o = w.run(A, Op::release(A, 1));
+    lab.expect("holder-a releases", s("released"), brief(&o));
+    let o = w.run(B, Op::acquire(B, TTL_MS));
+    lab.expect(
+        "holder-b acquires at once after the release",
+        s("granted token=2"),
+        brief(&o),
+    );
+    let o = w.run(B, Op::write(SUMMARY, "rows=101(B)", 2));
+    lab.expect("holder-b's write with token=2", s("accepted"), brief(&o));
+    let o = w.run("lab", Op::read_floor());
+    lab.expect("resource fence_floor", s("2"), brief(&o));
+    lab.judge("F1", "normal path", &w, &[]);
+}
+
+fn f2(lab: &mut Lab) {
+    let mut w = World::new(lab.config(FenceMode::Scope));
+    let db = DbName::Lease;
+    // A holding that ends at t=1000; the long transaction starts at t=500, before it ends.
+    w.run(A, Op::acquire(A, 1000));
+    w.advance(500);
+    w.run_on(B, "long", Op::begin(db));
+    let t0 = w.run_on(B, "long", Op::Now { db });
+    w.advance(1000); // t=1500: the lease expired at 1000
+    let t1 = w.run_on(B, "long", Op::Now { db });
+    lab.expect(
+        "now() does not move inside one transaction",
+        t0.to_string(),
+        t1.to_string(),
+    );
+    let clock_ts = w.now();
+    lab.expect_that(
+        &format!("clock_timestamp() (t={clock_ts}) has passed the transaction's now() ({t1})"),
+        Outcome::Now(clock_ts) != t1,
+    );
+    let auto = w.run_on(B, "auto", Op::read_lease());
+    let expired_auto =
+        matches!(&auto, Outcome::Lease(Some(r)) if r.expires_at.is_expired_at(w.now()));
+    let inside = w.run_on(B, "long", Op::acquire(B, 1000));
+    lab.expect_that(
+        &format!("autocommit sees the lease expired, but acquire inside the long transaction is refused by its start time (got {inside})"),
+        expired_auto && inside == Outcome::Refused,
+    );
+    w.run_on(B, "long", Op::commit(db));
+    let o = w.run_on(B, "auto", Op::acquire(B, 1000));
+    lab.expect(
+        "the same acquire in autocommit succeeds",
+        s("granted token=2"),
+        brief(&o),
+    );
+    let o = w.run(B, Op::write(SUMMARY, "v1", 2));
+    lab.expect("write with token=2", s("accepted"), brief(&o));
+    let o = w.run(B, Op::write(SUMMARY, "v2", 2));
+    lab.expect(
+        "repeated write with an equal token (one holding, many writes)",
+        s("accepted"),
+        brief(&o),
+    );
+    lab.note(
+        "the source's run shows token 4 because its table had history; here the table starts empty",
+    );
+    lab.judge("F2", "now() in a long transaction", &w, &[]);
+}
+
+fn f3(lab: &mut Lab) {
+    let mut w = World::new(lab.config(FenceMode::Scope));
+    let db = DbName::Lease;
+    let threads: Vec<(String, String)> = (1..=16)
+        .map(|i| (format!("t{i:02}"), format!("c{i:02}")))
+        .collect();
+    let mut attempts = 0;
+    // One round: every session begins and sends acquire at the same instant. The first takes the
+    // row lock; the others wait and re-evaluate when it commits, one after another.
+    let round = |w: &mut World, attempts: &mut usize| -> usize {
+        let mut outs = Vec::new();
+        for (t, c) in &threads {
+            w.run_on(t, c, Op::begin(db));
+            outs.push(w.run_on(t, c, Op::acquire(t, TTL_MS)));
+            *attempts += 1;
+        }
+        for (i, (t, c)) in threads.iter().enumerate() {
+            if outs[i] == Outcome::Blocked {
+                outs[i] = w.run_on(t, c, Op::await_(db));
+            }
+            w.run_on(t, c, Op::commit(db));
+        }
+        outs.iter()
+            .filter(|o| matches!(o, Outcome::Granted { .. }))
+            .count()
+    };
+    let n = round(&mut w, &mut attempts);
+    lab.expect("new lease: winners", 1, n);
+    w.advance(100);
+    let n = round(&mut w, &mut attempts);
+    lab.expect("while held: winners", 0, n);
+    w.advance(TTL_MS);
+    let n = round(&mut w, &mut attempts);
+    lab.expect("after expiry: winners", 1, n);
+    let o = w.run("lab", Op::read_lease());
+    let token = match &o {
+        Outcome::Lease(Some(r)) => r.token.0,
+        _ => 0,
+    };
+    lab.expect(&format!("token after {attempts} attempts"), 2, token);
+    lab.note("the model runs statements one at a time; PostgreSQL's 16-connection race is the pg issue's F3");
+    lab.judge("F3", "acquire race", &w, &[]);
+}
+
+/// F4's timeline, with the resource configured by `config`.
+struct PauseRun {
+    w: World,
+    held_at_3000: Outcome,
+    check: Outcome,
+    b_acquire: Outcome,
+    b_write: Outcome,
+    a_write: Outcome,
+    a_renew: Outcome,
+    summary: Outcome,
+    floor: Outcome,
+    a_rejected: Outcome,
+}
+
+fn pause_timeline(config: Config) -> PauseRun {
+    let mut w = World::new(config);
+    let sent = w.local(&Holder::new(A));
+    w.run(A, Op::acquire(A, TTL_MS));
+    let mut deadline = LocalDeadline::from_request_start(sent, TTL_MS, MARGIN_MS);
+    // The background renewer keeps the lease for 3000 ms (two TTLs).
+    while w.now().0 + RENEW_MS <= 3000 {
+        w.advance(RENEW_MS);
+        let sent = w.local(&Holder::new(A));
+        if matches!(w.run(A, Op::renew(A, 1, TTL_MS)), Outcome::Renewed { .. }) {
+            deadline = deadline.renewed(sent, TTL_MS, MARGIN_MS);
+        }
+    }
+    w.advance(3000 - w.now().0);
+    let held_at_3000 = w.run("lab", Op::read_lease());
+    // A passes its local-deadline check, then stops right before writing (SIGSTOP).
+    let check = w.run(A, Op::check(deadline.deadline));
+    w.run(A, Op::Pause);
+    // The renewer is stopped too: the lease expires by the database clock at 2800 + 1500.
+    w.advance(1400);
+    let b_acquire = w.run(B, Op::acquire(B, TTL_MS));
+    let b_write = w.run(B, Op::write(SUMMARY, "rows=201(B)", 2));
+    w.advance(100);
+    w.run(B, Op::renew(B, 2, TTL_MS));
+    w.run(B, Op::release(B, 2));
+    w.advance(500);
+    w.run(A, Op::Resume);
+    let a_write = w.run(A, Op::write(SUMMARY, "rows=200(A)", 1));
+    let a_renew = w.run(A, Op::renew(A, 1, TTL_MS));
+    let summary = w.run("lab", Op::read_part(SUMMARY));
+    let floor = w.run("lab", Op::read_floor());
+    let a_rejected = w.run("lab", Op::count(A, AttemptOutcome::Rejected));
+    PauseRun {
+        w,
+        held_at_3000,
+        check,
+        b_acquire,
+        b_write,
+        a_write,
+        a_renew,
+        summary,
+        floor,
+        a_rejected,
+    }
+}
+
+fn f4(lab: &mut Lab) {
+    let r = pause_timeline(lab.config(FenceMode::Scope));
+    lab.expect(
+        "while not paused (3000 ms, TTL=1500 ms) renewals keep the lease",
+        s("holder-a token=1"),
+        brief(&r.held_at_3000),
+    );
+    lab.expect(
+        "A passes its local-deadline check, then is paused (renewer too)",
+        s("valid"),
+        brief(&r.check),
+    );
+    lab.expect("B acquires", s("granted token=2"), brief(&r.b_acquire));
+    lab.expect("B's write", s("accepted"), brief(&r.b_write));
+    lab.expect(
+        "A's write after resume, token=1, lease free at that moment",
+        s("rejected"),
+        brief(&r.a_write),
+    );
+    lab.expect("A's renew after the write", s("refused"), brief(&r.a_renew));
+    lab.expect(
+        "final summary",
+        s("rows=201(B) by holder-b token=2"),
+        brief(&r.summary),
+    );
+    lab.expect("fence_floor", s("2"), brief(&r.floor));
+    lab.expect(
+        "write_attempt holds one rejected attempt by A",
+        s("1"),
+        brief(&r.a_rejected),
+    );
+    lab.observed.insert(super::table::SCOPE, brief(&r.a_write));
+    lab.judge("F4", "main experiment", &r.w, &[]);
+}
+
+fn f5(lab: &mut Lab) {
+    let r = pause_timeline(Config::with_fence(FenceMode::Off));
+    lab.note(format!(
+        "A after resume: WRITE {} token=1; RENEW_AFTER_WRITE {}",
+        brief(&r.a_write),
+        brief(&r.a_renew)
+    ));
+    lab.note(format!(
+        "final summary = {}; fence_floor={}",
+        brief(&r.summary),
+        brief(&r.floor)
+    ));
+    lab.expect(
+        "lease behaviour identical to F4: B acquires",
+        s("granted token=2"),
+        brief(&r.b_acquire),
+    );
+    lab.expect(
+        "the break: A's stale write",
+        s("accepted"),
+        brief(&r.a_write),
+    );
+    lab.observed
+        .insert(super::table::CLIENT_CHECK, brief(&r.a_write));
+    lab.judge(
+        "F5",
+        "unfenced resource",
+        &r.w,
+        &[Check::I3, Check::Acceptance, Check::Final],
+    );
+}
+
+fn f6(lab: &mut Lab) {
+    f6a(lab);
+    f6b(lab);
+}
+
+fn f6a(lab: &mut Lab) {
+    let mut w = World::new(Config::with_fence(FenceMode::CheckThenWrite));
+    let o = w.run(A, Op::fence(1));
+    lab.expect(
+        "F6a: A (t=1) reads floor 0 and passes",
+        s("passed"),
+        brief(&o),
+    );
+    w.run(A, Op::Pause);
+    let o = w.run(B, Op::fence(2));
+    lab.expect(
+        "F6a: B (t=2) reads floor 0 and passes",
+        s("passed"),
+        brief(&o),
+    );
+    let o = w.run(B, Op::upsert(SUMMARY, "new(B)", 2));
+    lab.expect(
+        "F6a: B sets floor 2 and writes new(B)",
+        s("accepted"),
+        brief(&o),
+    );
+    let before = w.run("lab", Op::read_floor());
+    w.run(A, Op::Resume);
+    let o = w.run(A, Op::upsert(SUMMARY, "old(A)", 1));
+    lab.observed
+        .insert(super::table::CHECK_THEN_WRITE, brief(&o));
+    let after = w.run("lab", Op::read_floor());
+    let part = w.run("lab", Op::read_part(SUMMARY));
+    lab.note(format!(
+        "F6a check-then-write: B accepted=true, A {}, final {}, fence_floor={}",
+        brief(&o),
+        brief(&part),
+        brief(&after)
+    ));
+    lab.expect(
+        "F6a: the break: floor regresses",
+        s("2 -> 1"),
+        format!("{} -> {}", brief(&before), brief(&after)),
+    );
+    lab.judge(
+        "F6a",
+        "check-then-write",
+        &w,
+        &[Check::I3, Check::Acceptance, Check::Final],
+    );
+}
+
+fn f6b(lab: &mut Lab) {
+    let res = DbName::Res;
+    // Order 1: A advances the floor to 1 and pauses uncommitted; B waits on the row lock.
+    let mut w = World::new(lab.config(FenceMode::Scope));
+    w.run(A, Op::begin(res));
+    let o = w.run(A, Op::fence(1));
+    lab.expect(
+        "A-first: A's UPDATE advances the floor to 1 (uncommitted)",
+        s("passed"),
+        brief(&o),
+    );
+    w.run(A, Op::Pause);
+    w.run(B, Op::begin(res));
+    let o = w.run(B, Op::fence(2));
+    lab.expect(
+        "A-first: B's UPDATE waits on the floor row lock (wait_event_type = 'Lock')",
+        s("blocked"),
+        brief(&o),
+    );
+    w.run(A, Op::Resume);
+    w.run(A, Op::upsert(SUMMARY, "old(A)", 1));
+    w.run(A, Op::commit(res));
+    let o = w.run(B, Op::await_(res));
+    lab.expect(
+        "A-first: after A commits, B re-evaluates 1 <= 2",
+        s("passed"),
+        brief(&o),
+    );
+    w.run(B, Op::upsert(SUMMARY, "new(B)", 2));
+    w.run(B, Op::commit(res));
+    let part = w.run("lab", Op::read_part(SUMMARY));
+    lab.expect(
+        "A-first: final content",
+        s("new(B) by holder-b token=2"),
+        brief(&part),
+    );
+    lab.judge("F6b-a-first", "scope fence, A first", &w, &[]);
+
+    // Order 2: B advances to 2 first; A's token 1 is refused after the wait.
+    let mut w = World::new(lab.config(FenceMode::Scope));
+    w.run(B, Op::begin(res));
+    w.run(B, Op::fence(2));
+    w.run(A, Op::begin(res));
+    let o = w.run(A, Op::fence(1));
+    lab.expect(
+        "B-first: A's UPDATE waits on the floor row lock",
+        s("blocked"),
+        brief(&o),
+    );
+    w.run(B, Op::upsert(SUMMARY, "new(B)", 2));
+    w.run(B, Op::commit(res));
+    let o = w.run(A, Op::await_(res));
+    lab.expect(
+        "B-first: A re-evaluates 2 <= 1 and is refused",
+        s("failed"),
+        brief(&o),
+    );
+    let obs = if o == Outcome::Failed {
+        "rejected".to_string()
+    } else {
+        brief(&o)
+    };
+    lab.observed.insert(super::table::SCOPE_F6B, obs);
+    w.run(A, Op::rollback(res));
+    let part = w.run("lab", Op::read_part(SUMMARY));
+    lab.expect(
+        "B-first: final content",
+        s("new(B) by holder-b token=2"),
+        brief(&part),
+    );
+    lab.judge("F6b-b-first", "scope fence, B first", &w, &[]);
+}
+
+fn granularity(config: Config) -> (World, Outcome) {
+    let mut w = World::new(config);
+    w.run(A, Op::acquire(A, TTL_MS));
+    w.run(A, Op::write(SUMMARY, "A-summary", 1));
+    w.advance(TTL_MS);
+    w.run(B, Op::acquire(B, TTL_MS));
+    w.run(B, Op::write(SUMMARY, "B-summary", 2));
+    let o = w.run(A, Op::write(DETAIL, "A-detail", 1));
+    (w, o)
+}
+
+fn f7(lab: &mut Lab) {
+    let (w, o) = granularity(Config::with_fence(FenceMode::Row));
+    lab.note(format!(
+        "FENCED_ROW: B summary accepted, A(token=1) detail {}",
+        brief(&o)
+    ));
+    lab.expect(
+        "the break: row fence has no old token for a new row",
+        s("accepted"),
+        brief(&o),
+    );
+    lab.observed.insert(super::table::ROW, brief(&o));
+    lab.judge("F7-row", "row fence", &w, &[Check::I3, Check::Acceptance]);
+    let (w, o) = granularity(lab.config(FenceMode::Scope));
+    lab.expect("FENCED_SCOPE: A(token=1) detail", s("rejected"), brief(&o));
+    lab.observed.insert(super::table::SCOPE_F7, brief(&o));
+    lab.judge("F7-scope", "scope fence", &w, &[]);
+}
+
+/// F8 up to the restart; returns the world at t=110, both databases back up.
+fn crash_prefix(config: Config, lab: &mut Lab, tag: &str) -> World {
+    let mut w = World::new(config);
+    w.run(B, Op::acquire(B, TTL_MS));
+    w.run(B, Op::release(B, 1));
+    let o = w.run(A, Op::acquire(A, TTL_MS));
+    lab.expect(
+        &format!("{tag}: holder-a holds"),
+        s("granted token=2"),
+        brief(&o),
+    );
+    w.run(A, Op::write(SUMMARY, "A-2", 2));
+    w.advance(10);
+    w.run("admin", Op::Crash { db: DbName::Lease });
+    w.run("admin", Op::Crash { db: DbName::Res });
+    w.advance(50);
+    let o = w.run(A, Op::read_lease());
+    lab.expect(&format!("{tag}: while down"), s("unavailable"), brief(&o));
+    w.advance(50);
+    w.run("admin", Op::Restart { db: DbName::Lease });
+    w.run("admin", Op::Restart { db: DbName::Res });
+    w
+}
+
+fn f8(lab: &mut Lab) {
+    let mut w = crash_prefix(lab.config(FenceMode::Scope), lab, "logged");
+    let o = w.run("lab", Op::read_lease());
+    lab.expect(
+        "lease row recovered: a lease does not end with the connection",
+        s("holder-a token=2"),
+        brief(&o),
+    );
+    let o = w.run("lab", Op::read_floor());
+    lab.expect("fence_floor recovered", s("2"), brief(&o));
+    w.advance(TTL_MS); // the TTL kept running through the outage
+    let o = w.run(B, Op::acquire(B, TTL_MS));
+    lab.expect(
+        "next acquire after expiry: no reuse",
+        s("granted token=3"),
+        brief(&o),
+    );
+    let o = w.run(B, Op::write(SUMMARY, "B-3", 3));
+    lab.expect("holder-b's token-3 write", s("accepted"), brief(&o));
+    let o = w.run(A, Op::write(SUMMARY, "A-2-late", 2));
+    lab.expect("holder-a's token-2 write", s("rejected"), brief(&o));
+    lab.judge("F8", "crash and recovery", &w, &[]);
+
+    // Negative control for I2: an UNLOGGED lease table comes back empty.
+    let mut cfg = lab.config(FenceMode::Scope);
+    cfg.lease_table = LeaseDurability::Unlogged;
+    let mut w = crash_prefix(cfg, lab, "unlogged");
+    let o = w.run("lab", Op::read_lease());
+    lab.expect(
+        "unlogged: lease table after restart",
+        s("lease absent"),
+        brief(&o),
+    );
+    w.advance(TTL_MS);
+    let o = w.run(B, Op::acquire(B, TTL_MS));
+    lab.expect(
+        "unlogged: token handed out again",
+        s("granted token=1"),
+        brief(&o),
+    );
+    let o = w.run(B, Op::write(SUMMARY, "B-1", 1));
+    lab.note(format!(
+        "unlogged: the floor (2) still refuses the reused token 1: B's write {}",
+        brief(&o)
+    ));
+    w.advance(TTL_MS);
+    w.run(B, Op::acquire(B, TTL_MS));
+    w.run(B, Op::write(SUMMARY, "B-2", 2));
+    let o = w.run(A, Op::write(SUMMARY, "A-2-stale", 2));
+    lab.expect(
+        "unlogged: the break: stale holder-a's token 2 equals B's reused token 2",
+        s("accepted"),
+        brief(&o),
+    );
+    lab.judge(
+        "F8-unlogged",
+        "unlogged lease table (non-durable token counter)",
+        &w,
+        &[Check::I2, Check::Acceptance],
+    );
+}
+
+fn publish_world(config: Config) -> World {
+    let mut w = World::new(config);
+    w.run(A, Op::acquire(A, TTL_MS));
+    w.run(A, Op::Pause);
+    w.advance(TTL_MS + 100);
+    w.run(B, Op::acquire(B, TTL_MS));
+    w
+}
+
+const KEY: &str = "report-ready:daily-report";
+
+fn f9(lab: &mut Lab) {
+    let mut w = publish_world(Config::default());
+    w.run(B, Op::publish(KEY, "B-new", 2));
+    w.run(A, Op::Resume);
+    let o = w.run(A, Op::publish(KEY, "A-stale", 1));
+    lab.expect(
+        "order B->A: A's duplicate publish is dropped by the business key",
+        s("rejected"),
+        brief(&o),
+    );
+    lab.judge("F9-b-first", "business key, B first", &w, &[]);
+
+    let mut w = publish_world(Config::default());
+    w.run(A, Op::Resume);
+    let a = w.run(A, Op::publish(KEY, "A-stale", 1));
+    let b = w.run(B, Op::publish(KEY, "B-new", 2));
+    let kept = w.run("lab", Op::ReadPublish { key: KEY.into() });
+    lab.note(format!(
+        "order A->B: A {}, B {}, kept {}",
+        brief(&a),
+        brief(&b),
+        brief(&kept)
+    ));
+    lab.expect(
+        "the break: idempotence keeps the first to arrive",
+        s("A-stale by holder-a token=1"),
+        brief(&kept),
+    );
+    lab.judge(
+        "F9-a-first",
+        "business key, A first",
+        &w,
+        &[Check::Acceptance],
+    );
+
+    let mut w = publish_world(Config {
+        publish: PublishMode::Versioned,
+        ..Config::default()
+    });
+    w.run(A, Op::Resume);
+    w.run(A, Op::publish(KEY, "A-stale", 1));
+    w.run(B, Op::publish(KEY, "B-new", 2));
+    let kept = w.run("lab", Op::ReadPublish { key: KEY.into() });
+    lab.expect(
+        "fix: the publish carries its token and downstream keeps only >=",
+        s("B-new by holder-b token=2"),
+        brief(&kept),
+    );
+    lab.note("the other fix, an outbox (write to a fenced local table, forward later), is the scope fence again");
+    lab.judge("F9-versioned", "versioned publish, A first", &w, &[]);
+}

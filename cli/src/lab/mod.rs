@@ -1,0 +1,224 @@
+//! The lab: every case of CASES.md as a named, runnable case whose output shows its outcome.
+//!
+//! Output follows the source's style: `CASE <id> :: <title>`, then `ok`/`FAIL`/`note` lines with
+//! `(expected=…, actual=…)`, then `SUMMARY passed=N failed=M`. A negative control passes only
+//! when its break is seen *and* the checker that targets it reports it.
+
+mod cases_f;
+mod cases_g;
+pub mod table;
+
+use leaselab_checkers::{check, Check, Report};
+use leaselab_model::trace::Trace;
+use leaselab_model::{Config, FenceMode, World};
+use std::collections::BTreeMap;
+use std::fmt::Display;
+
+/// One case of the catalogue.
+pub struct Case {
+    /// `F1` … `G4`.
+    pub id: &'static str,
+    /// One line.
+    pub title: &'static str,
+    /// Runs it.
+    pub run: fn(&mut Lab),
+}
+
+/// Every case, in catalogue order.
+pub fn cases() -> Vec<Case> {
+    let mut v = cases_f::cases();
+    v.extend(cases_g::cases());
+    v
+}
+
+/// One recorded run of a case (a case may run several: both orders, with and without fence).
+pub struct RunRecord {
+    /// The trace, with the verdict the checkers gave.
+    pub trace: Trace,
+    /// The checkers' report.
+    pub report: Report,
+}
+
+/// Collects a case's output lines, its failures, its runs, and observations for table 26-1.
+#[derive(Default)]
+pub struct Lab {
+    /// `--fence`: replaces the scope fence in the cases that use it.
+    pub fence_override: Option<FenceMode>,
+    /// Output lines of the current case.
+    pub lines: Vec<String>,
+    /// Failed expectations in the current case.
+    pub failed: usize,
+    /// Runs recorded so far (all cases).
+    pub runs: Vec<RunRecord>,
+    /// What stale writes actually got, keyed by table row (see [`table`]).
+    pub observed: BTreeMap<&'static str, String>,
+}
+
+impl Lab {
+    /// The configuration for a run whose design uses `base`; the scope fence is the one
+    /// `--fence` overrides, so `--case F4 --fence off` becomes F5.
+    pub fn config(&self, base: FenceMode) -> Config {
+        let fence = match (base, self.fence_override) {
+            (FenceMode::Scope, Some(f)) => f,
+            (b, _) => b,
+        };
+        Config::with_fence(fence)
+    }
+
+    fn line(&mut self, s: String) {
+        self.lines.push(format!("  {s}"));
+    }
+
+    /// An expectation with values: `ok` if equal, else `FAIL`.
+    pub fn expect<T: PartialEq + Display>(&mut self, label: &str, expected: T, actual: T) -> bool {
+        let pass = expected == actual;
+        if !pass {
+            self.failed += 1;
+        }
+        let word = if pass { "ok  " } else { "FAIL" };
+        self.line(format!(
+            "{word} {label} (expected={expected}, actual={actual})"
+        ));
+        pass
+    }
+
+    /// An expectation without values.
+    pub fn expect_that(&mut self, label: &str, pass: bool) -> bool {
+        if !pass {
+            self.failed += 1;
+        }
+        let word = if pass { "ok  " } else { "FAIL" };
+        self.line(format!("{word} {label}"));
+        pass
+    }
+
+    /// Information that is not itself an expectation.
+    pub fn note(&mut self, text: impl Display) {
+        self.line(format!("note {text}"));
+    }
+
+    /// Runs the checkers on `world`'s history and compares their verdict with `expect`.
+    /// For a negative control (`expect` non-empty) it prints what the targeted checkers said:
+    /// the control passes only if exactly those checks fire.
+    pub fn judge(&mut self, name: &str, title: &str, world: &World, expect: &[Check]) {
+        let report = check(&world.history);
+        let mut want: Vec<Check> = expect.to_vec();
+        want.sort();
+        let got: Vec<Check> = Check::ALL
+            .iter()
+            .copied()
+            .filter(|c| report.violated(*c))
+            .collect();
+        let names = |v: &[Check]| -> String {
+            if v.is_empty() {
+                "all hold".into()
+            } else {
+                v.iter().map(|c| c.as_str()).collect::<Vec<_>>().join(",")
+            }
+        };
+        if want == got {
+            if want.is_empty() {
+                self.line(format!(
+                    "ok   [{name}] checkers: I1 I2 I3 acceptance final all hold"
+                ));
+            } else {
+                for c in &want {
+                    if let Some(v) = report.of(*c).next() {
+                        let msg = v.message.clone();
+                        self.line(format!("ok   [{name}] negative control exposes {c}: {msg}"));
+                    }
+                }
+            }
+        } else {
+            self.failed += 1;
+            self.line(format!(
+                "FAIL [{name}] checkers (expected={}, actual={})",
+                names(&want),
+                names(&got)
+            ));
+            for v in &report.violations {
+                self.line(format!("       {v}"));
+            }
+        }
+        let fired: Vec<String> = report
+            .sometimes
+            .0
+            .iter()
+            .filter(|(_, n)| **n > 0)
+            .map(|(k, n)| format!("{k}={n}"))
+            .collect();
+        if !fired.is_empty() {
+            self.note(format!("[{name}] sometimes: {}", fired.join(" ")));
+        }
+        let mut trace = Trace::new(name, world.model.config().clone(), world.history.clone());
+        trace.title = title.to_string();
+        trace.expect = report.verdict();
+        self.runs.push(RunRecord { trace, report });
+    }
+}
+
+/// Result of running a selection of cases.
+pub struct LabResult {
+    /// Printed text.
+    pub text: String,
+    /// Cases that passed.
+    pub passed: usize,
+    /// Cases that failed.
+    pub failed: usize,
+    /// All runs, for `--trace-out`.
+    pub runs: Vec<RunRecord>,
+    /// Observations for `--table`.
+    pub observed: BTreeMap<&'static str, String>,
+}
+
+/// Runs the cases whose id is in `only` (all when `None`).
+pub fn run(only: Option<&str>, fence_override: Option<FenceMode>) -> Result<LabResult, String> {
+    let all = cases();
+    let selected: Vec<&Case> = match only {
+        None => all.iter().collect(),
+        Some(id) => {
+            let c: Vec<&Case> = all
+                .iter()
+                .filter(|c| c.id.eq_ignore_ascii_case(id))
+                .collect();
+            if c.is_empty() {
+                let ids: Vec<&str> = all.iter().map(|c| c.id).collect();
+                return Err(format!(
+                    "unknown case `{id}`; known cases: {}",
+                    ids.join(" ")
+                ));
+            }
+            c
+        }
+    };
+    let mut lab = Lab {
+        fence_override,
+        ..Lab::default()
+    };
+    let mut text = String::new();
+    let (mut passed, mut failed) = (0, 0);
+    for case in selected {
+        lab.lines.clear();
+        lab.failed = 0;
+        (case.run)(&mut lab);
+        text.push_str(&format!("CASE {} :: {}\n", case.id, case.title));
+        for l in &lab.lines {
+            text.push_str(l);
+            text.push('\n');
+        }
+        if lab.failed == 0 {
+            passed += 1;
+        } else {
+            failed += 1;
+        }
+        text.push('\n');
+    }
+    text.push_str(&format!("SUMMARY passed={passed} failed={failed}\n"));
+    Ok(LabResult {
+        text,
+        passed,
+        failed,
+        runs: lab.runs,
+        observed: lab.observed,
+    })
+}

@@ -1,0 +1,9 @@
+//! # leaselab (the binary's library half)
+//!
+//! - [`lab`]: the cases F1–F9 and G1–G4 of CASES.md on the model, with their output and traces.
+//! - [`replay`]: re-executes a trace against the model and re-judges it.
+//!
+//! The binary (`src/main.rs`) only parses arguments and prints.
+
+pub mod lab;
+pub mod replay;

@@ -1,0 +1,132 @@
+//! Replay: re-executes a trace against a fresh model, compares every step's outcome with the
+//! recorded one, re-runs the checkers on the replayed history and compares their verdict with
+//! the trace's `expect` line.
+
+use leaselab_checkers::{check, Report};
+use leaselab_model::trace::{event_line, Trace};
+use leaselab_model::{Outcome, World};
+use std::path::Path;
+
+/// A step whose replayed outcome differs from the recorded one.
+#[derive(Clone, Debug)]
+pub struct Divergence {
+    /// The recorded event's line.
+    pub line: String,
+    /// Step number.
+    pub seq: u64,
+    /// What the trace says.
+    pub recorded: Outcome,
+    /// What the model did.
+    pub replayed: Outcome,
+}
+
+/// The result of replaying one trace.
+pub struct ReplayReport {
+    /// Every diverging step, in order (the first is the one that matters).
+    pub divergences: Vec<Divergence>,
+    /// The checkers' report on the replayed history.
+    pub report: Report,
+    /// The verdict the trace expects.
+    pub expected: Vec<String>,
+    /// Number of steps replayed.
+    pub steps: usize,
+}
+
+impl ReplayReport {
+    /// The verdict the checkers gave.
+    pub fn verdict(&self) -> Vec<String> {
+        self.report.verdict()
+    }
+
+    /// No divergence and the expected verdict.
+    pub fn ok(&self) -> bool {
+        self.divergences.is_empty() && self.verdict() == self.expected
+    }
+
+    /// A human summary: one line if all is well, the first divergence and the verdict
+    /// difference otherwise.
+    pub fn describe(&self) -> String {
+        let verdict = |v: &[String]| {
+            if v.is_empty() {
+                "ok".to_string()
+            } else {
+                v.join(",")
+            }
+        };
+        if self.ok() {
+            return format!(
+                "ok ({} steps, verdict {})",
+                self.steps,
+                verdict(&self.expected)
+            );
+        }
+        let mut s = String::new();
+        if let Some(d) = self.divergences.first() {
+            s.push_str(&format!(
+                "DIVERGED at step #{}: recorded `{}`, replayed `{}`\n    step: {}",
+                d.seq, d.recorded, d.replayed, d.line
+            ));
+            if self.divergences.len() > 1 {
+                s.push_str(&format!(
+                    "\n    ({} more diverging steps after it)",
+                    self.divergences.len() - 1
+                ));
+            }
+        }
+        if self.verdict() != self.expected {
+            if !s.is_empty() {
+                s.push('\n');
+                s.push_str("    ");
+            }
+            s.push_str(&format!(
+                "UNEXPECTED VERDICT: expected={} actual={}",
+                verdict(&self.expected),
+                verdict(&self.verdict())
+            ));
+            for v in &self.report.violations {
+                s.push_str(&format!("\n      {v}"));
+            }
+        }
+        s
+    }
+}
+
+/// Replays a parsed trace against the model.
+///
+/// A recorded `indeterminate` outcome (a client that never learned the result) matches any
+/// replayed outcome: the model knows what really happened, the client did not.
+pub fn replay(trace: &Trace) -> ReplayReport {
+    let mut w = World::new(trace.config.clone());
+    let mut divergences = Vec::new();
+    for e in &trace.history.events {
+        w.clock.set(e.at);
+        let got = w
+            .exec_at_local(e.actor.clone(), e.conn.clone(), e.op.clone(), e.local)
+            .outcome
+            .clone();
+        let matches = got == e.outcome || matches!(e.outcome, Outcome::Indeterminate(_));
+        if !matches {
+            divergences.push(Divergence {
+                line: event_line(e),
+                seq: e.seq,
+                recorded: e.outcome.clone(),
+                replayed: got,
+            });
+        }
+    }
+    ReplayReport {
+        divergences,
+        report: check(&w.history),
+        expected: trace.expect.clone(),
+        steps: trace.history.events.len(),
+    }
+}
+
+/// Reads, parses and replays one file. Errors name the file (and for parse errors the line and
+/// field).
+pub fn replay_file(path: &Path) -> Result<ReplayReport, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+    let trace = Trace::parse(&text, &path.display().to_string()).map_err(|e| e.to_string())?;
+    Ok(replay(&trace))
+}
