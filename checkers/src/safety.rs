@@ -52,7 +52,7 @@ pub fn i1(h: &History, out: &mut Vec<Violation>) {
         match (&op, &e.outcome) {
             (Op::Acquire { lease, holder, .. }, Outcome::Granted { token, expires }) => {
                 if let Some(c) = cur.get(lease) {
-                    if c.token != *token && !c.expires.is_expired_at(e.at) {
+                    if !c.expires.is_expired_at(e.at) {
                         out.push(Violation {
                             check: Check::I1,
                             message: format!(

@@ -1,0 +1,90 @@
+//! Trace format v1: canonical round trip and errors that name file, line and field.
+
+use leaselab_model::prelude::*;
+use leaselab_model::trace::Trace;
+
+fn sample() -> Trace {
+    let mut w = World::new(Config::default());
+    w.run("holder-a", Op::acquire("holder-a", 100));
+    w.run("holder-a", Op::write("summary", "with space = and %", 1));
+    w.run_on("holder-b", "s1", Op::begin(DbName::Res));
+    w.run_on("holder-b", "s1", Op::fence(2));
+    w.run("holder-a", Op::write("summary", "x", 3));
+    w.run("holder-a", Op::release("holder-a", 1));
+    w.run("lab", Op::read_lease());
+    w.run("lab", Op::read_part("detail"));
+    w.run("admin", Op::Crash { db: DbName::Res });
+    w.run("holder-a", Op::await_(DbName::Res));
+    let mut t = Trace::new("sample", w.model.config().clone(), w.history);
+    t.title = "a sample: all kinds".into();
+    t.seed = 42;
+    t.faults = vec!["pause actor=holder-a at=check".into()];
+    t.expect = vec!["I3".into()];
+    t
+}
+
+#[test]
+fn write_read_write_is_byte_identical() {
+    let t = sample();
+    let text = t.to_text();
+    let back = Trace::parse(&text, "sample.trace").expect("parses");
+    assert_eq!(back, t);
+    assert_eq!(back.to_text(), text);
+    assert!(text.contains("release lease=report-job holder=holder-a token=1 => released"));
+    assert!(text.contains("lease holder=holder-a token=1 expires=-infinity"));
+}
+
+fn err_of(text: &str) -> leaselab_model::trace::TraceError {
+    Trace::parse(text, "bad.trace").expect_err("must be rejected")
+}
+
+#[test]
+fn malformed_input_names_file_line_and_field() {
+    let good = sample().to_text();
+    let cases: Vec<(String, usize, &str)> = vec![
+        (
+            good.replacen("leaselab-trace v1", "leaselab-trace v9", 1),
+            1,
+            "header",
+        ),
+        (good.replace("seed 42", "seed forty"), 4, "seed"),
+        (good.replace("fence=scope", "fence=sideways"), 5, "fence"),
+        (good.replace("expect I3", "expect I4"), 7, "expect"),
+        (good.replace("ttl_ms=100 =>", "ttl_ms=abc =>"), 9, "ttl_ms"),
+        (good.replace("2 t=0 local=0", "3 t=0 local=0"), 10, "seq"),
+        (
+            good.replace("=> granted token=1", "=> grunted token=1"),
+            9,
+            "outcome",
+        ),
+        (
+            good.replace("holder-a acquire lease", "holder-a acquire bogus=1 lease"),
+            9,
+            "bogus",
+        ),
+        (good.replace(" => released", " -> released"), 14, "outcome"),
+        (good.replace("\nend\n", "\n"), 18, "end"),
+    ];
+    for (text, line, field) in cases {
+        let e = err_of(&text);
+        assert_eq!((e.line, e.field.as_str()), (line, field), "{e}");
+        assert!(
+            e.to_string()
+                .starts_with(&format!("bad.trace:{line}: field `{field}`")),
+            "{e}"
+        );
+    }
+}
+
+#[test]
+fn garbage_never_panics() {
+    for text in [
+        "",
+        "\n",
+        "leaselab-trace v1\nevents\n1 t=x",
+        "leaselab-trace v1\nevents\n1 t=0 local=0 a => ok\nend",
+        "\u{0}\u{ff}",
+    ] {
+        let _ = Trace::parse(text, "g.trace");
+    }
+}
