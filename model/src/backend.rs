@@ -34,6 +34,8 @@ pub enum SessionStep {
     Await,
     /// `SELECT now()`.
     Now,
+    /// The client went away: roll back and forget the connection.
+    Disconnect,
 }
 
 /// The lease table (`lease26`). Every method is one atomic statement; inside a transaction it
@@ -158,6 +160,7 @@ pub fn apply<B: LeaseStore + FencedResource + Admin>(b: &mut B, cx: &Ctx<'_>, op
         Op::Rollback { db } => b.session(cx, *db, SessionStep::Rollback),
         Op::Await { db } => b.session(cx, *db, SessionStep::Await),
         Op::Now { db } => b.session(cx, *db, SessionStep::Now),
+        Op::Disconnect { db } => b.session(cx, *db, SessionStep::Disconnect),
         Op::Crash { db } => b.crash(cx, *db),
         Op::Restart { db } => b.restart(cx, *db),
         Op::Check { deadline } => {

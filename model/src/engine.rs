@@ -208,6 +208,13 @@ impl<T: Clone, X: Default> Engine<T, X> {
         }
     }
 
+    /// Drops a connection whose client went away: its waiting statement leaves the lock queue.
+    /// The caller ends its transaction first.
+    pub fn forget(&mut self, id: &ConnId) {
+        self.conns.remove(id);
+        self.queue.retain(|q| q != id);
+    }
+
     /// Parks `id`'s statement until `key` is free.
     pub fn park(&mut self, id: &ConnId, waiting: Waiting<T>) {
         self.conn(id).waiting = Some(waiting);

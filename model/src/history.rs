@@ -115,6 +115,13 @@ pub enum Op {
         /// Database.
         db: DbName,
     },
+    /// The client closes (or abandons) this connection: the server rolls back its open
+    /// transaction and forgets any statement still waiting, as PostgreSQL does when a backend
+    /// notices its client is gone.
+    Disconnect {
+        /// Database.
+        db: DbName,
+    },
     /// `SELECT now()`: the statement (or transaction) time this connection sees.
     Now {
         /// Database.
@@ -191,6 +198,7 @@ impl Op {
             | Op::Commit { db }
             | Op::Rollback { db }
             | Op::Await { db }
+            | Op::Disconnect { db }
             | Op::Now { db }
             | Op::Crash { db }
             | Op::Restart { db } => Some(*db),

@@ -521,6 +521,25 @@ impl Model {
         }
     }
 
+    /// Whether `conn`'s statement on `db` is still waiting for a row lock. A server host uses
+    /// this to know when to answer a blocked client (it then records an `await`).
+    pub fn is_blocked(&self, db: DbName, conn: &ConnId) -> bool {
+        let waiting = |c: Option<bool>| c.unwrap_or(false);
+        match db {
+            DbName::Lease => waiting(self.lease.engine.conns.get(conn).map(|c| c.waiting.is_some())),
+            DbName::Res => waiting(self.res.engine.conns.get(conn).map(|c| c.waiting.is_some())),
+        }
+    }
+
+    /// Whether `conn` on `db` has a finished result that nobody collected yet.
+    pub fn has_result(&self, db: DbName, conn: &ConnId) -> bool {
+        let has = |c: Option<bool>| c.unwrap_or(false);
+        match db {
+            DbName::Lease => has(self.lease.engine.conns.get(conn).map(|c| c.finished.is_some())),
+            DbName::Res => has(self.res.engine.conns.get(conn).map(|c| c.finished.is_some())),
+        }
+    }
+
     /// The `write_attempt` log.
     pub fn attempts(&self) -> &[Attempt] {
         &self.res.attempts
@@ -690,6 +709,28 @@ impl FencedResource for Model {
 impl Admin for Model {
     fn session(&mut self, cx: &Ctx<'_>, db: DbName, step: SessionStep) -> Outcome {
         let id = cx.conn;
+        if step == SessionStep::Disconnect {
+            let up = match db {
+                DbName::Lease => self.lease.engine.up,
+                DbName::Res => self.res.engine.up,
+            };
+            if !up {
+                return Outcome::Unavailable;
+            }
+            match db {
+                DbName::Lease => {
+                    self.lease.engine.end(id, false);
+                    self.lease.engine.forget(id);
+                    self.lease.wake();
+                }
+                DbName::Res => {
+                    self.res.end_txn(id, false);
+                    self.res.engine.forget(id);
+                    self.res.wake();
+                }
+            }
+            return Outcome::Ok;
+        }
         if step == SessionStep::Await {
             return match db {
                 DbName::Lease => self.lease.await_result(id),
@@ -740,7 +781,7 @@ impl Admin for Model {
                     DbName::Res => self.res.end_txn(id, commit),
                 }
             }
-            SessionStep::Await => Outcome::Error("not-blocked".into()),
+            SessionStep::Await | SessionStep::Disconnect => Outcome::Error("not-blocked".into()),
         };
         match db {
             DbName::Lease => self.lease.wake(),

@@ -186,6 +186,7 @@ pub fn op_text(op: &Op) -> String {
         Op::Rollback { db } => db_op(&mut s, "rollback", *db),
         Op::Await { db } => db_op(&mut s, "await", *db),
         Op::Now { db } => db_op(&mut s, "now", *db),
+        Op::Disconnect { db } => db_op(&mut s, "disconnect", *db),
         Op::Crash { db } => db_op(&mut s, "crash", *db),
         Op::Restart { db } => db_op(&mut s, "restart", *db),
         Op::ReadLease { lease } => {

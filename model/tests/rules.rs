@@ -376,3 +376,16 @@ fn a_connection_runs_one_statement_at_a_time() {
         Outcome::Error("still-blocked".into())
     );
 }
+
+#[test]
+fn disconnect_rolls_back_and_releases_locks() {
+    let mut w = World::new(Config::default());
+    w.run(A, Op::begin(DbName::Res));
+    assert_eq!(w.run(A, Op::fence(5)), Outcome::Passed);
+    assert_eq!(w.run(B, Op::write("summary", "b", 2)), Outcome::Blocked);
+    assert!(w.model.is_blocked(DbName::Res, &ConnId::new(B)));
+    assert_eq!(w.run(A, Op::Disconnect { db: DbName::Res }), Outcome::Ok);
+    assert!(!w.model.is_blocked(DbName::Res, &ConnId::new(B)));
+    assert!(w.model.has_result(DbName::Res, &ConnId::new(B)));
+    assert_eq!(w.run(B, Op::await_(DbName::Res)), Outcome::Accepted, "floor back to 0");
+}
