@@ -7,3 +7,4 @@
 
 pub mod lab;
 pub mod replay;
+pub mod sim_cmd;

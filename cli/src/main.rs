@@ -34,6 +34,54 @@ enum Cmd {
         #[arg(long)]
         table: bool,
     },
+    /// Simulate holders and databases under seeded faults: one seed, or a sweep.
+    Sim {
+        /// Run one seed and print its timeline.
+        #[arg(long, conflicts_with = "seeds")]
+        seed: Option<u64>,
+        /// Sweep a range of seeds, A..B.
+        #[arg(long)]
+        seeds: Option<String>,
+        /// Run every N-th seed from K (K/N), so a sweep splits across machines.
+        #[arg(long, default_value = "0/1")]
+        shard: String,
+        /// The resource's fence: scope, strict, row, check-then-write, off.
+        #[arg(long, default_value = "scope")]
+        fence: FenceMode,
+        /// Number of holders.
+        #[arg(long, default_value_t = 2)]
+        holders: usize,
+        /// Fault kinds the swarm may use: all, none, or a comma list of pause, pause-time, partition, delay, skew, step, crash.
+        #[arg(long, default_value = "all")]
+        faults: String,
+        /// Lease table durability: logged or unlogged (the I2 negative control).
+        #[arg(long, default_value = "logged")]
+        lease_table: leaselab_model::LeaseDurability,
+        /// Safety phase length (faults active), virtual ms.
+        #[arg(long)]
+        safety_ms: Option<u64>,
+        /// Liveness phase length after healing, virtual ms (0: no liveness check).
+        #[arg(long)]
+        liveness_ms: Option<u64>,
+        /// fast (discrete-event) or turmoil.
+        #[arg(long, default_value = "fast")]
+        driver: String,
+        /// turmoil tick in ms (turmoil driver only).
+        #[arg(long, default_value_t = 1)]
+        tick_ms: u64,
+        /// Write the single run's trace to FILE.
+        #[arg(long, value_name = "FILE")]
+        trace_out: Option<PathBuf>,
+        /// Folder for failing traces of a sweep.
+        #[arg(long, default_value = "sim-failures", value_name = "DIR")]
+        out: PathBuf,
+        /// Do not shrink failing seeds.
+        #[arg(long)]
+        no_shrink: bool,
+        /// Single seed: print settings and verdict only, no timeline.
+        #[arg(long)]
+        quiet: bool,
+    },
     /// Re-execute traces against the model; non-zero exit on a divergence or unexpected verdict.
     Replay {
         /// Trace files.
@@ -52,6 +100,49 @@ fn main() -> ExitCode {
             table,
         } => run_lab(case.as_deref(), fence, trace_out, table),
         Cmd::Replay { files } => run_replay(&files),
+        Cmd::Sim {
+            seed,
+            seeds,
+            shard,
+            fence,
+            holders,
+            faults,
+            lease_table,
+            safety_ms,
+            liveness_ms,
+            driver,
+            tick_ms,
+            trace_out,
+            out,
+            no_shrink,
+            quiet,
+        } => {
+            let args = SimArgs {
+                seed,
+                seeds,
+                shard,
+                fence,
+                holders,
+                faults,
+                lease_table,
+                safety_ms,
+                liveness_ms,
+                driver,
+                tick_ms,
+                trace_out,
+                out,
+                no_shrink,
+                quiet,
+            };
+            match run_sim(args) {
+                Ok(true) => ExitCode::FAILURE,
+                Ok(false) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("leaselab sim: {e}");
+                    ExitCode::from(2)
+                }
+            }
+        }
     }
 }
 
@@ -117,5 +208,65 @@ fn run_replay(files: &[PathBuf]) -> ExitCode {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
+    }
+}
+
+struct SimArgs {
+    seed: Option<u64>,
+    seeds: Option<String>,
+    shard: String,
+    fence: FenceMode,
+    holders: usize,
+    faults: String,
+    lease_table: leaselab_model::LeaseDurability,
+    safety_ms: Option<u64>,
+    liveness_ms: Option<u64>,
+    driver: String,
+    tick_ms: u64,
+    trace_out: Option<PathBuf>,
+    out: PathBuf,
+    no_shrink: bool,
+    quiet: bool,
+}
+
+/// Returns whether a check failed.
+fn run_sim(a: SimArgs) -> Result<bool, String> {
+    use leaselab_sim::{Driver, FaultKind, SimOptions};
+    let driver = match a.driver.as_str() {
+        "fast" => Driver::Fast,
+        "turmoil" => Driver::Turmoil,
+        other => return Err(format!("--driver: expected fast or turmoil, found `{other}`")),
+    };
+    if a.holders == 0 || a.holders > 26 {
+        return Err(format!("--holders: expected 1..=26, found {}", a.holders));
+    }
+    let d = SimOptions::default();
+    let opts = SimOptions {
+        fence: a.fence,
+        lease_table: a.lease_table,
+        holders: a.holders,
+        faults: FaultKind::parse_list(&a.faults)?,
+        safety_ms: a.safety_ms.unwrap_or(d.safety_ms),
+        liveness_ms: a.liveness_ms.unwrap_or(d.liveness_ms),
+        tick_ms: a.tick_ms.max(1),
+        ..d
+    };
+    let shard = leaselab::sim_cmd::parse_shard(&a.shard)?;
+    match (a.seed, a.seeds) {
+        (Some(seed), _) => {
+            let (text, run) = leaselab::sim_cmd::one(seed, &opts, driver, a.quiet);
+            print!("{text}");
+            if let Some(f) = a.trace_out {
+                std::fs::write(&f, run.trace.to_text()).map_err(|e| format!("cannot write {}: {e}", f.display()))?;
+                println!("trace: {}", f.display());
+            }
+            Ok(run.failed())
+        }
+        (None, Some(r)) => {
+            let (start, end) = leaselab::sim_cmd::parse_range(&r)?;
+            let seeds = leaselab_sim::sweep::Seeds { start, end, shard };
+            leaselab::sim_cmd::many(seeds, &opts, driver, &a.out, !a.no_shrink)
+        }
+        (None, None) => Err("give --seed N or --seeds A..B".into()),
     }
 }

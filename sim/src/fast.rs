@@ -1,0 +1,361 @@
+//! The discrete-event driver: a time-ordered queue, no tokio. Same holder machine, same database
+//! hosts, same fault plan and same trace as the turmoil driver, at a fraction of the cost (turmoil
+//! pays per tick, this pays per event).
+//!
+//! Network: one FIFO link per (holder, database, direction), as a TCP connection is; latency is
+//! drawn per message; a partition holds messages until it heals (a write that left before expiry
+//! arrives after it); a delay window adds latency.
+
+use crate::clock::{NodeClock, PauseKind};
+use crate::faults::{Fault, Point};
+use crate::holder::{Effect, HolderMachine};
+use crate::host::{DbHosts, Reply};
+use crate::scenario::{finish, Driver, Setup, SimRun};
+use leaselab_model::{ConnId, DbName, Holder, Millis, Op, Outcome};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap, VecDeque};
+
+#[derive(Clone, Debug)]
+enum Ev {
+    ToDb { holder: usize, req: u64, conn: ConnId, op: Op },
+    ToHolder { holder: usize, req: u64, outcome: Outcome },
+    Wake { holder: usize },
+    PauseStart { holder: usize, dur_ms: u64, kind: PauseKind },
+    PauseEnd { holder: usize, id: u64 },
+    Crash { db: DbName, down_ms: u64 },
+    Restart { db: DbName },
+    Heal,
+    End,
+}
+
+struct Node {
+    m: HolderMachine,
+    name: Holder,
+    clock: NodeClock,
+    /// `Some((pause id, kind))` while paused.
+    paused: Option<(u64, PauseKind)>,
+    inbox: VecDeque<(u64, Outcome)>,
+    stash: Vec<Effect>,
+    points: BTreeMap<Point, u32>,
+    wake_at: Option<u64>,
+}
+
+/// The fast simulation of one setup.
+pub struct FastSim {
+    setup: Setup,
+    hosts: DbHosts,
+    nodes: Vec<Node>,
+    names: Vec<Holder>,
+    queue: BinaryHeap<Reverse<(u64, u64)>>,
+    events: BTreeMap<u64, Ev>,
+    seq: u64,
+    net: ChaCha8Rng,
+    last: BTreeMap<(usize, u8, bool), u64>,
+    healed: bool,
+    pause_ids: u64,
+    now: u64,
+}
+
+fn db_code(db: DbName) -> u8 {
+    match db {
+        DbName::Lease => 0,
+        DbName::Res => 1,
+    }
+}
+
+impl FastSim {
+    /// Prepares a run.
+    pub fn new(setup: Setup) -> Self {
+        let mut net = ChaCha8Rng::seed_from_u64(setup.seed);
+        net.set_stream(1);
+        let nodes: Vec<Node> = setup
+            .holders
+            .iter()
+            .map(|cfg| Node {
+                m: HolderMachine::new(cfg.clone()),
+                name: cfg.name.clone(),
+                clock: NodeClock::default(),
+                paused: None,
+                inbox: VecDeque::new(),
+                stash: Vec::new(),
+                points: BTreeMap::new(),
+                wake_at: None,
+            })
+            .collect();
+        let names = nodes.iter().map(|n| n.name.clone()).collect();
+        let mut sim = FastSim {
+            hosts: DbHosts::new(setup.config()),
+            nodes,
+            names,
+            queue: BinaryHeap::new(),
+            events: BTreeMap::new(),
+            seq: 0,
+            net,
+            last: BTreeMap::new(),
+            healed: false,
+            pause_ids: 0,
+            now: 0,
+            setup,
+        };
+        sim.plan();
+        sim
+    }
+
+    fn at(&mut self, t: u64, ev: Ev) {
+        self.seq += 1;
+        self.queue.push(Reverse((t, self.seq)));
+        self.events.insert(self.seq, ev);
+    }
+
+    fn plan(&mut self) {
+        let faults = self.setup.plan.faults.clone();
+        for f in faults {
+            match f {
+                Fault::Skew { holder, offset_ms, ppm } => {
+                    if let Some(n) = self.nodes.get_mut(holder) {
+                        n.clock.offset_ms += offset_ms;
+                        n.clock.skew_ppm += ppm;
+                    }
+                }
+                Fault::Step { holder, at_ms, delta_ms } => {
+                    if let Some(n) = self.nodes.get_mut(holder) {
+                        n.clock.steps.push((at_ms, delta_ms));
+                    }
+                    self.at(at_ms, Ev::Wake { holder });
+                }
+                Fault::PauseAtTime { holder, at_ms, dur_ms, kind } => self.at(at_ms, Ev::PauseStart { holder, dur_ms, kind }),
+                Fault::Crash { db, at_ms, down_ms } => self.at(at_ms, Ev::Crash { db, down_ms }),
+                Fault::PauseAtPoint { .. } | Fault::Partition { .. } | Fault::Delay { .. } => {}
+            }
+        }
+        for h in 0..self.nodes.len() {
+            self.reschedule(h);
+        }
+        let o = &self.setup.opts;
+        let heal = o.safety_ms;
+        let end = o.safety_ms + o.liveness_ms;
+        self.at(heal, Ev::Heal);
+        self.at(end, Ev::End);
+    }
+
+    fn locals(&self, t: u64) -> Vec<Millis> {
+        self.nodes.iter().map(|n| n.clock.local(Millis(t))).collect()
+    }
+
+    /// Sends over the (holder, db) link in one direction; returns the delivery time.
+    fn link(&mut self, t: u64, holder: usize, db: DbName, to_db: bool) -> u64 {
+        let (lo, hi) = self.setup.latency_ms;
+        let mut deliver = t + self.net.random_range(lo..=hi);
+        if !self.healed {
+            for f in &self.setup.plan.faults {
+                match f {
+                    Fault::Partition { holder: h, db: d, at_ms, dur_ms } if *h == holder && *d == db => {
+                        let end = (at_ms + dur_ms).min(self.setup.opts.safety_ms);
+                        if *at_ms <= t && t < end {
+                            deliver = deliver.max(end + lo);
+                        }
+                    }
+                    Fault::Delay { holder: h, db: d, at_ms, dur_ms, extra_ms } if *h == holder && *d == db => {
+                        if *at_ms <= t && t < at_ms + dur_ms {
+                            deliver += extra_ms;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        let key = (holder, db_code(db), to_db);
+        let last = self.last.get(&key).copied().unwrap_or(0);
+        let deliver = deliver.max(last);
+        self.last.insert(key, deliver);
+        deliver
+    }
+
+    fn reply(&mut self, t: u64, replies: Vec<Reply>, db: DbName) {
+        for (holder, req, outcome) in replies {
+            let when = self.link(t, holder, db, false);
+            self.at(when, Ev::ToHolder { holder, req, outcome });
+        }
+    }
+
+    fn reschedule(&mut self, h: usize) {
+        let now = Millis(self.now);
+        let n = &self.nodes[h];
+        if n.paused.is_some() {
+            return;
+        }
+        let Some(local) = n.m.next_timer() else {
+            return;
+        };
+        let Some(at) = n.clock.when(now, local) else {
+            return;
+        };
+        let at = at.0.max(self.now);
+        if self.nodes[h].wake_at != Some(at) {
+            self.nodes[h].wake_at = Some(at);
+            self.at(at, Ev::Wake { holder: h });
+        }
+    }
+
+    fn record(&mut self, h: usize, op: Op) {
+        let t = Millis(self.now);
+        let local = self.nodes[h].clock.local(t);
+        let name = self.nodes[h].name.clone();
+        self.hosts.record_client(t, local, &name, op);
+    }
+
+    /// Executes a holder's effects in order; a matching point pause stops it right there.
+    fn feed(&mut self, h: usize, effects: Vec<Effect>) {
+        let mut it = effects.into_iter();
+        while let Some(e) = it.next() {
+            match e {
+                Effect::Send { req, db, conn, op } => {
+                    let when = self.link(self.now, h, db, true);
+                    self.at(when, Ev::ToDb { holder: h, req, conn, op });
+                }
+                Effect::Abandon { db, conn } => {
+                    let when = self.link(self.now, h, db, true);
+                    self.at(when, Ev::ToDb { holder: h, req: 0, conn, op: Op::Disconnect { db } });
+                }
+                Effect::Record(op) => self.record(h, op),
+                Effect::Point(p) => {
+                    let c = {
+                        let n = self.nodes[h].points.entry(p).or_insert(0);
+                        *n += 1;
+                        *n
+                    };
+                    if self.healed {
+                        continue;
+                    }
+                    let hit = self.setup.plan.faults.iter().find_map(|f| match f {
+                        Fault::PauseAtPoint { holder, point, nth, dur_ms, kind } if *holder == h && *point == p && *nth == c => Some((*dur_ms, *kind)),
+                        _ => None,
+                    });
+                    if let Some((dur, kind)) = hit {
+                        self.nodes[h].stash = it.collect();
+                        self.pause(h, dur, kind);
+                        return;
+                    }
+                }
+            }
+        }
+        self.reschedule(h);
+    }
+
+    fn pause(&mut self, h: usize, dur_ms: u64, kind: PauseKind) {
+        if self.nodes[h].paused.is_some() {
+            return;
+        }
+        self.record(h, Op::Pause);
+        self.pause_ids += 1;
+        let id = self.pause_ids;
+        let n = &mut self.nodes[h];
+        n.paused = Some((id, kind));
+        n.wake_at = None;
+        if kind == PauseKind::Freeze {
+            n.clock.frozen_since = Some(self.now);
+        }
+        let end = self.now + dur_ms;
+        self.at(end, Ev::PauseEnd { holder: h, id });
+    }
+
+    fn resume(&mut self, h: usize) {
+        let n = &mut self.nodes[h];
+        if n.paused.take().is_none() {
+            return;
+        }
+        // A frozen clock jumps to the right time on thaw.
+        n.clock.frozen_since = None;
+        self.record(h, Op::Resume);
+        let stash = std::mem::take(&mut self.nodes[h].stash);
+        self.feed(h, stash);
+        while self.nodes[h].paused.is_none() {
+            let Some((req, outcome)) = self.nodes[h].inbox.pop_front() else {
+                break;
+            };
+            let local = self.nodes[h].clock.local(Millis(self.now));
+            let effects = self.nodes[h].m.on_reply(local, req, &outcome);
+            self.feed(h, effects);
+        }
+        if self.nodes[h].paused.is_none() {
+            self.timer(h);
+        }
+    }
+
+    fn timer(&mut self, h: usize) {
+        let local = self.nodes[h].clock.local(Millis(self.now));
+        let effects = self.nodes[h].m.on_timer(local);
+        self.feed(h, effects);
+    }
+
+    /// Runs to the end and judges the history.
+    pub fn run(mut self) -> SimRun {
+        while let Some(Reverse((t, seq))) = self.queue.pop() {
+            let Some(ev) = self.events.remove(&seq) else {
+                continue;
+            };
+            self.now = t;
+            match ev {
+                Ev::End => break,
+                Ev::ToDb { holder, req, conn, op } => {
+                    let db = op.db().unwrap_or(DbName::Res);
+                    let locals = self.locals(t);
+                    let replies = self.hosts.request(Millis(t), &locals, &self.names, holder, req, conn, op);
+                    self.reply(t, replies, db);
+                }
+                Ev::ToHolder { holder, req, outcome } => {
+                    if self.nodes[holder].paused.is_some() {
+                        self.nodes[holder].inbox.push_back((req, outcome));
+                    } else {
+                        let local = self.nodes[holder].clock.local(Millis(t));
+                        let effects = self.nodes[holder].m.on_reply(local, req, &outcome);
+                        self.feed(holder, effects);
+                    }
+                }
+                Ev::Wake { holder } => {
+                    if self.nodes[holder].wake_at == Some(t) || self.nodes[holder].wake_at.is_none() {
+                        self.nodes[holder].wake_at = None;
+                        if self.nodes[holder].paused.is_none() {
+                            self.timer(holder);
+                        }
+                    } else if self.nodes[holder].paused.is_none() {
+                        // A clock step: timers may be due earlier or later than planned.
+                        self.reschedule(holder);
+                    }
+                }
+                Ev::PauseStart { holder, dur_ms, kind } => {
+                    if !self.healed {
+                        self.pause(holder, dur_ms, kind);
+                    }
+                }
+                Ev::PauseEnd { holder, id } => {
+                    if matches!(self.nodes[holder].paused, Some((i, _)) if i == id) {
+                        self.resume(holder);
+                    }
+                }
+                Ev::Crash { db, down_ms } => {
+                    if !self.healed {
+                        let replies = self.hosts.crash(Millis(t), db);
+                        self.reply(t, replies, db);
+                        self.at(t + down_ms, Ev::Restart { db });
+                    }
+                }
+                Ev::Restart { db } => self.hosts.restart(Millis(t), db),
+                Ev::Heal => {
+                    self.healed = true;
+                    for db in [DbName::Lease, DbName::Res] {
+                        self.hosts.restart(Millis(t), db);
+                    }
+                    for h in 0..self.nodes.len() {
+                        self.resume(h);
+                    }
+                }
+            }
+        }
+        let stats = self.nodes.iter().map(|n| n.m.stats).collect();
+        let history = self.hosts.world.history;
+        finish(self.setup, Driver::Fast, history, stats)
+    }
+}

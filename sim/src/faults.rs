@@ -1,0 +1,336 @@
+//! Fault plans. One seed derives everything (TigerBeetle's VOPR habit): which fault kinds are on
+//! for this run (swarm testing), how many of each, and every parameter. The plan is printed at
+//! start and written into the trace as `fault` lines, one per fault.
+
+use crate::clock::PauseKind;
+use leaselab_model::DbName;
+use rand::Rng;
+use rand_chacha::ChaCha8Rng;
+use std::fmt;
+
+/// Where in the holder's code a pause can land.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Point {
+    /// After the local-deadline check passed, before the write's first statement (F4).
+    AfterCheck,
+    /// After the fence statement, before the upsert (inside the transaction: the floor lock is
+    /// held; for check-then-write, between the read and the write — F6).
+    AfterFence,
+    /// After the upsert, before commit.
+    BeforeCommit,
+}
+
+impl Point {
+    /// All points.
+    pub const ALL: [Point; 3] = [Point::AfterCheck, Point::AfterFence, Point::BeforeCommit];
+    /// Spelling in fault lines.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Point::AfterCheck => "after-check",
+            Point::AfterFence => "after-fence",
+            Point::BeforeCommit => "before-commit",
+        }
+    }
+}
+
+/// The kinds a run can switch on (`--faults LIST`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum FaultKind {
+    /// Pause a holder at a code point.
+    PausePoint,
+    /// Pause a holder at a time.
+    PauseTime,
+    /// Hold a link: messages wait until it heals.
+    Partition,
+    /// Extra latency on a link for a while.
+    Delay,
+    /// Clock offset and rate skew.
+    Skew,
+    /// NTP step of a holder's clock.
+    Step,
+    /// Crash-restart a database.
+    Crash,
+}
+
+impl FaultKind {
+    /// All kinds.
+    pub const ALL: [FaultKind; 7] = [
+        FaultKind::PausePoint,
+        FaultKind::PauseTime,
+        FaultKind::Partition,
+        FaultKind::Delay,
+        FaultKind::Skew,
+        FaultKind::Step,
+        FaultKind::Crash,
+    ];
+    /// Spelling in `--faults`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FaultKind::PausePoint => "pause",
+            FaultKind::PauseTime => "pause-time",
+            FaultKind::Partition => "partition",
+            FaultKind::Delay => "delay",
+            FaultKind::Skew => "skew",
+            FaultKind::Step => "step",
+            FaultKind::Crash => "crash",
+        }
+    }
+
+    /// Parses a comma list; `all` and `none` are accepted.
+    pub fn parse_list(s: &str) -> Result<Vec<FaultKind>, String> {
+        match s {
+            "all" => return Ok(Self::ALL.to_vec()),
+            "none" | "" => return Ok(Vec::new()),
+            _ => {}
+        }
+        let mut v = Vec::new();
+        for w in s.split(',') {
+            let k = Self::ALL
+                .iter()
+                .find(|k| k.as_str() == w)
+                .ok_or_else(|| {
+                    let names: Vec<&str> = Self::ALL.iter().map(|k| k.as_str()).collect();
+                    format!("unknown fault kind `{w}`; expected all, none or a comma list of {}", names.join(", "))
+                })?;
+            if !v.contains(k) {
+                v.push(*k);
+            }
+        }
+        Ok(v)
+    }
+}
+
+/// One fault.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Fault {
+    /// Pause `holder` the `nth` time it reaches `point`, for `dur_ms`.
+    PauseAtPoint {
+        /// Holder index.
+        holder: usize,
+        /// Code point.
+        point: Point,
+        /// Which occurrence (1-based).
+        nth: u32,
+        /// Duration.
+        dur_ms: u64,
+        /// Clock behaviour while paused.
+        kind: PauseKind,
+    },
+    /// Pause `holder` at authority time `at_ms`.
+    PauseAtTime {
+        /// Holder index.
+        holder: usize,
+        /// Start.
+        at_ms: u64,
+        /// Duration.
+        dur_ms: u64,
+        /// Clock behaviour.
+        kind: PauseKind,
+    },
+    /// Hold the link between a holder and a database both ways.
+    Partition {
+        /// Holder index.
+        holder: usize,
+        /// Database.
+        db: DbName,
+        /// Start.
+        at_ms: u64,
+        /// Duration.
+        dur_ms: u64,
+    },
+    /// Extra latency on a link for messages sent in the window.
+    Delay {
+        /// Holder index.
+        holder: usize,
+        /// Database.
+        db: DbName,
+        /// Start.
+        at_ms: u64,
+        /// Duration.
+        dur_ms: u64,
+        /// Extra latency.
+        extra_ms: u64,
+    },
+    /// Clock offset and rate error of a holder.
+    Skew {
+        /// Holder index.
+        holder: usize,
+        /// Offset.
+        offset_ms: i64,
+        /// Rate error.
+        ppm: i64,
+    },
+    /// NTP step of a holder's clock.
+    Step {
+        /// Holder index.
+        holder: usize,
+        /// When.
+        at_ms: u64,
+        /// Jump (negative: back).
+        delta_ms: i64,
+    },
+    /// Crash a database at `at_ms`; it restarts `down_ms` later.
+    Crash {
+        /// Database.
+        db: DbName,
+        /// When.
+        at_ms: u64,
+        /// Outage.
+        down_ms: u64,
+    },
+}
+
+impl Fault {
+    /// The kind.
+    pub fn kind(&self) -> FaultKind {
+        match self {
+            Fault::PauseAtPoint { .. } => FaultKind::PausePoint,
+            Fault::PauseAtTime { .. } => FaultKind::PauseTime,
+            Fault::Partition { .. } => FaultKind::Partition,
+            Fault::Delay { .. } => FaultKind::Delay,
+            Fault::Skew { .. } => FaultKind::Skew,
+            Fault::Step { .. } => FaultKind::Step,
+            Fault::Crash { .. } => FaultKind::Crash,
+        }
+    }
+
+    /// The text of the fault's trace line, with holder names resolved.
+    pub fn line(&self, names: &[String]) -> String {
+        let h = |i: &usize| names.get(*i).cloned().unwrap_or_else(|| format!("holder-{i}"));
+        match self {
+            Fault::PauseAtPoint { holder, point, nth, dur_ms, kind } => format!(
+                "pause holder={} point={} nth={nth} dur_ms={dur_ms} kind={}",
+                h(holder),
+                point.as_str(),
+                kind.as_str()
+            ),
+            Fault::PauseAtTime { holder, at_ms, dur_ms, kind } => format!(
+                "pause holder={} at_ms={at_ms} dur_ms={dur_ms} kind={}",
+                h(holder),
+                kind.as_str()
+            ),
+            Fault::Partition { holder, db, at_ms, dur_ms } => format!(
+                "partition holder={} db={} at_ms={at_ms} dur_ms={dur_ms}",
+                h(holder),
+                db.as_str()
+            ),
+            Fault::Delay { holder, db, at_ms, dur_ms, extra_ms } => format!(
+                "delay holder={} db={} at_ms={at_ms} dur_ms={dur_ms} extra_ms={extra_ms}",
+                h(holder),
+                db.as_str()
+            ),
+            Fault::Skew { holder, offset_ms, ppm } => {
+                format!("skew holder={} offset_ms={offset_ms} ppm={ppm}", h(holder))
+            }
+            Fault::Step { holder, at_ms, delta_ms } => {
+                format!("step holder={} at_ms={at_ms} delta_ms={delta_ms}", h(holder))
+            }
+            Fault::Crash { db, at_ms, down_ms } => {
+                format!("crash db={} at_ms={at_ms} down_ms={down_ms}", db.as_str())
+            }
+        }
+    }
+
+    /// A smaller version of this fault, for shrinking (shorter, gentler), if any.
+    pub fn smaller(&self) -> Option<Fault> {
+        let half = |x: u64| if x > 1 { Some(x / 2) } else { None };
+        let halfi = |x: i64| if x.abs() > 1 { Some(x / 2) } else { None };
+        let mut f = self.clone();
+        match &mut f {
+            Fault::PauseAtPoint { dur_ms, .. } | Fault::PauseAtTime { dur_ms, .. } => *dur_ms = half(*dur_ms)?,
+            Fault::Partition { dur_ms, .. } => *dur_ms = half(*dur_ms)?,
+            Fault::Delay { extra_ms, .. } => *extra_ms = half(*extra_ms)?,
+            Fault::Skew { offset_ms, ppm, .. } => {
+                if *ppm != 0 {
+                    *ppm = halfi(*ppm).unwrap_or(0);
+                } else {
+                    *offset_ms = halfi(*offset_ms)?;
+                }
+            }
+            Fault::Step { delta_ms, .. } => *delta_ms = halfi(*delta_ms)?,
+            Fault::Crash { down_ms, .. } => *down_ms = half(*down_ms)?,
+        }
+        Some(f)
+    }
+}
+
+/// The faults of one run.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FaultPlan {
+    /// Kinds switched on by the swarm draw (for the printout).
+    pub kinds: Vec<FaultKind>,
+    /// Every fault, in the order drawn.
+    pub faults: Vec<Fault>,
+}
+
+impl FaultPlan {
+    /// Draws a plan from the run's rng. `allowed` limits the kinds; each allowed kind is on
+    /// with probability 1/2 (at least one kind is on when any is allowed), with 1–3 faults.
+    pub fn swarm(rng: &mut ChaCha8Rng, allowed: &[FaultKind], holders: usize, safety_ms: u64, ttl_ms: u64) -> FaultPlan {
+        let mut kinds: Vec<FaultKind> = allowed.iter().copied().filter(|_| rng.random_bool(0.5)).collect();
+        if kinds.is_empty() && !allowed.is_empty() {
+            kinds.push(allowed[rng.random_range(0..allowed.len())]);
+        }
+        let mut faults = Vec::new();
+        let span = safety_ms.max(1);
+        for k in &kinds {
+            let n = rng.random_range(1..=3);
+            for _ in 0..n {
+                let holder = rng.random_range(0..holders.max(1));
+                let db = if rng.random_bool(0.5) { DbName::Lease } else { DbName::Res };
+                let kind = if rng.random_bool(0.7) { PauseKind::Sigstop } else { PauseKind::Freeze };
+                let f = match k {
+                    FaultKind::PausePoint => Fault::PauseAtPoint {
+                        holder,
+                        point: Point::ALL[rng.random_range(0..Point::ALL.len())],
+                        nth: rng.random_range(1..=4),
+                        dur_ms: rng.random_range(100..=3 * ttl_ms),
+                        kind,
+                    },
+                    FaultKind::PauseTime => Fault::PauseAtTime {
+                        holder,
+                        at_ms: rng.random_range(0..span),
+                        dur_ms: rng.random_range(100..=3 * ttl_ms),
+                        kind,
+                    },
+                    FaultKind::Partition => Fault::Partition {
+                        holder,
+                        db,
+                        at_ms: rng.random_range(0..span),
+                        dur_ms: rng.random_range(100..=3 * ttl_ms),
+                    },
+                    FaultKind::Delay => Fault::Delay {
+                        holder,
+                        db,
+                        at_ms: rng.random_range(0..span),
+                        dur_ms: rng.random_range(100..=2 * ttl_ms),
+                        extra_ms: rng.random_range(10..=2 * ttl_ms),
+                    },
+                    FaultKind::Skew => Fault::Skew {
+                        holder,
+                        offset_ms: rng.random_range(0..=5_000),
+                        ppm: rng.random_range(-200_000..=200_000),
+                    },
+                    FaultKind::Step => Fault::Step {
+                        holder,
+                        at_ms: rng.random_range(0..span),
+                        delta_ms: rng.random_range(-2 * ttl_ms as i64..=2 * ttl_ms as i64),
+                    },
+                    FaultKind::Crash => Fault::Crash {
+                        db,
+                        at_ms: rng.random_range(0..span),
+                        down_ms: rng.random_range(10..=2 * ttl_ms),
+                    },
+                };
+                faults.push(f);
+            }
+        }
+        FaultPlan { kinds, faults }
+    }
+}
+
+impl fmt::Display for FaultKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}

@@ -1,0 +1,443 @@
+//! The holder, written once as a sans-IO state machine (quinn-proto style): inputs in
+//! (`start`, `on_timer`, `on_reply`), effects out (requests to send, client events to record,
+//! code points reached), `now` — the holder's *own* clock reading — passed in. The fast
+//! discrete-event driver and the turmoil driver both run this same code.
+//!
+//! The job loop is the sources': acquire (local deadline = own clock read *before* sending +
+//! ttl − margin); a renewer every `renew_ms` on its own connection; before each part, check the
+//! deadline and the `lost` flag; write the part statement by statement (begin, fence, upsert,
+//! commit) with the token; release. A failed renew sets `lost`: no new write starts, the job
+//! re-queues and acquires again (seed 003's LeaseGuard). A timed-out request abandons its
+//! connection (the server rolls it back on disconnect) and the job re-queues.
+
+use crate::faults::Point;
+use leaselab_model::{ConnId, DbName, Holder, LeaseName, Millis, Op, Outcome, Part, Scope, Token};
+use std::collections::BTreeMap;
+
+/// Parameters of a holder.
+#[derive(Clone, Debug)]
+pub struct HolderCfg {
+    /// Name (the actor in the history).
+    pub name: Holder,
+    /// Lease competed for.
+    pub lease: LeaseName,
+    /// Scope written.
+    pub scope: Scope,
+    /// Parts written per job, in order.
+    pub parts: Vec<Part>,
+    /// Lease TTL.
+    pub ttl_ms: u64,
+    /// Renew period.
+    pub renew_ms: u64,
+    /// Local safety margin.
+    pub margin_ms: u64,
+    /// A request with no reply after this long (own clock) is abandoned.
+    pub rpc_timeout_ms: u64,
+    /// Wait before acquiring again after a refusal or an abort.
+    pub retry_ms: u64,
+    /// Pause between finished jobs.
+    pub job_gap_ms: u64,
+    /// When the first job starts (own clock).
+    pub start_ms: u64,
+}
+
+/// What the holder asks its driver to do.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Effect {
+    /// Send a statement to a database on a connection; the reply comes back with `req`.
+    Send {
+        /// Request id, echoed in the reply.
+        req: u64,
+        /// Target database.
+        db: DbName,
+        /// Connection.
+        conn: ConnId,
+        /// Statement.
+        op: Op,
+    },
+    /// Close a connection whose reply never came (the server rolls it back).
+    Abandon {
+        /// Database.
+        db: DbName,
+        /// Connection.
+        conn: ConnId,
+    },
+    /// Record a client-side event (`check`, `lost`) in the history.
+    Record(Op),
+    /// A code point was reached; the driver may pause the holder right here, before the
+    /// effects that follow.
+    Point(Point),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum WStep {
+    Begin,
+    Fence,
+    Upsert,
+    Commit,
+    Rollback,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Work {
+    /// Waiting to (re)start the job at this local time.
+    Idle { until: Millis },
+    Acquiring { req: u64, sent: Millis },
+    Writing { part: usize, step: WStep, req: u64 },
+    Releasing { req: u64 },
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Holding {
+    token: Token,
+    deadline: Millis,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Pending {
+    Work { timeout_at: Millis, db: DbName },
+    Renew { timeout_at: Millis, sent: Millis, token: Token },
+}
+
+/// Counts of what the holder did, for the run summary.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HolderStats {
+    /// Jobs completed (all parts committed and released).
+    pub jobs: u64,
+    /// Parts committed.
+    pub commits: u64,
+    /// Aborted jobs.
+    pub aborts: u64,
+}
+
+/// The holder state machine.
+#[derive(Clone, Debug)]
+pub struct HolderMachine {
+    cfg: HolderCfg,
+    work: Work,
+    holding: Option<Holding>,
+    lost: bool,
+    renew_at: Option<Millis>,
+    renew_inflight: Option<u64>,
+    pending: BTreeMap<u64, Pending>,
+    next_req: u64,
+    /// Connection generations: a new connection replaces an abandoned one.
+    gen: [u32; 3],
+    job: u64,
+    /// What it did.
+    pub stats: HolderStats,
+}
+
+const CONN_LEASE: usize = 0;
+const CONN_RENEW: usize = 1;
+const CONN_RES: usize = 2;
+
+impl HolderMachine {
+    /// A holder that starts its first job at `cfg.start_ms` on its own clock.
+    pub fn new(cfg: HolderCfg) -> Self {
+        let start = Millis(cfg.start_ms);
+        HolderMachine {
+            cfg,
+            work: Work::Idle { until: start },
+            holding: None,
+            lost: false,
+            renew_at: None,
+            renew_inflight: None,
+            pending: BTreeMap::new(),
+            next_req: 1,
+            gen: [0; 3],
+            job: 0,
+            stats: HolderStats::default(),
+        }
+    }
+
+    /// The holder's name.
+    pub fn name(&self) -> &Holder {
+        &self.cfg.name
+    }
+
+    /// The earliest local time at which `on_timer` has something to do.
+    pub fn next_timer(&self) -> Option<Millis> {
+        let mut t: Option<Millis> = None;
+        let mut min = |x: Millis| t = Some(t.map_or(x, |y: Millis| y.min(x)));
+        if let Work::Idle { until } = self.work {
+            min(until);
+        }
+        if let Some(r) = self.renew_at {
+            min(r);
+        }
+        for p in self.pending.values() {
+            match p {
+                Pending::Work { timeout_at, .. } | Pending::Renew { timeout_at, .. } => min(*timeout_at),
+            }
+        }
+        t
+    }
+
+    fn conn(&self, which: usize) -> ConnId {
+        let kind = ["lease", "renew", "res"][which];
+        ConnId::new(format!("{}/{kind}/{}", self.cfg.name, self.gen[which]))
+    }
+
+    fn send(&mut self, now: Millis, which: usize, op: Op, out: &mut Vec<Effect>) -> u64 {
+        let req = self.next_req;
+        self.next_req += 1;
+        let db = if which == CONN_RES { DbName::Res } else { DbName::Lease };
+        let timeout_at = now.plus(self.cfg.rpc_timeout_ms);
+        let p = if which == CONN_RENEW {
+            let token = self.holding.map(|h| h.token).unwrap_or_default();
+            Pending::Renew { timeout_at, sent: now, token }
+        } else {
+            Pending::Work { timeout_at, db }
+        };
+        self.pending.insert(req, p);
+        out.push(Effect::Send {
+            req,
+            db,
+            conn: self.conn(which),
+            op,
+        });
+        req
+    }
+
+    /// Handles every timer due at local time `now`.
+    pub fn on_timer(&mut self, now: Millis) -> Vec<Effect> {
+        let mut out = Vec::new();
+        // Timed-out requests first: their connections are abandoned.
+        let expired: Vec<(u64, Pending)> = self
+            .pending
+            .iter()
+            .filter(|(_, p)| match p {
+                Pending::Work { timeout_at, .. } | Pending::Renew { timeout_at, .. } => *timeout_at <= now,
+            })
+            .map(|(k, p)| (*k, *p))
+            .collect();
+        for (req, p) in expired {
+            self.pending.remove(&req);
+            match p {
+                Pending::Renew { .. } => {
+                    self.abandon(CONN_RENEW, &mut out);
+                    self.renew_inflight = None;
+                    self.mark_lost(&mut out);
+                }
+                Pending::Work { db, .. } => {
+                    let which = if db == DbName::Res { CONN_RES } else { CONN_LEASE };
+                    self.abandon(which, &mut out);
+                    self.abort(now, &mut out);
+                }
+            }
+        }
+        if let Work::Idle { until } = self.work {
+            if until <= now {
+                self.start_acquire(now, &mut out);
+            }
+        }
+        if let Some(r) = self.renew_at {
+            if r <= now && self.renew_inflight.is_none() {
+                self.renew_at = None;
+                if let (Some(h), false) = (self.holding, self.lost) {
+                    let op = Op::Renew {
+                        lease: self.cfg.lease.clone(),
+                        holder: self.cfg.name.clone(),
+                        token: h.token,
+                        ttl_ms: self.cfg.ttl_ms,
+                    };
+                    let req = self.send(now, CONN_RENEW, op, &mut out);
+                    self.renew_inflight = Some(req);
+                }
+            }
+        }
+        out
+    }
+
+    fn abandon(&mut self, which: usize, out: &mut Vec<Effect>) {
+        let db = if which == CONN_RES { DbName::Res } else { DbName::Lease };
+        out.push(Effect::Abandon {
+            db,
+            conn: self.conn(which),
+        });
+        self.gen[which] += 1;
+        // Replies on the old connection are no longer awaited.
+        let stale: Vec<u64> = self
+            .pending
+            .iter()
+            .filter(|(_, p)| match p {
+                Pending::Work { db: d, .. } => which != CONN_RENEW && *d == db,
+                Pending::Renew { .. } => which == CONN_RENEW,
+            })
+            .map(|(k, _)| *k)
+            .collect();
+        for k in stale {
+            self.pending.remove(&k);
+        }
+    }
+
+    fn mark_lost(&mut self, out: &mut Vec<Effect>) {
+        if !self.lost && self.holding.is_some() {
+            self.lost = true;
+            out.push(Effect::Record(Op::Lost));
+        }
+        self.renew_at = None;
+    }
+
+    fn start_acquire(&mut self, now: Millis, out: &mut Vec<Effect>) {
+        self.job += 1;
+        let op = Op::Acquire {
+            lease: self.cfg.lease.clone(),
+            holder: self.cfg.name.clone(),
+            ttl_ms: self.cfg.ttl_ms,
+        };
+        // The local deadline starts from the clock read *before* sending.
+        let req = self.send(now, CONN_LEASE, op, out);
+        self.work = Work::Acquiring { req, sent: now };
+    }
+
+    /// Ends the current job without finishing it: stop renewing, forget the holding, re-queue.
+    /// Callers that may leave a transaction open abandon its connection first, so the server
+    /// rolls it back; the job never reclaims the old holding (seed 003's LeaseGuard).
+    fn abort(&mut self, now: Millis, _out: &mut [Effect]) {
+        self.stats.aborts += 1;
+        self.holding = None;
+        self.lost = false;
+        self.renew_at = None;
+        self.work = Work::Idle {
+            until: now.plus(self.cfg.retry_ms),
+        };
+    }
+
+    fn write_args(&self, part: usize) -> (Part, String, Token) {
+        let token = self.holding.map(|h| h.token).unwrap_or_default();
+        let content = format!("{}-t{}-j{}", self.cfg.name, token, self.job);
+        (self.cfg.parts[part].clone(), content, token)
+    }
+
+    /// Before each part: check the local deadline and `lost`, then begin the write.
+    fn start_part(&mut self, now: Millis, part: usize, out: &mut Vec<Effect>) {
+        let Some(h) = self.holding else {
+            self.abort(now, out);
+            return;
+        };
+        out.push(Effect::Record(Op::Check { deadline: h.deadline }));
+        if self.lost || now >= h.deadline {
+            self.abort(now, out);
+            return;
+        }
+        out.push(Effect::Point(Point::AfterCheck));
+        let req = self.send(now, CONN_RES, Op::Begin { db: DbName::Res }, out);
+        self.work = Work::Writing {
+            part,
+            step: WStep::Begin,
+            req,
+        };
+    }
+
+    fn step(&mut self, now: Millis, part: usize, step: WStep, op: Op, out: &mut Vec<Effect>) {
+        let req = self.send(now, CONN_RES, op, out);
+        self.work = Work::Writing { part, step, req };
+    }
+
+    /// Handles the reply to request `req` at local time `now`.
+    pub fn on_reply(&mut self, now: Millis, req: u64, outcome: &Outcome) -> Vec<Effect> {
+        let mut out = Vec::new();
+        let Some(p) = self.pending.remove(&req) else {
+            return out; // abandoned or unknown: ignore
+        };
+        if let Pending::Renew { sent, token, .. } = p {
+            self.renew_inflight = None;
+            match (outcome, self.holding) {
+                (Outcome::Renewed { .. }, Some(h)) if h.token == token => {
+                    let deadline = sent.plus(self.cfg.ttl_ms.saturating_sub(self.cfg.margin_ms));
+                    self.holding = Some(Holding { token, deadline });
+                    if !self.lost {
+                        self.renew_at = Some(now.plus(self.cfg.renew_ms));
+                    }
+                }
+                (_, Some(h)) if h.token == token => {
+                    if matches!(outcome, Outcome::Error(_)) {
+                        self.abandon(CONN_RENEW, &mut out);
+                    }
+                    self.mark_lost(&mut out);
+                }
+                _ => {}
+            }
+            return out;
+        }
+        let conn_error = matches!(outcome, Outcome::Error(_) | Outcome::Unavailable | Outcome::Indeterminate(_));
+        match self.work.clone() {
+            Work::Acquiring { req: r, sent } if r == req => match outcome {
+                Outcome::Granted { token, .. } => {
+                    let deadline = sent.plus(self.cfg.ttl_ms.saturating_sub(self.cfg.margin_ms));
+                    self.holding = Some(Holding { token: *token, deadline });
+                    self.lost = false;
+                    self.renew_at = Some(now.plus(self.cfg.renew_ms));
+                    self.start_part(now, 0, &mut out);
+                }
+                _ => {
+                    if conn_error {
+                        self.abandon(CONN_LEASE, &mut out);
+                    }
+                    self.work = Work::Idle {
+                        until: now.plus(self.cfg.retry_ms),
+                    };
+                }
+            },
+            Work::Writing { part, step, req: r } if r == req => {
+                if conn_error {
+                    self.abandon(CONN_RES, &mut out);
+                    self.abort(now, &mut out);
+                    return out;
+                }
+                let scope = self.cfg.scope.clone();
+                match (step, outcome) {
+                    (WStep::Begin, _) => {
+                        let (_, _, token) = self.write_args(part);
+                        self.step(now, part, WStep::Fence, Op::Fence { scope, token }, &mut out);
+                    }
+                    (WStep::Fence, Outcome::Passed) => {
+                        out.push(Effect::Point(Point::AfterFence));
+                        let (p, content, token) = self.write_args(part);
+                        let op = Op::Upsert { scope, part: p, content, token };
+                        self.step(now, part, WStep::Upsert, op, &mut out);
+                    }
+                    (WStep::Upsert, Outcome::Ok | Outcome::Accepted) => {
+                        out.push(Effect::Point(Point::BeforeCommit));
+                        self.step(now, part, WStep::Commit, Op::Commit { db: DbName::Res }, &mut out);
+                    }
+                    (WStep::Fence | WStep::Upsert, _) => {
+                        // Refused by the fence or the row guard: this holding is stale.
+                        self.step(now, part, WStep::Rollback, Op::Rollback { db: DbName::Res }, &mut out);
+                    }
+                    (WStep::Commit, _) => {
+                        self.stats.commits += 1;
+                        if part + 1 < self.cfg.parts.len() {
+                            self.start_part(now, part + 1, &mut out);
+                        } else if let Some(h) = self.holding {
+                            let op = Op::Release {
+                                lease: self.cfg.lease.clone(),
+                                holder: self.cfg.name.clone(),
+                                token: h.token,
+                            };
+                            let req = self.send(now, CONN_LEASE, op, &mut out);
+                            self.work = Work::Releasing { req };
+                        }
+                    }
+                    (WStep::Rollback, _) => self.abort(now, &mut out),
+                }
+            }
+            Work::Releasing { req: r } if r == req => {
+                if conn_error {
+                    self.abandon(CONN_LEASE, &mut out);
+                }
+                self.stats.jobs += 1;
+                self.holding = None;
+                self.lost = false;
+                self.renew_at = None;
+                self.work = Work::Idle {
+                    until: now.plus(self.cfg.job_gap_ms),
+                };
+            }
+            _ => {}
+        }
+        out
+    }
+}

@@ -1,0 +1,137 @@
+//! The two database hosts (`lease-db`, `res-db`) around one model world. Both drivers use this,
+//! so a request means the same thing whichever network carried it. The host records every
+//! statement in the world's history at the authority time it executes, and answers a blocked
+//! statement only when it finishes (recorded as that connection's `await`), as a PostgreSQL
+//! backend answers its client when the lock wait ends.
+
+use leaselab_model::{Config, ConnId, DbName, Holder, Millis, Op, Outcome, World};
+use std::collections::BTreeMap;
+
+/// A reply to deliver: (holder index, request id, outcome).
+pub type Reply = (usize, u64, Outcome);
+
+/// Both database hosts.
+#[derive(Clone, Debug)]
+pub struct DbHosts {
+    /// The model, its clock and the run's history.
+    pub world: World,
+    waiting: BTreeMap<(DbName, ConnId), (usize, u64)>,
+    down: [bool; 2],
+}
+
+fn idx(db: DbName) -> usize {
+    match db {
+        DbName::Lease => 0,
+        DbName::Res => 1,
+    }
+}
+
+impl DbHosts {
+    /// Fresh databases.
+    pub fn new(config: Config) -> Self {
+        DbHosts {
+            world: World::new(config),
+            waiting: BTreeMap::new(),
+            down: [false; 2],
+        }
+    }
+
+    /// Whether `db` is down.
+    pub fn is_down(&self, db: DbName) -> bool {
+        self.down[idx(db)]
+    }
+
+    /// Executes a request arriving at authority time `t`. `locals[i]` is holder i's clock at `t`
+    /// (recorded with each event), `names[i]` its name.
+    pub fn request(
+        &mut self,
+        t: Millis,
+        locals: &[Millis],
+        names: &[Holder],
+        holder: usize,
+        req: u64,
+        conn: ConnId,
+        op: Op,
+    ) -> Vec<Reply> {
+        self.world.clock.set(t);
+        let db = op.db().unwrap_or(DbName::Res);
+        if matches!(op, Op::Disconnect { .. }) {
+            self.waiting.remove(&(db, conn.clone()));
+        }
+        let local = locals.get(holder).copied().unwrap_or(t);
+        let actor = names.get(holder).cloned().unwrap_or_else(|| Holder::new("?"));
+        let outcome = self
+            .world
+            .exec_at_local(actor, Some(conn.clone()), op, local)
+            .outcome
+            .clone();
+        let mut replies = Vec::new();
+        if outcome == Outcome::Blocked {
+            self.waiting.insert((db, conn), (holder, req));
+        } else {
+            replies.push((holder, req, outcome));
+        }
+        self.collect_finished(t, locals, names, &mut replies);
+        replies
+    }
+
+    /// Answers every waiting statement that has finished, recording its `await`.
+    fn collect_finished(&mut self, t: Millis, locals: &[Millis], names: &[Holder], replies: &mut Vec<Reply>) {
+        loop {
+            let ready = self
+                .waiting
+                .iter()
+                .find(|((db, conn), _)| !self.world.model.is_blocked(*db, conn) && self.world.model.has_result(*db, conn))
+                .map(|(k, v)| (k.clone(), *v));
+            let Some(((db, conn), (holder, req))) = ready else {
+                break;
+            };
+            self.waiting.remove(&(db, conn.clone()));
+            let local = locals.get(holder).copied().unwrap_or(t);
+            let actor = names.get(holder).cloned().unwrap_or_else(|| Holder::new("?"));
+            let o = self
+                .world
+                .exec_at_local(actor, Some(conn), Op::Await { db }, local)
+                .outcome
+                .clone();
+            replies.push((holder, req, o));
+        }
+    }
+
+    /// Records a client-side event (`check`, `pause`, `resume`, `lost`).
+    pub fn record_client(&mut self, t: Millis, local: Millis, actor: &Holder, op: Op) -> Outcome {
+        self.world.clock.set(t);
+        self.world
+            .exec_at_local(actor.clone(), None, op, local)
+            .outcome
+            .clone()
+    }
+
+    /// Immediate stop: the waiting clients' connections break (they hear `conn-lost`).
+    pub fn crash(&mut self, t: Millis, db: DbName) -> Vec<Reply> {
+        if self.down[idx(db)] {
+            return Vec::new();
+        }
+        self.world.clock.set(t);
+        self.world.exec_at_local(Holder::new("admin"), None, Op::Crash { db }, t);
+        self.down[idx(db)] = true;
+        let cut: Vec<(DbName, ConnId)> = self.waiting.keys().filter(|(d, _)| *d == db).cloned().collect();
+        let mut replies = Vec::new();
+        for k in cut {
+            if let Some((h, req)) = self.waiting.remove(&k) {
+                replies.push((h, req, Outcome::Error("conn-lost".into())));
+            }
+        }
+        replies
+    }
+
+    /// Restart with recovery (no-op if up).
+    pub fn restart(&mut self, t: Millis, db: DbName) {
+        if !self.down[idx(db)] {
+            return;
+        }
+        self.world.clock.set(t);
+        self.world.exec_at_local(Holder::new("admin"), None, Op::Restart { db }, t);
+        self.down[idx(db)] = false;
+    }
+}

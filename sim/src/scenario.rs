@@ -1,0 +1,275 @@
+//! What one run is: options from the command line, settings derived from the seed, and the
+//! result (trace, checker report, liveness). Shared by both drivers.
+
+use crate::faults::{FaultKind, FaultPlan};
+use crate::holder::{HolderCfg, HolderStats};
+use leaselab_checkers::{facts, Report};
+use leaselab_model::names::defaults;
+use leaselab_model::trace::Trace;
+use leaselab_model::{Config, FenceMode, History, Holder, LeaseDurability, LeaseName, Part, Scope};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+/// Which driver runs the holders.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Driver {
+    /// The discrete-event loop (fast sweeps).
+    Fast,
+    /// turmoil hosts over its simulated TCP (network realism, the tokio code path).
+    Turmoil,
+}
+
+impl Driver {
+    /// Spelling on the command line and in traces.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Driver::Fast => "fast",
+            Driver::Turmoil => "turmoil",
+        }
+    }
+}
+
+/// What the user chose (`leaselab sim …`). Everything else comes from the seed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SimOptions {
+    /// The resource's fence.
+    pub fence: FenceMode,
+    /// Lease table durability (unlogged: the I2 negative control).
+    pub lease_table: LeaseDurability,
+    /// Number of holders.
+    pub holders: usize,
+    /// Fault kinds the swarm may switch on.
+    pub faults: Vec<FaultKind>,
+    /// Length of the safety phase (faults active), virtual ms.
+    pub safety_ms: u64,
+    /// Length of the liveness phase after healing, virtual ms; within it some holder must
+    /// complete a write. 0 disables the liveness check.
+    pub liveness_ms: u64,
+    /// Lease TTL.
+    pub ttl_ms: u64,
+    /// Renew period.
+    pub renew_ms: u64,
+    /// Local safety margin.
+    pub margin_ms: u64,
+    /// turmoil's tick, for the turmoil driver.
+    pub tick_ms: u64,
+}
+
+impl Default for SimOptions {
+    /// The standard scenario: 2 holders, the source's TTL/renew/margin, 50 s of faults then
+    /// 10 s to recover (60 s virtual), every fault kind available to the swarm.
+    fn default() -> Self {
+        SimOptions {
+            fence: FenceMode::Scope,
+            lease_table: LeaseDurability::Logged,
+            holders: 2,
+            faults: FaultKind::ALL.to_vec(),
+            safety_ms: 50_000,
+            liveness_ms: 10_000,
+            ttl_ms: defaults::TTL_MS,
+            renew_ms: defaults::RENEW_MS,
+            margin_ms: defaults::MARGIN_MS,
+            tick_ms: 1,
+        }
+    }
+}
+
+/// Everything a run derives from its seed.
+#[derive(Clone, Debug)]
+pub struct Setup {
+    /// The seed.
+    pub seed: u64,
+    /// The options.
+    pub opts: SimOptions,
+    /// The fault plan.
+    pub plan: FaultPlan,
+    /// One-way latency range.
+    pub latency_ms: (u64, u64),
+    /// Holder configurations.
+    pub holders: Vec<HolderCfg>,
+}
+
+/// Holder names: `holder-a`, `holder-b`, …
+pub fn holder_name(i: usize) -> String {
+    let letters = b"abcdefghijklmnopqrstuvwxyz";
+    match letters.get(i) {
+        Some(c) => format!("holder-{}", *c as char),
+        None => format!("holder-{i}"),
+    }
+}
+
+impl Setup {
+    /// Derives the setup of `seed`: the swarm plan first, then latencies and start offsets, all
+    /// from one `ChaCha8Rng`.
+    pub fn derive(seed: u64, opts: &SimOptions) -> Setup {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let plan = FaultPlan::swarm(&mut rng, &opts.faults, opts.holders, opts.safety_ms, opts.ttl_ms);
+        let lo = rng.random_range(1..=5);
+        let hi = lo + rng.random_range(0..=45);
+        let holders = (0..opts.holders)
+            .map(|i| HolderCfg {
+                name: Holder::new(holder_name(i)),
+                lease: LeaseName::new(defaults::LEASE),
+                scope: Scope::new(defaults::SCOPE),
+                parts: vec![Part::new(defaults::SUMMARY), Part::new(defaults::DETAIL)],
+                ttl_ms: opts.ttl_ms,
+                renew_ms: opts.renew_ms,
+                margin_ms: opts.margin_ms,
+                rpc_timeout_ms: opts.ttl_ms,
+                retry_ms: 100 + rng.random_range(0..=200),
+                job_gap_ms: 200 + rng.random_range(0..=300),
+                start_ms: rng.random_range(0..=500),
+            })
+            .collect();
+        Setup {
+            seed,
+            opts: opts.clone(),
+            plan,
+            latency_ms: (lo, hi),
+            holders,
+        }
+    }
+
+    /// The database configuration.
+    pub fn config(&self) -> Config {
+        Config {
+            fence: self.opts.fence,
+            lease_table: self.opts.lease_table,
+            ..Config::default()
+        }
+    }
+
+    /// Holder names in index order.
+    pub fn names(&self) -> Vec<String> {
+        self.holders.iter().map(|h| h.name.to_string()).collect()
+    }
+
+    /// Every derived setting, one per line (printed at start, written to the trace).
+    pub fn settings(&self, driver: Driver) -> Vec<String> {
+        let o = &self.opts;
+        let kinds: Vec<&str> = self.plan.kinds.iter().map(|k| k.as_str()).collect();
+        let mut v = vec![format!(
+            "sim driver={} holders={} safety_ms={} liveness_ms={} ttl_ms={} renew_ms={} margin_ms={} latency_ms={}..{} swarm={}",
+            driver.as_str(),
+            o.holders,
+            o.safety_ms,
+            o.liveness_ms,
+            o.ttl_ms,
+            o.renew_ms,
+            o.margin_ms,
+            self.latency_ms.0,
+            self.latency_ms.1,
+            if kinds.is_empty() { "none".to_string() } else { kinds.join(",") }
+        )];
+        for h in &self.holders {
+            v.push(format!(
+                "holder name={} start_ms={} retry_ms={} job_gap_ms={} rpc_timeout_ms={}",
+                h.name, h.start_ms, h.retry_ms, h.job_gap_ms, h.rpc_timeout_ms
+            ));
+        }
+        let names = self.names();
+        v.extend(self.plan.faults.iter().map(|f| f.line(&names)));
+        v
+    }
+
+    /// The command that reproduces this run.
+    pub fn command(&self, driver: Driver) -> String {
+        let o = &self.opts;
+        let d = SimOptions::default();
+        let mut c = format!("leaselab sim --seed {} --fence {}", self.seed, o.fence);
+        if o.holders != d.holders {
+            c.push_str(&format!(" --holders {}", o.holders));
+        }
+        if o.faults != d.faults {
+            let k: Vec<&str> = o.faults.iter().map(|k| k.as_str()).collect();
+            c.push_str(&format!(" --faults {}", if k.is_empty() { "none".into() } else { k.join(",") }));
+        }
+        if o.lease_table != d.lease_table {
+            c.push_str(&format!(" --lease-table {}", o.lease_table));
+        }
+        if o.safety_ms != d.safety_ms {
+            c.push_str(&format!(" --safety-ms {}", o.safety_ms));
+        }
+        if o.liveness_ms != d.liveness_ms {
+            c.push_str(&format!(" --liveness-ms {}", o.liveness_ms));
+        }
+        if driver == Driver::Turmoil {
+            c.push_str(" --driver turmoil");
+            if o.tick_ms != d.tick_ms {
+                c.push_str(&format!(" --tick-ms {}", o.tick_ms));
+            }
+        }
+        c
+    }
+}
+
+/// One finished run.
+#[derive(Clone, Debug)]
+pub struct SimRun {
+    /// Its setup.
+    pub setup: Setup,
+    /// The driver that ran it.
+    pub driver: Driver,
+    /// Its trace (history + settings + verdict).
+    pub trace: Trace,
+    /// The checkers' report.
+    pub report: Report,
+    /// `Err` with a reason when no holder completed a write in the liveness phase.
+    pub liveness: Result<(), String>,
+    /// Per-holder counts.
+    pub stats: Vec<HolderStats>,
+}
+
+impl SimRun {
+    /// Whether any check (safety or liveness) failed.
+    pub fn failed(&self) -> bool {
+        !self.report.violations.is_empty() || self.liveness.is_err()
+    }
+
+    /// The name of the first failed check (`liveness` if only liveness failed).
+    pub fn first_failure(&self) -> Option<String> {
+        match self.report.violations.first() {
+            Some(v) => Some(v.check.as_str().to_string()),
+            None => self.liveness.as_ref().err().map(|_| "liveness".to_string()),
+        }
+    }
+}
+
+/// Liveness: after the faults heal at `heal_ms`, some holder's write must commit within the
+/// liveness phase.
+pub fn liveness(history: &History, heal_ms: u64, liveness_ms: u64) -> Result<(), String> {
+    if liveness_ms == 0 {
+        return Ok(());
+    }
+    let f = facts::derive(history);
+    let ok = f
+        .writes
+        .iter()
+        .any(|w| w.certainty == facts::Certainty::Accepted && w.at >= heal_ms && w.at <= heal_ms + liveness_ms);
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "no holder completed a write within {liveness_ms} ms after the faults healed at t={heal_ms}"
+        ))
+    }
+}
+
+/// Builds the run's result from its history.
+pub fn finish(setup: Setup, driver: Driver, history: History, stats: Vec<HolderStats>) -> SimRun {
+    let report = leaselab_checkers::check(&history);
+    let live = liveness(&history, setup.opts.safety_ms, setup.opts.liveness_ms);
+    let mut trace = Trace::new(&format!("sim-{}", setup.seed), setup.config(), history);
+    trace.title = setup.command(driver);
+    trace.seed = setup.seed;
+    trace.faults = setup.settings(driver);
+    trace.expect = report.verdict();
+    SimRun {
+        setup,
+        driver,
+        trace,
+        report,
+        liveness: live,
+        stats,
+    }
+}

@@ -1,0 +1,202 @@
+//! Sweeps over seed ranges (optionally one shard of them) and shrinking of failing runs.
+//!
+//! Shrinking keeps the seed (so latencies and start offsets keep their draws) and edits the
+//! plan: drop faults, shorten pauses and partitions, shrink skews and steps, cut the run right
+//! after the violation, drop holders — accepting each change that still fails the same check.
+
+use crate::faults::FaultPlan;
+use crate::scenario::{Driver, Setup, SimOptions, SimRun};
+use crate::run_setup;
+use leaselab_checkers::sometimes::Counts;
+
+/// Which seeds a sweep runs: `range`, every `of`-th from `index` (`--shard index/of`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Seeds {
+    /// First seed.
+    pub start: u64,
+    /// One past the last seed.
+    pub end: u64,
+    /// Shard index (0-based) and shard count.
+    pub shard: (u64, u64),
+}
+
+impl Seeds {
+    /// Every seed in `start..end` that belongs to the shard.
+    pub fn iter(self) -> impl Iterator<Item = u64> {
+        let (k, n) = (self.shard.0, self.shard.1.max(1));
+        (self.start..self.end).filter(move |s| s % n == k % n)
+    }
+
+    /// How many seeds the shard runs.
+    pub fn count(self) -> u64 {
+        self.iter().count() as u64
+    }
+}
+
+/// A failing seed, with its shrunk counterpart.
+#[derive(Clone, Debug)]
+pub struct Failure {
+    /// The run as found.
+    pub run: SimRun,
+    /// The smallest run found that still fails the same check.
+    pub shrunk: Option<SimRun>,
+}
+
+/// What a sweep found.
+#[derive(Clone, Debug, Default)]
+pub struct SweepResult {
+    /// Seeds run.
+    pub runs: u64,
+    /// Failing seeds.
+    pub failures: Vec<Failure>,
+    /// Sum of the `sometimes` counts over all runs.
+    pub sometimes: Counts,
+    /// Runs in which each `sometimes` property fired at least once.
+    pub runs_with: Counts,
+    /// Events recorded over all runs.
+    pub events: u64,
+}
+
+/// Runs every seed; `progress(done, total, failures)` is called after each run.
+pub fn sweep(
+    seeds: Seeds,
+    opts: &SimOptions,
+    driver: Driver,
+    shrink_failures: bool,
+    progress: &mut dyn FnMut(u64, u64, usize),
+) -> SweepResult {
+    let total = seeds.count();
+    let mut res = SweepResult::default();
+    for seed in seeds.iter() {
+        let run = run_setup(Setup::derive(seed, opts), driver);
+        res.runs += 1;
+        res.events += run.trace.history.events.len() as u64;
+        res.sometimes.add(&run.report.sometimes);
+        for (k, v) in &run.report.sometimes.0 {
+            if *v > 0 {
+                *res.runs_with.0.entry(k).or_insert(0) += 1;
+            }
+        }
+        if run.failed() {
+            let shrunk = if shrink_failures { Some(shrink(&run)) } else { None };
+            res.failures.push(Failure { run, shrunk });
+        }
+        progress(res.runs, total, res.failures.len());
+    }
+    res
+}
+
+fn still_fails(run: &SimRun, target: &str) -> bool {
+    if target == "liveness" {
+        return run.liveness.is_err();
+    }
+    run.report.violations.iter().any(|v| v.check.as_str() == target)
+}
+
+/// The authority time just after the first violation of `target` (its last named event).
+fn violation_end(run: &SimRun, target: &str) -> Option<u64> {
+    let v = run.report.violations.iter().find(|v| v.check.as_str() == target)?;
+    let last = v.events.iter().max()?;
+    let e = run.trace.history.events.get((*last as usize).checked_sub(1)?)?;
+    Some(e.at.0 + 1)
+}
+
+/// Shrinks a failing run (always with the fast driver) to a smaller one failing the same check.
+pub fn shrink(run: &SimRun) -> SimRun {
+    let Some(target) = run.first_failure() else {
+        return run.clone();
+    };
+    let mut best = run.clone();
+    let attempt = |setup: Setup| -> Option<SimRun> {
+        let r = run_setup(setup, Driver::Fast);
+        still_fails(&r, &target).then_some(r)
+    };
+    let mut budget = 400;
+    let mut changed = true;
+    while changed && budget > 0 {
+        changed = false;
+        let mut candidates: Vec<Setup> = Vec::new();
+        let base = best.setup.clone();
+        if target != "liveness" {
+            if let Some(end) = violation_end(&best, &target) {
+                if end < base.opts.safety_ms || base.opts.liveness_ms > 0 {
+                    let mut s = base.clone();
+                    s.opts.safety_ms = end.min(base.opts.safety_ms);
+                    s.opts.liveness_ms = 0;
+                    candidates.push(s);
+                }
+            }
+        }
+        for i in 0..base.plan.faults.len() {
+            let mut s = base.clone();
+            s.plan.faults.remove(i);
+            candidates.push(s);
+        }
+        for i in 0..base.plan.faults.len() {
+            if let Some(f) = base.plan.faults[i].smaller() {
+                let mut s = base.clone();
+                s.plan.faults[i] = f;
+                candidates.push(s);
+            }
+        }
+        if base.holders.len() > 2 {
+            let mut s = base.clone();
+            let last = s.holders.len() - 1;
+            s.holders.pop();
+            s.opts.holders -= 1;
+            s.plan = FaultPlan {
+                kinds: s.plan.kinds.clone(),
+                faults: s.plan.faults.iter().filter(|f| !mentions(f, last)).cloned().collect(),
+            };
+            candidates.push(s);
+        }
+        for c in candidates {
+            budget -= 1;
+            if budget == 0 {
+                break;
+            }
+            if let Some(r) = attempt(c) {
+                if size(&r) < size(&best) {
+                    best = r;
+                    changed = true;
+                    break;
+                }
+            }
+        }
+    }
+    best
+}
+
+fn mentions(f: &crate::faults::Fault, holder: usize) -> bool {
+    use crate::faults::Fault::*;
+    match f {
+        PauseAtPoint { holder: h, .. }
+        | PauseAtTime { holder: h, .. }
+        | Partition { holder: h, .. }
+        | Delay { holder: h, .. }
+        | Skew { holder: h, .. }
+        | Step { holder: h, .. } => *h == holder,
+        Crash { .. } => false,
+    }
+}
+
+/// Smaller is better: fewer faults, then fewer steps, then gentler faults.
+fn size(r: &SimRun) -> (usize, usize, u64) {
+    let gentleness: u64 = r
+        .setup
+        .plan
+        .faults
+        .iter()
+        .map(|f| {
+            use crate::faults::Fault::*;
+            match f {
+                PauseAtPoint { dur_ms, .. } | PauseAtTime { dur_ms, .. } | Partition { dur_ms, .. } => *dur_ms,
+                Delay { extra_ms, .. } => *extra_ms,
+                Skew { offset_ms, ppm, .. } => offset_ms.unsigned_abs() + ppm.unsigned_abs(),
+                Step { delta_ms, .. } => delta_ms.unsigned_abs(),
+                Crash { down_ms, .. } => *down_ms,
+            }
+        })
+        .sum();
+    (r.setup.plan.faults.len(), r.trace.history.events.len(), gentleness)
+}

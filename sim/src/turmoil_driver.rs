@@ -1,0 +1,2 @@
+//! turmoil driver (below)
+pub fn run(setup: crate::Setup) -> crate::SimRun { crate::fast::FastSim::new(setup).run() }
