@@ -7,7 +7,9 @@
 //! that complete in one event have a window of one position. A checker reports "A before B"
 //! only when A's window ends before B's begins — the Jepsen stance on concurrent operations.
 
-use leaselab_model::{DbName, Event, History, Holder, LeaseName, Op, Outcome, Part, Scope, Token};
+use leaselab_model::{
+    ConnId, DbName, Event, History, Holder, LeaseName, Op, Outcome, Part, Scope, Token,
+};
 use std::collections::BTreeMap;
 
 /// Where a fact took effect, as history positions (event `seq`).
@@ -112,7 +114,7 @@ struct Pending {
     since: u64,
 }
 
-type ConnKey = (DbName, String);
+type ConnKey = (DbName, ConnId);
 
 /// Derives the facts of a history.
 pub fn derive(h: &History) -> Facts {
@@ -120,9 +122,9 @@ pub fn derive(h: &History) -> Facts {
     // Statements that blocked, per (db, connection): resolved by the next `await`.
     let mut blocked: BTreeMap<ConnKey, Pending> = BTreeMap::new();
     // Upserts done inside an open transaction, per connection: accepted at commit.
-    let mut drafts: BTreeMap<String, Vec<(Op, Holder, u64)>> = BTreeMap::new();
+    let mut drafts: BTreeMap<ConnId, Vec<(Op, Holder, u64)>> = BTreeMap::new();
     for e in &h.events {
-        let conn = e.conn_id().0;
+        let conn = e.conn_id();
         match (&e.op, &e.outcome) {
             (Op::Await { db }, out) => {
                 if let Some(p) = blocked.remove(&(*db, conn.clone())) {
@@ -191,8 +193,8 @@ pub fn derive(h: &History) -> Facts {
 #[allow(clippy::too_many_arguments)]
 fn record(
     f: &mut Facts,
-    drafts: &mut BTreeMap<String, Vec<(Op, Holder, u64)>>,
-    conn: &str,
+    drafts: &mut BTreeMap<ConnId, Vec<(Op, Holder, u64)>>,
+    conn: &ConnId,
     op: &Op,
     actor: &Holder,
     out: &Outcome,
@@ -210,7 +212,7 @@ fn record(
         }
         (Op::Upsert { .. }, Outcome::Ok) => {
             drafts
-                .entry(conn.to_string())
+                .entry(conn.clone())
                 .or_default()
                 .push((op.clone(), actor.clone(), w.latest));
         }

@@ -235,7 +235,11 @@ fn run_sim(a: SimArgs) -> Result<bool, String> {
     let driver = match a.driver.as_str() {
         "fast" => Driver::Fast,
         "turmoil" => Driver::Turmoil,
-        other => return Err(format!("--driver: expected fast or turmoil, found `{other}`")),
+        other => {
+            return Err(format!(
+                "--driver: expected fast or turmoil, found `{other}`"
+            ))
+        }
     };
     if a.holders == 0 || a.holders > 26 {
         return Err(format!("--holders: expected 1..=26, found {}", a.holders));
@@ -257,7 +261,8 @@ fn run_sim(a: SimArgs) -> Result<bool, String> {
             let (text, run) = leaselab::sim_cmd::one(seed, &opts, driver, a.quiet);
             print!("{text}");
             if let Some(f) = a.trace_out {
-                std::fs::write(&f, run.trace.to_text()).map_err(|e| format!("cannot write {}: {e}", f.display()))?;
+                std::fs::write(&f, run.trace.to_text())
+                    .map_err(|e| format!("cannot write {}: {e}", f.display()))?;
                 println!("trace: {}", f.display());
             }
             Ok(run.failed())

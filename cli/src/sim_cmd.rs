@@ -14,8 +14,12 @@ pub fn parse_range(s: &str) -> Result<(u64, u64), String> {
     let (a, b) = s
         .split_once("..")
         .ok_or_else(|| format!("--seeds: expected A..B, found `{s}`"))?;
-    let a: u64 = a.parse().map_err(|_| format!("--seeds: `{a}` is not a seed"))?;
-    let b: u64 = b.parse().map_err(|_| format!("--seeds: `{b}` is not a seed"))?;
+    let a: u64 = a
+        .parse()
+        .map_err(|_| format!("--seeds: `{a}` is not a seed"))?;
+    let b: u64 = b
+        .parse()
+        .map_err(|_| format!("--seeds: `{b}` is not a seed"))?;
     if b <= a {
         return Err(format!("--seeds: empty range {a}..{b}"));
     }
@@ -27,8 +31,12 @@ pub fn parse_shard(s: &str) -> Result<(u64, u64), String> {
     let (k, n) = s
         .split_once('/')
         .ok_or_else(|| format!("--shard: expected K/N, found `{s}`"))?;
-    let k: u64 = k.parse().map_err(|_| format!("--shard: `{k}` is not a number"))?;
-    let n: u64 = n.parse().map_err(|_| format!("--shard: `{n}` is not a number"))?;
+    let k: u64 = k
+        .parse()
+        .map_err(|_| format!("--shard: `{k}` is not a number"))?;
+    let n: u64 = n
+        .parse()
+        .map_err(|_| format!("--shard: `{n}` is not a number"))?;
     if n == 0 || k >= n {
         return Err(format!("--shard: need 0 <= K < N, found {k}/{n}"));
     }
@@ -87,19 +95,28 @@ pub fn one(seed: u64, opts: &SimOptions, driver: Driver, quiet: bool) -> (String
 fn save(dir: &Path, name: &str, run: &SimRun) -> Result<String, String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     let path = dir.join(name);
-    std::fs::write(&path, run.trace.to_text()).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    std::fs::write(&path, run.trace.to_text())
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     Ok(path.display().to_string())
 }
 
 /// A sweep. Prints progress to stderr, failures and the summary to stdout. Returns whether
 /// any seed failed.
-pub fn many(seeds: Seeds, opts: &SimOptions, driver: Driver, out: &Path, shrink: bool) -> Result<bool, String> {
+pub fn many(
+    seeds: Seeds,
+    opts: &SimOptions,
+    driver: Driver,
+    out: &Path,
+    shrink: bool,
+) -> Result<bool, String> {
     let mut last_pct = u64::MAX;
     let mut progress = |done: u64, total: u64, failing: usize| {
         let pct = done * 100 / total.max(1);
         if pct / 5 != last_pct / 5 || done == total {
             last_pct = pct;
-            let bar: String = (0..20).map(|i| if i < pct / 5 { '#' } else { '.' }).collect();
+            let bar: String = (0..20)
+                .map(|i| if i < pct / 5 { '#' } else { '.' })
+                .collect();
             eprint!("\r[{bar}] {done}/{total} seeds, {failing} failing ");
             let _ = std::io::stderr().flush();
         }
@@ -113,12 +130,21 @@ pub fn many(seeds: Seeds, opts: &SimOptions, driver: Driver, out: &Path, shrink:
             .violations
             .first()
             .map(|v| v.to_string())
-            .or_else(|| r.liveness.as_ref().err().map(|e| format!("liveness failed: {e}")))
+            .or_else(|| {
+                r.liveness
+                    .as_ref()
+                    .err()
+                    .map(|e| format!("liveness failed: {e}"))
+            })
             .unwrap_or_default();
         println!("FAIL seed={} {first}", r.setup.seed);
         println!("  reproduce: {}", r.setup.command(driver));
         let p = save(out, &format!("seed-{}.trace", r.setup.seed), r)?;
-        println!("  trace: {p} ({} steps, {} faults)", r.trace.history.events.len(), r.setup.plan.faults.len());
+        println!(
+            "  trace: {p} ({} steps, {} faults)",
+            r.trace.history.events.len(),
+            r.setup.plan.faults.len()
+        );
         if let Some(s) = &f.shrunk {
             let p = save(out, &format!("seed-{}.shrunk.trace", r.setup.seed), s)?;
             println!(

@@ -526,7 +526,13 @@ impl Model {
     pub fn is_blocked(&self, db: DbName, conn: &ConnId) -> bool {
         let waiting = |c: Option<bool>| c.unwrap_or(false);
         match db {
-            DbName::Lease => waiting(self.lease.engine.conns.get(conn).map(|c| c.waiting.is_some())),
+            DbName::Lease => waiting(
+                self.lease
+                    .engine
+                    .conns
+                    .get(conn)
+                    .map(|c| c.waiting.is_some()),
+            ),
             DbName::Res => waiting(self.res.engine.conns.get(conn).map(|c| c.waiting.is_some())),
         }
     }
@@ -535,8 +541,18 @@ impl Model {
     pub fn has_result(&self, db: DbName, conn: &ConnId) -> bool {
         let has = |c: Option<bool>| c.unwrap_or(false);
         match db {
-            DbName::Lease => has(self.lease.engine.conns.get(conn).map(|c| c.finished.is_some())),
-            DbName::Res => has(self.res.engine.conns.get(conn).map(|c| c.finished.is_some())),
+            DbName::Lease => has(self
+                .lease
+                .engine
+                .conns
+                .get(conn)
+                .map(|c| c.finished.is_some())),
+            DbName::Res => has(self
+                .res
+                .engine
+                .conns
+                .get(conn)
+                .map(|c| c.finished.is_some())),
         }
     }
 

@@ -2,6 +2,7 @@
 //! (C-CUSTOM-TYPE). All are plain strings or integers on the wire and in traces.
 
 use std::fmt;
+use std::sync::Arc;
 
 /// A fencing token: strictly increasing per lease, handed out on every acquire (I2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
@@ -16,13 +17,16 @@ impl fmt::Display for Token {
 macro_rules! name_type {
     ($(#[$doc:meta])* $name:ident) => {
         $(#[$doc])*
+        ///
+        /// Shared (`Arc<str>`): names are cloned into every event of a history, so a clone is
+        /// a reference-count increment, not an allocation.
         #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-        pub struct $name(pub String);
+        pub struct $name(Arc<str>);
 
         impl $name {
             /// Wraps a string.
-            pub fn new(s: impl Into<String>) -> Self {
-                Self(s.into())
+            pub fn new(s: impl AsRef<str>) -> Self {
+                Self(Arc::from(s.as_ref()))
             }
             /// The name as text.
             pub fn as_str(&self) -> &str {
@@ -38,7 +42,7 @@ macro_rules! name_type {
 
         impl From<&str> for $name {
             fn from(s: &str) -> Self {
-                Self(s.to_string())
+                Self::new(s)
             }
         }
     };

@@ -382,6 +382,27 @@ impl Trace {
     }
 }
 
+/// Parses one operation in event-line syntax (`acquire lease=… holder=… ttl_ms=…`), as the
+/// simulation's wire protocol carries it.
+pub fn parse_op(text: &str) -> Result<Op, TraceError> {
+    let p = Parser { file: "<wire>" };
+    let words: Vec<&str> = text.split(' ').collect();
+    let (word, args) = words
+        .split_first()
+        .ok_or_else(|| p.err(1, "op", "missing operation"))?;
+    p.op(1, word, args)
+}
+
+/// Parses one outcome in event-line syntax (`granted token=… expires=…`).
+pub fn parse_outcome(text: &str) -> Result<Outcome, TraceError> {
+    let p = Parser { file: "<wire>" };
+    let words: Vec<&str> = text.split(' ').collect();
+    let (word, args) = words
+        .split_first()
+        .ok_or_else(|| p.err(1, "outcome", "missing outcome"))?;
+    p.outcome(1, word, args)
+}
+
 /// Puts check names into canonical order and rejects unknown ones.
 pub fn canonical_checks<'a>(
     names: impl IntoIterator<Item = &'a str>,
@@ -843,6 +864,22 @@ impl<'f> Parser<'f> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn wire_round_trip() {
+        let op = Op::Write {
+            scope: Scope::new("s"),
+            part: Part::new("p q"),
+            content: "a=b".into(),
+            token: Token(3),
+        };
+        assert_eq!(parse_op(&op_text(&op)), Ok(op));
+        let o = Outcome::Granted {
+            token: Token(2),
+            expires: Expiry::NegInfinity,
+        };
+        assert_eq!(parse_outcome(&outcome_text(&o)), Ok(o));
+    }
 
     #[test]
     fn escape_round_trip() {

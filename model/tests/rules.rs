@@ -387,5 +387,9 @@ fn disconnect_rolls_back_and_releases_locks() {
     assert_eq!(w.run(A, Op::Disconnect { db: DbName::Res }), Outcome::Ok);
     assert!(!w.model.is_blocked(DbName::Res, &ConnId::new(B)));
     assert!(w.model.has_result(DbName::Res, &ConnId::new(B)));
-    assert_eq!(w.run(B, Op::await_(DbName::Res)), Outcome::Accepted, "floor back to 0");
+    assert_eq!(
+        w.run(B, Op::await_(DbName::Res)),
+        Outcome::Accepted,
+        "floor back to 0"
+    );
 }

@@ -19,15 +19,62 @@ use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 
 #[derive(Clone, Debug)]
 enum Ev {
-    ToDb { holder: usize, req: u64, conn: ConnId, op: Op },
-    ToHolder { holder: usize, req: u64, outcome: Outcome },
-    Wake { holder: usize },
-    PauseStart { holder: usize, dur_ms: u64, kind: PauseKind },
-    PauseEnd { holder: usize, id: u64 },
-    Crash { db: DbName, down_ms: u64 },
-    Restart { db: DbName },
+    ToDb {
+        holder: usize,
+        req: u64,
+        conn: ConnId,
+        op: Op,
+    },
+    ToHolder {
+        holder: usize,
+        req: u64,
+        outcome: Outcome,
+    },
+    Wake {
+        holder: usize,
+    },
+    PauseStart {
+        holder: usize,
+        dur_ms: u64,
+        kind: PauseKind,
+    },
+    PauseEnd {
+        holder: usize,
+        id: u64,
+    },
+    Crash {
+        db: DbName,
+        down_ms: u64,
+    },
+    Restart {
+        db: DbName,
+    },
     Heal,
     End,
+}
+
+/// A queued event, ordered by (time, insertion order) only: ties run first-in first-out.
+struct Queued {
+    t: u64,
+    seq: u64,
+    ev: Ev,
+}
+
+impl PartialEq for Queued {
+    fn eq(&self, o: &Self) -> bool {
+        (self.t, self.seq) == (o.t, o.seq)
+    }
+}
+impl Eq for Queued {}
+impl PartialOrd for Queued {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Queued {
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        (self.t, self.seq).cmp(&(o.t, o.seq))
+    }
 }
 
 struct Node {
@@ -48,8 +95,7 @@ pub struct FastSim {
     hosts: DbHosts,
     nodes: Vec<Node>,
     names: Vec<Holder>,
-    queue: BinaryHeap<Reverse<(u64, u64)>>,
-    events: BTreeMap<u64, Ev>,
+    queue: BinaryHeap<Reverse<Queued>>,
     seq: u64,
     net: ChaCha8Rng,
     last: BTreeMap<(usize, u8, bool), u64>,
@@ -90,7 +136,6 @@ impl FastSim {
             nodes,
             names,
             queue: BinaryHeap::new(),
-            events: BTreeMap::new(),
             seq: 0,
             net,
             last: BTreeMap::new(),
@@ -105,27 +150,50 @@ impl FastSim {
 
     fn at(&mut self, t: u64, ev: Ev) {
         self.seq += 1;
-        self.queue.push(Reverse((t, self.seq)));
-        self.events.insert(self.seq, ev);
+        self.queue.push(Reverse(Queued {
+            t,
+            seq: self.seq,
+            ev,
+        }));
     }
 
     fn plan(&mut self) {
         let faults = self.setup.plan.faults.clone();
         for f in faults {
             match f {
-                Fault::Skew { holder, offset_ms, ppm } => {
+                Fault::Skew {
+                    holder,
+                    offset_ms,
+                    ppm,
+                } => {
                     if let Some(n) = self.nodes.get_mut(holder) {
                         n.clock.offset_ms += offset_ms;
                         n.clock.skew_ppm += ppm;
                     }
                 }
-                Fault::Step { holder, at_ms, delta_ms } => {
+                Fault::Step {
+                    holder,
+                    at_ms,
+                    delta_ms,
+                } => {
                     if let Some(n) = self.nodes.get_mut(holder) {
                         n.clock.steps.push((at_ms, delta_ms));
                     }
                     self.at(at_ms, Ev::Wake { holder });
                 }
-                Fault::PauseAtTime { holder, at_ms, dur_ms, kind } => self.at(at_ms, Ev::PauseStart { holder, dur_ms, kind }),
+                Fault::PauseAtTime {
+                    holder,
+                    at_ms,
+                    dur_ms,
+                    kind,
+                } => self.at(
+                    at_ms,
+                    Ev::PauseStart {
+                        holder,
+                        dur_ms,
+                        kind,
+                    },
+                ),
                 Fault::Crash { db, at_ms, down_ms } => self.at(at_ms, Ev::Crash { db, down_ms }),
                 Fault::PauseAtPoint { .. } | Fault::Partition { .. } | Fault::Delay { .. } => {}
             }
@@ -141,7 +209,10 @@ impl FastSim {
     }
 
     fn locals(&self, t: u64) -> Vec<Millis> {
-        self.nodes.iter().map(|n| n.clock.local(Millis(t))).collect()
+        self.nodes
+            .iter()
+            .map(|n| n.clock.local(Millis(t)))
+            .collect()
     }
 
     /// Sends over the (holder, db) link in one direction; returns the delivery time.
@@ -151,13 +222,24 @@ impl FastSim {
         if !self.healed {
             for f in &self.setup.plan.faults {
                 match f {
-                    Fault::Partition { holder: h, db: d, at_ms, dur_ms } if *h == holder && *d == db => {
+                    Fault::Partition {
+                        holder: h,
+                        db: d,
+                        at_ms,
+                        dur_ms,
+                    } if *h == holder && *d == db => {
                         let end = (at_ms + dur_ms).min(self.setup.opts.safety_ms);
                         if *at_ms <= t && t < end {
                             deliver = deliver.max(end + lo);
                         }
                     }
-                    Fault::Delay { holder: h, db: d, at_ms, dur_ms, extra_ms } if *h == holder && *d == db => {
+                    Fault::Delay {
+                        holder: h,
+                        db: d,
+                        at_ms,
+                        dur_ms,
+                        extra_ms,
+                    } if *h == holder && *d == db => {
                         if *at_ms <= t && t < at_ms + dur_ms {
                             deliver += extra_ms;
                         }
@@ -176,7 +258,14 @@ impl FastSim {
     fn reply(&mut self, t: u64, replies: Vec<Reply>, db: DbName) {
         for (holder, req, outcome) in replies {
             let when = self.link(t, holder, db, false);
-            self.at(when, Ev::ToHolder { holder, req, outcome });
+            self.at(
+                when,
+                Ev::ToHolder {
+                    holder,
+                    req,
+                    outcome,
+                },
+            );
         }
     }
 
@@ -213,11 +302,27 @@ impl FastSim {
             match e {
                 Effect::Send { req, db, conn, op } => {
                     let when = self.link(self.now, h, db, true);
-                    self.at(when, Ev::ToDb { holder: h, req, conn, op });
+                    self.at(
+                        when,
+                        Ev::ToDb {
+                            holder: h,
+                            req,
+                            conn,
+                            op,
+                        },
+                    );
                 }
                 Effect::Abandon { db, conn } => {
                     let when = self.link(self.now, h, db, true);
-                    self.at(when, Ev::ToDb { holder: h, req: 0, conn, op: Op::Disconnect { db } });
+                    self.at(
+                        when,
+                        Ev::ToDb {
+                            holder: h,
+                            req: 0,
+                            conn,
+                            op: Op::Disconnect { db },
+                        },
+                    );
                 }
                 Effect::Record(op) => self.record(h, op),
                 Effect::Point(p) => {
@@ -230,7 +335,13 @@ impl FastSim {
                         continue;
                     }
                     let hit = self.setup.plan.faults.iter().find_map(|f| match f {
-                        Fault::PauseAtPoint { holder, point, nth, dur_ms, kind } if *holder == h && *point == p && *nth == c => Some((*dur_ms, *kind)),
+                        Fault::PauseAtPoint {
+                            holder,
+                            point,
+                            nth,
+                            dur_ms,
+                            kind,
+                        } if *holder == h && *point == p && *nth == c => Some((*dur_ms, *kind)),
                         _ => None,
                     });
                     if let Some((dur, kind)) = hit {
@@ -292,20 +403,28 @@ impl FastSim {
 
     /// Runs to the end and judges the history.
     pub fn run(mut self) -> SimRun {
-        while let Some(Reverse((t, seq))) = self.queue.pop() {
-            let Some(ev) = self.events.remove(&seq) else {
-                continue;
-            };
+        while let Some(Reverse(Queued { t, ev, .. })) = self.queue.pop() {
             self.now = t;
             match ev {
                 Ev::End => break,
-                Ev::ToDb { holder, req, conn, op } => {
+                Ev::ToDb {
+                    holder,
+                    req,
+                    conn,
+                    op,
+                } => {
                     let db = op.db().unwrap_or(DbName::Res);
                     let locals = self.locals(t);
-                    let replies = self.hosts.request(Millis(t), &locals, &self.names, holder, req, conn, op);
+                    let replies =
+                        self.hosts
+                            .request(Millis(t), &locals, &self.names, holder, req, conn, op);
                     self.reply(t, replies, db);
                 }
-                Ev::ToHolder { holder, req, outcome } => {
+                Ev::ToHolder {
+                    holder,
+                    req,
+                    outcome,
+                } => {
                     if self.nodes[holder].paused.is_some() {
                         self.nodes[holder].inbox.push_back((req, outcome));
                     } else {
@@ -315,7 +434,8 @@ impl FastSim {
                     }
                 }
                 Ev::Wake { holder } => {
-                    if self.nodes[holder].wake_at == Some(t) || self.nodes[holder].wake_at.is_none() {
+                    if self.nodes[holder].wake_at == Some(t) || self.nodes[holder].wake_at.is_none()
+                    {
                         self.nodes[holder].wake_at = None;
                         if self.nodes[holder].paused.is_none() {
                             self.timer(holder);
@@ -325,7 +445,11 @@ impl FastSim {
                         self.reschedule(holder);
                     }
                 }
-                Ev::PauseStart { holder, dur_ms, kind } => {
+                Ev::PauseStart {
+                    holder,
+                    dur_ms,
+                    kind,
+                } => {
                     if !self.healed {
                         self.pause(holder, dur_ms, kind);
                     }

@@ -85,13 +85,13 @@ impl FaultKind {
         }
         let mut v = Vec::new();
         for w in s.split(',') {
-            let k = Self::ALL
-                .iter()
-                .find(|k| k.as_str() == w)
-                .ok_or_else(|| {
-                    let names: Vec<&str> = Self::ALL.iter().map(|k| k.as_str()).collect();
-                    format!("unknown fault kind `{w}`; expected all, none or a comma list of {}", names.join(", "))
-                })?;
+            let k = Self::ALL.iter().find(|k| k.as_str() == w).ok_or_else(|| {
+                let names: Vec<&str> = Self::ALL.iter().map(|k| k.as_str()).collect();
+                format!(
+                    "unknown fault kind `{w}`; expected all, none or a comma list of {}",
+                    names.join(", ")
+                )
+            })?;
             if !v.contains(k) {
                 v.push(*k);
             }
@@ -196,34 +196,72 @@ impl Fault {
 
     /// The text of the fault's trace line, with holder names resolved.
     pub fn line(&self, names: &[String]) -> String {
-        let h = |i: &usize| names.get(*i).cloned().unwrap_or_else(|| format!("holder-{i}"));
+        let h = |i: &usize| {
+            names
+                .get(*i)
+                .cloned()
+                .unwrap_or_else(|| format!("holder-{i}"))
+        };
         match self {
-            Fault::PauseAtPoint { holder, point, nth, dur_ms, kind } => format!(
+            Fault::PauseAtPoint {
+                holder,
+                point,
+                nth,
+                dur_ms,
+                kind,
+            } => format!(
                 "pause holder={} point={} nth={nth} dur_ms={dur_ms} kind={}",
                 h(holder),
                 point.as_str(),
                 kind.as_str()
             ),
-            Fault::PauseAtTime { holder, at_ms, dur_ms, kind } => format!(
+            Fault::PauseAtTime {
+                holder,
+                at_ms,
+                dur_ms,
+                kind,
+            } => format!(
                 "pause holder={} at_ms={at_ms} dur_ms={dur_ms} kind={}",
                 h(holder),
                 kind.as_str()
             ),
-            Fault::Partition { holder, db, at_ms, dur_ms } => format!(
+            Fault::Partition {
+                holder,
+                db,
+                at_ms,
+                dur_ms,
+            } => format!(
                 "partition holder={} db={} at_ms={at_ms} dur_ms={dur_ms}",
                 h(holder),
                 db.as_str()
             ),
-            Fault::Delay { holder, db, at_ms, dur_ms, extra_ms } => format!(
+            Fault::Delay {
+                holder,
+                db,
+                at_ms,
+                dur_ms,
+                extra_ms,
+            } => format!(
                 "delay holder={} db={} at_ms={at_ms} dur_ms={dur_ms} extra_ms={extra_ms}",
                 h(holder),
                 db.as_str()
             ),
-            Fault::Skew { holder, offset_ms, ppm } => {
+            Fault::Skew {
+                holder,
+                offset_ms,
+                ppm,
+            } => {
                 format!("skew holder={} offset_ms={offset_ms} ppm={ppm}", h(holder))
             }
-            Fault::Step { holder, at_ms, delta_ms } => {
-                format!("step holder={} at_ms={at_ms} delta_ms={delta_ms}", h(holder))
+            Fault::Step {
+                holder,
+                at_ms,
+                delta_ms,
+            } => {
+                format!(
+                    "step holder={} at_ms={at_ms} delta_ms={delta_ms}",
+                    h(holder)
+                )
             }
             Fault::Crash { db, at_ms, down_ms } => {
                 format!("crash db={} at_ms={at_ms} down_ms={down_ms}", db.as_str())
@@ -237,7 +275,9 @@ impl Fault {
         let halfi = |x: i64| if x.abs() > 1 { Some(x / 2) } else { None };
         let mut f = self.clone();
         match &mut f {
-            Fault::PauseAtPoint { dur_ms, .. } | Fault::PauseAtTime { dur_ms, .. } => *dur_ms = half(*dur_ms)?,
+            Fault::PauseAtPoint { dur_ms, .. } | Fault::PauseAtTime { dur_ms, .. } => {
+                *dur_ms = half(*dur_ms)?
+            }
             Fault::Partition { dur_ms, .. } => *dur_ms = half(*dur_ms)?,
             Fault::Delay { extra_ms, .. } => *extra_ms = half(*extra_ms)?,
             Fault::Skew { offset_ms, ppm, .. } => {
@@ -266,8 +306,18 @@ pub struct FaultPlan {
 impl FaultPlan {
     /// Draws a plan from the run's rng. `allowed` limits the kinds; each allowed kind is on
     /// with probability 1/2 (at least one kind is on when any is allowed), with 1–3 faults.
-    pub fn swarm(rng: &mut ChaCha8Rng, allowed: &[FaultKind], holders: usize, safety_ms: u64, ttl_ms: u64) -> FaultPlan {
-        let mut kinds: Vec<FaultKind> = allowed.iter().copied().filter(|_| rng.random_bool(0.5)).collect();
+    pub fn swarm(
+        rng: &mut ChaCha8Rng,
+        allowed: &[FaultKind],
+        holders: usize,
+        safety_ms: u64,
+        ttl_ms: u64,
+    ) -> FaultPlan {
+        let mut kinds: Vec<FaultKind> = allowed
+            .iter()
+            .copied()
+            .filter(|_| rng.random_bool(0.5))
+            .collect();
         if kinds.is_empty() && !allowed.is_empty() {
             kinds.push(allowed[rng.random_range(0..allowed.len())]);
         }
@@ -277,8 +327,16 @@ impl FaultPlan {
             let n = rng.random_range(1..=3);
             for _ in 0..n {
                 let holder = rng.random_range(0..holders.max(1));
-                let db = if rng.random_bool(0.5) { DbName::Lease } else { DbName::Res };
-                let kind = if rng.random_bool(0.7) { PauseKind::Sigstop } else { PauseKind::Freeze };
+                let db = if rng.random_bool(0.5) {
+                    DbName::Lease
+                } else {
+                    DbName::Res
+                };
+                let kind = if rng.random_bool(0.7) {
+                    PauseKind::Sigstop
+                } else {
+                    PauseKind::Freeze
+                };
                 let f = match k {
                     FaultKind::PausePoint => Fault::PauseAtPoint {
                         holder,

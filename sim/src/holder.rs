@@ -81,10 +81,21 @@ enum WStep {
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Work {
     /// Waiting to (re)start the job at this local time.
-    Idle { until: Millis },
-    Acquiring { req: u64, sent: Millis },
-    Writing { part: usize, step: WStep, req: u64 },
-    Releasing { req: u64 },
+    Idle {
+        until: Millis,
+    },
+    Acquiring {
+        req: u64,
+        sent: Millis,
+    },
+    Writing {
+        part: usize,
+        step: WStep,
+        req: u64,
+    },
+    Releasing {
+        req: u64,
+    },
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -95,8 +106,15 @@ struct Holding {
 
 #[derive(Clone, Copy, Debug)]
 enum Pending {
-    Work { timeout_at: Millis, db: DbName },
-    Renew { timeout_at: Millis, sent: Millis, token: Token },
+    Work {
+        timeout_at: Millis,
+        db: DbName,
+    },
+    Renew {
+        timeout_at: Millis,
+        sent: Millis,
+        token: Token,
+    },
 }
 
 /// Counts of what the holder did, for the run summary.
@@ -123,9 +141,16 @@ pub struct HolderMachine {
     next_req: u64,
     /// Connection generations: a new connection replaces an abandoned one.
     gen: [u32; 3],
+    /// The current connection ids (cached: they go into every request).
+    conns: [ConnId; 3],
     job: u64,
     /// What it did.
     pub stats: HolderStats,
+}
+
+fn conn_name(holder: &Holder, which: usize, gen: u32) -> ConnId {
+    let kind = ["lease", "renew", "res"][which];
+    ConnId::new(format!("{holder}/{kind}/{gen}"))
 }
 
 const CONN_LEASE: usize = 0;
@@ -136,6 +161,7 @@ impl HolderMachine {
     /// A holder that starts its first job at `cfg.start_ms` on its own clock.
     pub fn new(cfg: HolderCfg) -> Self {
         let start = Millis(cfg.start_ms);
+        let cfg_name = cfg.name.clone();
         HolderMachine {
             cfg,
             work: Work::Idle { until: start },
@@ -146,6 +172,7 @@ impl HolderMachine {
             pending: BTreeMap::new(),
             next_req: 1,
             gen: [0; 3],
+            conns: [0, 1, 2].map(|w| conn_name(&cfg_name, w, 0)),
             job: 0,
             stats: HolderStats::default(),
         }
@@ -168,25 +195,34 @@ impl HolderMachine {
         }
         for p in self.pending.values() {
             match p {
-                Pending::Work { timeout_at, .. } | Pending::Renew { timeout_at, .. } => min(*timeout_at),
+                Pending::Work { timeout_at, .. } | Pending::Renew { timeout_at, .. } => {
+                    min(*timeout_at)
+                }
             }
         }
         t
     }
 
     fn conn(&self, which: usize) -> ConnId {
-        let kind = ["lease", "renew", "res"][which];
-        ConnId::new(format!("{}/{kind}/{}", self.cfg.name, self.gen[which]))
+        self.conns[which].clone()
     }
 
     fn send(&mut self, now: Millis, which: usize, op: Op, out: &mut Vec<Effect>) -> u64 {
         let req = self.next_req;
         self.next_req += 1;
-        let db = if which == CONN_RES { DbName::Res } else { DbName::Lease };
+        let db = if which == CONN_RES {
+            DbName::Res
+        } else {
+            DbName::Lease
+        };
         let timeout_at = now.plus(self.cfg.rpc_timeout_ms);
         let p = if which == CONN_RENEW {
             let token = self.holding.map(|h| h.token).unwrap_or_default();
-            Pending::Renew { timeout_at, sent: now, token }
+            Pending::Renew {
+                timeout_at,
+                sent: now,
+                token,
+            }
         } else {
             Pending::Work { timeout_at, db }
         };
@@ -208,7 +244,9 @@ impl HolderMachine {
             .pending
             .iter()
             .filter(|(_, p)| match p {
-                Pending::Work { timeout_at, .. } | Pending::Renew { timeout_at, .. } => *timeout_at <= now,
+                Pending::Work { timeout_at, .. } | Pending::Renew { timeout_at, .. } => {
+                    *timeout_at <= now
+                }
             })
             .map(|(k, p)| (*k, *p))
             .collect();
@@ -221,7 +259,11 @@ impl HolderMachine {
                     self.mark_lost(&mut out);
                 }
                 Pending::Work { db, .. } => {
-                    let which = if db == DbName::Res { CONN_RES } else { CONN_LEASE };
+                    let which = if db == DbName::Res {
+                        CONN_RES
+                    } else {
+                        CONN_LEASE
+                    };
                     self.abandon(which, &mut out);
                     self.abort(now, &mut out);
                 }
@@ -251,12 +293,17 @@ impl HolderMachine {
     }
 
     fn abandon(&mut self, which: usize, out: &mut Vec<Effect>) {
-        let db = if which == CONN_RES { DbName::Res } else { DbName::Lease };
+        let db = if which == CONN_RES {
+            DbName::Res
+        } else {
+            DbName::Lease
+        };
         out.push(Effect::Abandon {
             db,
             conn: self.conn(which),
         });
         self.gen[which] += 1;
+        self.conns[which] = conn_name(&self.cfg.name, which, self.gen[which]);
         // Replies on the old connection are no longer awaited.
         let stale: Vec<u64> = self
             .pending
@@ -317,7 +364,9 @@ impl HolderMachine {
             self.abort(now, out);
             return;
         };
-        out.push(Effect::Record(Op::Check { deadline: h.deadline }));
+        out.push(Effect::Record(Op::Check {
+            deadline: h.deadline,
+        }));
         if self.lost || now >= h.deadline {
             self.abort(now, out);
             return;
@@ -362,12 +411,18 @@ impl HolderMachine {
             }
             return out;
         }
-        let conn_error = matches!(outcome, Outcome::Error(_) | Outcome::Unavailable | Outcome::Indeterminate(_));
+        let conn_error = matches!(
+            outcome,
+            Outcome::Error(_) | Outcome::Unavailable | Outcome::Indeterminate(_)
+        );
         match self.work.clone() {
             Work::Acquiring { req: r, sent } if r == req => match outcome {
                 Outcome::Granted { token, .. } => {
                     let deadline = sent.plus(self.cfg.ttl_ms.saturating_sub(self.cfg.margin_ms));
-                    self.holding = Some(Holding { token: *token, deadline });
+                    self.holding = Some(Holding {
+                        token: *token,
+                        deadline,
+                    });
                     self.lost = false;
                     self.renew_at = Some(now.plus(self.cfg.renew_ms));
                     self.start_part(now, 0, &mut out);
@@ -391,21 +446,44 @@ impl HolderMachine {
                 match (step, outcome) {
                     (WStep::Begin, _) => {
                         let (_, _, token) = self.write_args(part);
-                        self.step(now, part, WStep::Fence, Op::Fence { scope, token }, &mut out);
+                        self.step(
+                            now,
+                            part,
+                            WStep::Fence,
+                            Op::Fence { scope, token },
+                            &mut out,
+                        );
                     }
                     (WStep::Fence, Outcome::Passed) => {
                         out.push(Effect::Point(Point::AfterFence));
                         let (p, content, token) = self.write_args(part);
-                        let op = Op::Upsert { scope, part: p, content, token };
+                        let op = Op::Upsert {
+                            scope,
+                            part: p,
+                            content,
+                            token,
+                        };
                         self.step(now, part, WStep::Upsert, op, &mut out);
                     }
                     (WStep::Upsert, Outcome::Ok | Outcome::Accepted) => {
                         out.push(Effect::Point(Point::BeforeCommit));
-                        self.step(now, part, WStep::Commit, Op::Commit { db: DbName::Res }, &mut out);
+                        self.step(
+                            now,
+                            part,
+                            WStep::Commit,
+                            Op::Commit { db: DbName::Res },
+                            &mut out,
+                        );
                     }
                     (WStep::Fence | WStep::Upsert, _) => {
                         // Refused by the fence or the row guard: this holding is stale.
-                        self.step(now, part, WStep::Rollback, Op::Rollback { db: DbName::Res }, &mut out);
+                        self.step(
+                            now,
+                            part,
+                            WStep::Rollback,
+                            Op::Rollback { db: DbName::Res },
+                            &mut out,
+                        );
                     }
                     (WStep::Commit, _) => {
                         self.stats.commits += 1;

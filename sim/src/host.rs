@@ -59,7 +59,10 @@ impl DbHosts {
             self.waiting.remove(&(db, conn.clone()));
         }
         let local = locals.get(holder).copied().unwrap_or(t);
-        let actor = names.get(holder).cloned().unwrap_or_else(|| Holder::new("?"));
+        let actor = names
+            .get(holder)
+            .cloned()
+            .unwrap_or_else(|| Holder::new("?"));
         let outcome = self
             .world
             .exec_at_local(actor, Some(conn.clone()), op, local)
@@ -76,19 +79,31 @@ impl DbHosts {
     }
 
     /// Answers every waiting statement that has finished, recording its `await`.
-    fn collect_finished(&mut self, t: Millis, locals: &[Millis], names: &[Holder], replies: &mut Vec<Reply>) {
+    fn collect_finished(
+        &mut self,
+        t: Millis,
+        locals: &[Millis],
+        names: &[Holder],
+        replies: &mut Vec<Reply>,
+    ) {
         loop {
             let ready = self
                 .waiting
                 .iter()
-                .find(|((db, conn), _)| !self.world.model.is_blocked(*db, conn) && self.world.model.has_result(*db, conn))
+                .find(|((db, conn), _)| {
+                    !self.world.model.is_blocked(*db, conn)
+                        && self.world.model.has_result(*db, conn)
+                })
                 .map(|(k, v)| (k.clone(), *v));
             let Some(((db, conn), (holder, req))) = ready else {
                 break;
             };
             self.waiting.remove(&(db, conn.clone()));
             let local = locals.get(holder).copied().unwrap_or(t);
-            let actor = names.get(holder).cloned().unwrap_or_else(|| Holder::new("?"));
+            let actor = names
+                .get(holder)
+                .cloned()
+                .unwrap_or_else(|| Holder::new("?"));
             let o = self
                 .world
                 .exec_at_local(actor, Some(conn), Op::Await { db }, local)
@@ -113,9 +128,15 @@ impl DbHosts {
             return Vec::new();
         }
         self.world.clock.set(t);
-        self.world.exec_at_local(Holder::new("admin"), None, Op::Crash { db }, t);
+        self.world
+            .exec_at_local(Holder::new("admin"), None, Op::Crash { db }, t);
         self.down[idx(db)] = true;
-        let cut: Vec<(DbName, ConnId)> = self.waiting.keys().filter(|(d, _)| *d == db).cloned().collect();
+        let cut: Vec<(DbName, ConnId)> = self
+            .waiting
+            .keys()
+            .filter(|(d, _)| *d == db)
+            .cloned()
+            .collect();
         let mut replies = Vec::new();
         for k in cut {
             if let Some((h, req)) = self.waiting.remove(&k) {
@@ -131,7 +152,8 @@ impl DbHosts {
             return;
         }
         self.world.clock.set(t);
-        self.world.exec_at_local(Holder::new("admin"), None, Op::Restart { db }, t);
+        self.world
+            .exec_at_local(Holder::new("admin"), None, Op::Restart { db }, t);
         self.down[idx(db)] = false;
     }
 }

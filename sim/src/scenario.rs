@@ -103,7 +103,13 @@ impl Setup {
     /// from one `ChaCha8Rng`.
     pub fn derive(seed: u64, opts: &SimOptions) -> Setup {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        let plan = FaultPlan::swarm(&mut rng, &opts.faults, opts.holders, opts.safety_ms, opts.ttl_ms);
+        let plan = FaultPlan::swarm(
+            &mut rng,
+            &opts.faults,
+            opts.holders,
+            opts.safety_ms,
+            opts.ttl_ms,
+        );
         let lo = rng.random_range(1..=5);
         let hi = lo + rng.random_range(0..=45);
         let holders = (0..opts.holders)
@@ -182,7 +188,14 @@ impl Setup {
         }
         if o.faults != d.faults {
             let k: Vec<&str> = o.faults.iter().map(|k| k.as_str()).collect();
-            c.push_str(&format!(" --faults {}", if k.is_empty() { "none".into() } else { k.join(",") }));
+            c.push_str(&format!(
+                " --faults {}",
+                if k.is_empty() {
+                    "none".into()
+                } else {
+                    k.join(",")
+                }
+            ));
         }
         if o.lease_table != d.lease_table {
             c.push_str(&format!(" --lease-table {}", o.lease_table));
@@ -242,10 +255,11 @@ pub fn liveness(history: &History, heal_ms: u64, liveness_ms: u64) -> Result<(),
         return Ok(());
     }
     let f = facts::derive(history);
-    let ok = f
-        .writes
-        .iter()
-        .any(|w| w.certainty == facts::Certainty::Accepted && w.at >= heal_ms && w.at <= heal_ms + liveness_ms);
+    let ok = f.writes.iter().any(|w| {
+        w.certainty == facts::Certainty::Accepted
+            && w.at >= heal_ms
+            && w.at <= heal_ms + liveness_ms
+    });
     if ok {
         Ok(())
     } else {

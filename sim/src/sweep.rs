@@ -5,8 +5,8 @@
 //! after the violation, drop holders — accepting each change that still fails the same check.
 
 use crate::faults::FaultPlan;
-use crate::scenario::{Driver, Setup, SimOptions, SimRun};
 use crate::run_setup;
+use crate::scenario::{Driver, Setup, SimOptions, SimRun};
 use leaselab_checkers::sometimes::Counts;
 
 /// Which seeds a sweep runs: `range`, every `of`-th from `index` (`--shard index/of`).
@@ -78,7 +78,11 @@ pub fn sweep(
             }
         }
         if run.failed() {
-            let shrunk = if shrink_failures { Some(shrink(&run)) } else { None };
+            let shrunk = if shrink_failures {
+                Some(shrink(&run))
+            } else {
+                None
+            };
             res.failures.push(Failure { run, shrunk });
         }
         progress(res.runs, total, res.failures.len());
@@ -90,14 +94,25 @@ fn still_fails(run: &SimRun, target: &str) -> bool {
     if target == "liveness" {
         return run.liveness.is_err();
     }
-    run.report.violations.iter().any(|v| v.check.as_str() == target)
+    run.report
+        .violations
+        .iter()
+        .any(|v| v.check.as_str() == target)
 }
 
 /// The authority time just after the first violation of `target` (its last named event).
 fn violation_end(run: &SimRun, target: &str) -> Option<u64> {
-    let v = run.report.violations.iter().find(|v| v.check.as_str() == target)?;
+    let v = run
+        .report
+        .violations
+        .iter()
+        .find(|v| v.check.as_str() == target)?;
     let last = v.events.iter().max()?;
-    let e = run.trace.history.events.get((*last as usize).checked_sub(1)?)?;
+    let e = run
+        .trace
+        .history
+        .events
+        .get((*last as usize).checked_sub(1)?)?;
     Some(e.at.0 + 1)
 }
 
@@ -146,7 +161,13 @@ pub fn shrink(run: &SimRun) -> SimRun {
             s.opts.holders -= 1;
             s.plan = FaultPlan {
                 kinds: s.plan.kinds.clone(),
-                faults: s.plan.faults.iter().filter(|f| !mentions(f, last)).cloned().collect(),
+                faults: s
+                    .plan
+                    .faults
+                    .iter()
+                    .filter(|f| !mentions(f, last))
+                    .cloned()
+                    .collect(),
             };
             candidates.push(s);
         }
@@ -190,7 +211,9 @@ fn size(r: &SimRun) -> (usize, usize, u64) {
         .map(|f| {
             use crate::faults::Fault::*;
             match f {
-                PauseAtPoint { dur_ms, .. } | PauseAtTime { dur_ms, .. } | Partition { dur_ms, .. } => *dur_ms,
+                PauseAtPoint { dur_ms, .. }
+                | PauseAtTime { dur_ms, .. }
+                | Partition { dur_ms, .. } => *dur_ms,
                 Delay { extra_ms, .. } => *extra_ms,
                 Skew { offset_ms, ppm, .. } => offset_ms.unsigned_abs() + ppm.unsigned_abs(),
                 Step { delta_ms, .. } => delta_ms.unsigned_abs(),
@@ -198,5 +221,9 @@ fn size(r: &SimRun) -> (usize, usize, u64) {
             }
         })
         .sum();
-    (r.setup.plan.faults.len(), r.trace.history.events.len(), gentleness)
+    (
+        r.setup.plan.faults.len(),
+        r.trace.history.events.len(),
+        gentleness,
+    )
 }

@@ -1,2 +1,518 @@
-//! turmoil driver (below)
-pub fn run(setup: crate::Setup) -> crate::SimRun { crate::fast::FastSim::new(setup).run() }
+//! The turmoil driver: the same holder machine and database hosts, with holders and databases
+//! as turmoil hosts talking over turmoil's simulated TCP (one connection per holder and
+//! database, carrying the trace syntax line by line). turmoil decides latencies, holds links
+//! for partitions and crashes/bounces database hosts; what turmoil cannot do is built here:
+//! pausing a holder (its task simply stops reading its sockets and firing its timers — messages
+//! wait in the socket, as with SIGSTOP) and per-node clocks (each holder reads time and sets
+//! timers through its [`NodeClock`]).
+//!
+//! Determinism: `Builder::rng_seed(seed)`, a fixed `epoch`, tokio's own rng seeded (the
+//! workspace builds with `--cfg tokio_unstable`), `biased` selects, ordered maps only.
+
+use crate::clock::{NodeClock, PauseKind};
+use crate::faults::Fault;
+use crate::holder::{Effect, HolderMachine, HolderStats};
+use crate::host::{DbHosts, Reply};
+use crate::scenario::{finish, Driver, Setup, SimRun};
+use leaselab_model::trace::{op_text, outcome_text, parse_op, parse_outcome};
+use leaselab_model::{ConnId, DbName, Holder, Millis, Op, Outcome};
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::net::{IpAddr, Ipv4Addr};
+use std::rc::Rc;
+use std::time::{Duration, UNIX_EPOCH};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
+use tokio::sync::mpsc;
+use turmoil::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use turmoil::net::{TcpListener, TcpStream};
+
+const PORT: u16 = 5432;
+
+fn host_name(db: DbName) -> &'static str {
+    match db {
+        DbName::Lease => "lease-db",
+        DbName::Res => "res-db",
+    }
+}
+
+fn db_idx(db: DbName) -> usize {
+    match db {
+        DbName::Lease => 0,
+        DbName::Res => 1,
+    }
+}
+
+struct Shared {
+    hosts: DbHosts,
+    clocks: Vec<NodeClock>,
+    names: Vec<Holder>,
+    /// Per database, per holder: where to send that holder's replies.
+    outbox: [BTreeMap<usize, mpsc::UnboundedSender<String>>; 2],
+    stats: Vec<HolderStats>,
+}
+
+type Sh = Rc<RefCell<Shared>>;
+
+fn now_ms() -> u64 {
+    turmoil::elapsed().as_millis() as u64
+}
+
+fn locals(sh: &Shared, t: u64) -> Vec<Millis> {
+    sh.clocks.iter().map(|c| c.local(Millis(t))).collect()
+}
+
+fn route(sh: &Shared, db: DbName, replies: Vec<Reply>) {
+    for (h, req, o) in replies {
+        if let Some(tx) = sh.outbox[db_idx(db)].get(&h) {
+            let _ = tx.send(format!("{req} {}", outcome_text(&o)));
+        }
+    }
+}
+
+/// One database host: accepts holder connections and executes their lines against the hosts.
+async fn serve_db(sh: Sh, db: DbName) -> turmoil::Result {
+    let listener = TcpListener::bind((IpAddr::V4(Ipv4Addr::UNSPECIFIED), PORT)).await?;
+    loop {
+        let (stream, _) = listener.accept().await?;
+        tokio::task::spawn_local(serve_conn(sh.clone(), db, stream));
+    }
+}
+
+async fn serve_conn(sh: Sh, db: DbName, stream: TcpStream) {
+    let (rd, mut wr) = stream.into_split();
+    let mut lines = BufReader::new(rd).lines();
+    let Ok(Some(hello)) = lines.next_line().await else {
+        return;
+    };
+    let Some(holder) = hello
+        .strip_prefix("hello ")
+        .and_then(|h| h.parse::<usize>().ok())
+    else {
+        return;
+    };
+    let (tx, mut rx) = mpsc::unbounded_channel::<String>();
+    sh.borrow_mut().outbox[db_idx(db)].insert(holder, tx);
+    tokio::task::spawn_local(async move {
+        while let Some(line) = rx.recv().await {
+            if wr.write_all(format!("{line}\n").as_bytes()).await.is_err() {
+                break;
+            }
+        }
+    });
+    while let Ok(Some(line)) = lines.next_line().await {
+        let mut it = line.splitn(3, ' ');
+        let (Some(req), Some(conn), Some(op)) = (it.next(), it.next(), it.next()) else {
+            continue;
+        };
+        let (Ok(req), Ok(op)) = (req.parse::<u64>(), parse_op(op)) else {
+            continue;
+        };
+        let t = now_ms();
+        let mut s = sh.borrow_mut();
+        let ls = locals(&s, t);
+        let names = s.names.clone();
+        let replies = s
+            .hosts
+            .request(Millis(t), &ls, &names, holder, req, ConnId::new(conn), op);
+        route(&s, db, replies);
+    }
+}
+
+struct Link {
+    lines: Lines<BufReader<OwnedReadHalf>>,
+    wr: OwnedWriteHalf,
+}
+
+async fn connect(db: DbName, holder: usize) -> Option<Link> {
+    let stream = TcpStream::connect((host_name(db), PORT)).await.ok()?;
+    let (rd, mut wr) = stream.into_split();
+    wr.write_all(format!("hello {holder}\n").as_bytes())
+        .await
+        .ok()?;
+    Some(Link {
+        lines: BufReader::new(rd).lines(),
+        wr,
+    })
+}
+
+async fn next_line(link: &mut Option<Link>) -> Option<String> {
+    match link {
+        Some(l) => l.lines.next_line().await.ok().flatten(),
+        None => std::future::pending().await,
+    }
+}
+
+/// One holder's task.
+struct Client {
+    idx: usize,
+    sh: Sh,
+    m: HolderMachine,
+    name: Holder,
+    links: [Option<Link>; 2],
+    plan: Vec<Fault>,
+    points: BTreeMap<crate::faults::Point, u32>,
+    /// Time-based pauses of this holder not yet taken: (at, dur, kind).
+    timed: Vec<(u64, u64, PauseKind)>,
+    steps: Vec<u64>,
+    heal_ms: u64,
+    end_ms: u64,
+}
+
+impl Client {
+    fn local(&self) -> Millis {
+        self.sh.borrow().clocks[self.idx].local(Millis(now_ms()))
+    }
+
+    fn record(&self, op: Op) {
+        let t = now_ms();
+        let mut s = self.sh.borrow_mut();
+        let local = s.clocks[self.idx].local(Millis(t));
+        s.hosts.record_client(Millis(t), local, &self.name, op);
+    }
+
+    /// SIGSTOP/freeze: nothing of this holder runs until the pause ends.
+    async fn pause(&mut self, dur_ms: u64, kind: PauseKind) {
+        let start = now_ms();
+        if start >= self.heal_ms {
+            return;
+        }
+        self.record(Op::Pause);
+        if kind == PauseKind::Freeze {
+            self.sh.borrow_mut().clocks[self.idx].frozen_since = Some(start);
+        }
+        let end = (start + dur_ms).min(self.heal_ms);
+        tokio::time::sleep(Duration::from_millis(end - start)).await;
+        self.sh.borrow_mut().clocks[self.idx].frozen_since = None;
+        self.record(Op::Resume);
+    }
+
+    async fn send(&mut self, req: u64, db: DbName, conn: &ConnId, op: &Op) -> Option<Outcome> {
+        let i = db_idx(db);
+        if self.links[i].is_none() {
+            self.links[i] = connect(db, self.idx).await;
+        }
+        let line = format!("{req} {conn} {}\n", op_text(op));
+        let ok = match &mut self.links[i] {
+            Some(l) => l.wr.write_all(line.as_bytes()).await.is_ok(),
+            None => false,
+        };
+        if ok {
+            None
+        } else {
+            self.links[i] = None;
+            Some(Outcome::Unavailable)
+        }
+    }
+
+    async fn feed(&mut self, effects: Vec<Effect>) {
+        let mut queue: std::collections::VecDeque<Effect> = effects.into();
+        while let Some(e) = queue.pop_front() {
+            match e {
+                Effect::Send { req, db, conn, op } => {
+                    if let Some(o) = self.send(req, db, &conn, &op).await {
+                        let local = self.local();
+                        queue.extend(self.m.on_reply(local, req, &o));
+                    }
+                }
+                Effect::Abandon { db, conn } => {
+                    let _ = self.send(0, db, &conn, &Op::Disconnect { db }).await;
+                }
+                Effect::Record(op) => self.record(op),
+                Effect::Point(p) => {
+                    let c = {
+                        let n = self.points.entry(p).or_insert(0);
+                        *n += 1;
+                        *n
+                    };
+                    let hit = self.plan.iter().find_map(|f| match f {
+                        Fault::PauseAtPoint {
+                            holder,
+                            point,
+                            nth,
+                            dur_ms,
+                            kind,
+                        } if *holder == self.idx && *point == p && *nth == c => {
+                            Some((*dur_ms, *kind))
+                        }
+                        _ => None,
+                    });
+                    if let Some((dur, kind)) = hit {
+                        self.pause(dur, kind).await;
+                    }
+                }
+            }
+        }
+    }
+
+    /// The authority instant of the next thing to do: a holder timer, a planned pause, a
+    /// clock step (timers move with it), or the end.
+    fn next_wake(&self) -> u64 {
+        let now = now_ms();
+        let mut at = self.end_ms;
+        if let Some(l) = self.m.next_timer() {
+            if let Some(t) = self.sh.borrow().clocks[self.idx].when(Millis(now), l) {
+                at = at.min(t.0.max(now));
+            }
+        }
+        for (p, _, _) in &self.timed {
+            at = at.min((*p).max(now));
+        }
+        for s in &self.steps {
+            if *s > now {
+                at = at.min(*s);
+            }
+        }
+        at
+    }
+
+    async fn run(mut self) -> turmoil::Result {
+        for db in [DbName::Lease, DbName::Res] {
+            self.links[db_idx(db)] = connect(db, self.idx).await;
+        }
+        loop {
+            let now = now_ms();
+            if now >= self.end_ms {
+                break;
+            }
+            if let Some(pos) = self.timed.iter().position(|(at, _, _)| *at <= now) {
+                let (_, dur, kind) = self.timed.remove(pos);
+                self.pause(dur, kind).await;
+                continue;
+            }
+            let wake = self.next_wake();
+            let sleep = tokio::time::sleep(Duration::from_millis(wake.saturating_sub(now)));
+            let [lease, res] = &mut self.links;
+            let got = tokio::select! {
+                biased;
+                l = next_line(lease) => Some((DbName::Lease, l)),
+                l = next_line(res) => Some((DbName::Res, l)),
+                _ = sleep => None,
+            };
+            match got {
+                Some((db, Some(line))) => {
+                    let Some((req, out)) = line.split_once(' ') else {
+                        continue;
+                    };
+                    let (Ok(req), Ok(o)) = (req.parse::<u64>(), parse_outcome(out)) else {
+                        continue;
+                    };
+                    let local = self.local();
+                    let effects = self.m.on_reply(local, req, &o);
+                    self.feed(effects).await;
+                    let _ = db;
+                }
+                Some((db, None)) => {
+                    // Connection broken (the database crashed): reconnect lazily.
+                    self.links[db_idx(db)] = None;
+                }
+                None => {
+                    let local = self.local();
+                    let effects = self.m.on_timer(local);
+                    self.feed(effects).await;
+                }
+            }
+        }
+        self.sh.borrow_mut().stats[self.idx] = self.m.stats;
+        Ok(())
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Ctl {
+    Crash(DbName),
+    Restart(DbName),
+    Hold(usize, DbName),
+    Release(usize, DbName),
+    Slow(usize, DbName, u64),
+    Heal,
+}
+
+/// Runs one setup under turmoil.
+pub fn run(setup: Setup) -> SimRun {
+    let o = setup.opts.clone();
+    let heal_ms = o.safety_ms;
+    let end_ms = o.safety_ms + o.liveness_ms;
+    let (lo, hi) = setup.latency_ms;
+    let mut clocks: Vec<NodeClock> = vec![NodeClock::default(); setup.holders.len()];
+    for f in &setup.plan.faults {
+        match f {
+            Fault::Skew {
+                holder,
+                offset_ms,
+                ppm,
+            } => {
+                if let Some(c) = clocks.get_mut(*holder) {
+                    c.offset_ms += offset_ms;
+                    c.skew_ppm += ppm;
+                }
+            }
+            Fault::Step {
+                holder,
+                at_ms,
+                delta_ms,
+            } => {
+                if let Some(c) = clocks.get_mut(*holder) {
+                    c.steps.push((*at_ms, *delta_ms));
+                }
+            }
+            _ => {}
+        }
+    }
+    let names: Vec<Holder> = setup.holders.iter().map(|h| h.name.clone()).collect();
+    let sh: Sh = Rc::new(RefCell::new(Shared {
+        hosts: DbHosts::new(setup.config()),
+        clocks,
+        names: names.clone(),
+        outbox: [BTreeMap::new(), BTreeMap::new()],
+        stats: vec![HolderStats::default(); setup.holders.len()],
+    }));
+
+    let mut sim = turmoil::Builder::new()
+        .rng_seed(setup.seed)
+        .epoch(UNIX_EPOCH + Duration::from_secs(1_767_225_600))
+        .tick_duration(Duration::from_millis(o.tick_ms.max(1)))
+        .simulation_duration(Duration::from_millis(end_ms + 60_000))
+        .min_message_latency(Duration::from_millis(lo))
+        .max_message_latency(Duration::from_millis(hi))
+        .build();
+
+    for db in [DbName::Lease, DbName::Res] {
+        let sh = sh.clone();
+        sim.host(host_name(db), move || serve_db(sh.clone(), db));
+    }
+    for (i, cfg) in setup.holders.iter().enumerate() {
+        let timed = setup
+            .plan
+            .faults
+            .iter()
+            .filter_map(|f| match f {
+                Fault::PauseAtTime {
+                    holder,
+                    at_ms,
+                    dur_ms,
+                    kind,
+                } if *holder == i && *at_ms < heal_ms => Some((*at_ms, *dur_ms, *kind)),
+                _ => None,
+            })
+            .collect();
+        let steps = setup
+            .plan
+            .faults
+            .iter()
+            .filter_map(|f| match f {
+                Fault::Step { holder, at_ms, .. } if *holder == i => Some(*at_ms),
+                _ => None,
+            })
+            .collect();
+        let client = Client {
+            idx: i,
+            sh: sh.clone(),
+            m: HolderMachine::new(cfg.clone()),
+            name: cfg.name.clone(),
+            links: [None, None],
+            plan: setup.plan.faults.clone(),
+            points: BTreeMap::new(),
+            timed,
+            steps,
+            heal_ms,
+            end_ms,
+        };
+        sim.client(cfg.name.as_str(), client.run());
+    }
+
+    // Faults turmoil carries out itself, in time order.
+    let mut ctl: Vec<(u64, u64, Ctl)> = Vec::new();
+    let mut n = 0u64;
+    let mut push = |t: u64, c: Ctl, v: &mut Vec<(u64, u64, Ctl)>| {
+        n += 1;
+        v.push((t, n, c));
+    };
+    for f in &setup.plan.faults {
+        match *f {
+            Fault::Crash { db, at_ms, down_ms } if at_ms < heal_ms => {
+                push(at_ms, Ctl::Crash(db), &mut ctl);
+                push((at_ms + down_ms).min(heal_ms), Ctl::Restart(db), &mut ctl);
+            }
+            Fault::Partition {
+                holder,
+                db,
+                at_ms,
+                dur_ms,
+            } if at_ms < heal_ms => {
+                push(at_ms, Ctl::Hold(holder, db), &mut ctl);
+                push(
+                    (at_ms + dur_ms).min(heal_ms),
+                    Ctl::Release(holder, db),
+                    &mut ctl,
+                );
+            }
+            Fault::Delay {
+                holder,
+                db,
+                at_ms,
+                dur_ms,
+                extra_ms,
+            } if at_ms < heal_ms => {
+                push(at_ms, Ctl::Slow(holder, db, hi + extra_ms), &mut ctl);
+                push(
+                    (at_ms + dur_ms).min(heal_ms),
+                    Ctl::Slow(holder, db, hi),
+                    &mut ctl,
+                );
+            }
+            _ => {}
+        }
+    }
+    push(heal_ms, Ctl::Heal, &mut ctl);
+    ctl.sort_by_key(|(t, n, _)| (*t, *n));
+    let mut ctl = ctl.into_iter().peekable();
+    let mut down = [false; 2];
+    loop {
+        let t = sim.elapsed().as_millis() as u64;
+        while let Some((_, _, c)) = ctl.next_if(|(at, _, _)| *at <= t) {
+            match c {
+                Ctl::Crash(db) if !down[db_idx(db)] => {
+                    down[db_idx(db)] = true;
+                    sim.crash(host_name(db));
+                    let mut s = sh.borrow_mut();
+                    let replies = s.hosts.crash(Millis(t), db);
+                    route(&s, db, replies);
+                    s.outbox[db_idx(db)].clear();
+                }
+                Ctl::Restart(db) if down[db_idx(db)] => {
+                    down[db_idx(db)] = false;
+                    sh.borrow_mut().hosts.restart(Millis(t), db);
+                    sim.bounce(host_name(db));
+                }
+                Ctl::Hold(h, db) => sim.hold(names[h].as_str(), host_name(db)),
+                Ctl::Release(h, db) => sim.release(names[h].as_str(), host_name(db)),
+                Ctl::Slow(h, db, ms) => sim.set_link_max_message_latency(
+                    names[h].as_str(),
+                    host_name(db),
+                    Duration::from_millis(ms.max(lo)),
+                ),
+                Ctl::Heal => {
+                    for db in [DbName::Lease, DbName::Res] {
+                        if down[db_idx(db)] {
+                            down[db_idx(db)] = false;
+                            sh.borrow_mut().hosts.restart(Millis(t), db);
+                            sim.bounce(host_name(db));
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        match sim.step() {
+            Ok(true) => break,
+            Ok(false) => {}
+            Err(_) => break,
+        }
+    }
+    drop(sim);
+    let (history, stats) = {
+        let s = sh.borrow();
+        (s.hosts.world.history.clone(), s.stats.clone())
+    };
+    finish(setup, Driver::Turmoil, history, stats)
+}
