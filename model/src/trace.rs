@@ -761,6 +761,9 @@ impl<'f> Parser<'f> {
             "now" => Op::Now {
                 db: self.take_db(&mut f)?,
             },
+            "disconnect" => Op::Disconnect {
+                db: self.take_db(&mut f)?,
+            },
             "crash" => Op::Crash {
                 db: self.take_db(&mut f)?,
             },

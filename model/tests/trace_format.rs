@@ -15,6 +15,22 @@ fn sample() -> Trace {
     w.run("lab", Op::read_part("detail"));
     w.run("admin", Op::Crash { db: DbName::Res });
     w.run("holder-a", Op::await_(DbName::Res));
+    // One of every remaining kind, so the round trip covers the whole grammar.
+    w.run("admin", Op::Restart { db: DbName::Res });
+    w.run("holder-a", Op::publish("k", "v", 1));
+    w.run("lab", Op::ReadPublish { key: "k".into() });
+    w.run("lab", Op::count("holder-a", AttemptOutcome::Rejected));
+    w.run("lab", Op::read_floor());
+    w.run("holder-a", Op::Now { db: DbName::Lease });
+    w.run("holder-a", Op::renew("holder-a", 1, 100));
+    w.run("holder-a", Op::check(Millis(5)));
+    w.run("holder-a", Op::Pause);
+    w.run("holder-a", Op::Resume);
+    w.run("holder-a", Op::Lost);
+    w.run("holder-a", Op::Disconnect { db: DbName::Lease });
+    w.run("holder-a", Op::upsert("summary", "u", 4));
+    w.run("holder-a", Op::rollback(DbName::Res));
+    w.run("holder-a", Op::commit(DbName::Res));
     let mut t = Trace::new("sample", w.model.config().clone(), w.history);
     t.title = "a sample: all kinds".into();
     t.seed = 42;
@@ -63,7 +79,7 @@ fn malformed_input_names_file_line_and_field() {
             "bogus",
         ),
         (good.replace(" => released", " -> released"), 14, "outcome"),
-        (good.replace("\nend\n", "\n"), 18, "end"),
+        (good.replace("\nend\n", "\n"), 33, "end"),
     ];
     for (text, line, field) in cases {
         let e = err_of(&text);
