@@ -25,6 +25,7 @@
 //! - [`config`]: fence modes and every known mistake as a plain value.
 //! - [`history`]: [`Op`], [`Outcome`], [`Event`], [`History`] — what every run records.
 //! - [`backend`]: the seam ([`LeaseStore`], [`FencedResource`], [`Admin`]) and [`apply`].
+//! - [`rules`]: the lease and fence rules as pure functions.
 //! - [`model`]: the in-memory implementation with READ COMMITTED row locks and crashes.
 //! - [`world`]: model + clock + history, the harness cases and replays drive.
 //! - [`client`]: holder-side helpers: local deadline, `LeaseGuard`.
@@ -39,6 +40,7 @@ pub mod model;
 pub mod names;
 pub mod ops;
 pub mod rows;
+pub mod rules;
 pub mod time;
 pub mod trace;
 pub mod world;

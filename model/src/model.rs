@@ -8,7 +8,8 @@ use crate::engine::{Effect, Engine, Key, Row, Waiting};
 use crate::history::{DbName, Outcome};
 use crate::names::{ConnId, Holder, LeaseName, Part, Scope, Token};
 use crate::rows::{Attempt, AttemptOutcome, LeaseRow, PartRow};
-use crate::time::{Expiry, Millis};
+use crate::rules;
+use crate::time::Millis;
 
 /// A lease statement, kept whole so it can resume after a lock wait.
 #[derive(Clone, Debug)]
@@ -188,23 +189,17 @@ impl Db for LeaseDb {
             Some(Row::Lease(r)) => Some(r),
             _ => None,
         };
+        let lease_row = |r: LeaseRow| Effect::Write(Some(Row::Lease(r)));
         let (effect, out) = match task {
             LeaseTask::Acquire { holder, ttl_ms, .. } => {
-                let expires = Expiry::At(t.plus(ttl_ms));
-                let token = match &row {
-                    None => Some(Token(1)),
-                    Some(r) if r.expires_at.is_expired_at(t) => Some(Token(r.token.0 + 1)),
-                    Some(_) => None,
-                };
-                match token {
-                    Some(token) => (
-                        Effect::Write(Some(Row::Lease(LeaseRow {
-                            holder,
-                            token,
-                            expires_at: expires,
-                        }))),
-                        Outcome::Granted { token, expires },
-                    ),
+                match rules::acquire(row.as_ref(), &holder, ttl_ms, t) {
+                    Some(r) => {
+                        let out = Outcome::Granted {
+                            token: r.token,
+                            expires: r.expires_at,
+                        };
+                        (lease_row(r), out)
+                    }
                     // ON CONFLICT locks the conflicting row even when its WHERE is false.
                     None => (Effect::LockOnly, Outcome::Refused),
                 }
@@ -214,33 +209,28 @@ impl Db for LeaseDb {
                 token,
                 ttl_ms,
                 ..
-            } => match row {
-                Some(r)
-                    if r.holder == holder
-                        && r.token == token
-                        && (self.renew_after_expiry || !r.expires_at.is_expired_at(t)) =>
-                {
-                    let expires = Expiry::At(t.plus(ttl_ms));
-                    (
-                        Effect::Write(Some(Row::Lease(LeaseRow {
-                            expires_at: expires,
-                            ..r
-                        }))),
-                        Outcome::Renewed { expires },
-                    )
+            } => match rules::renew(
+                row.as_ref(),
+                &holder,
+                token,
+                ttl_ms,
+                t,
+                self.renew_after_expiry,
+            ) {
+                Some(r) => {
+                    let out = Outcome::Renewed {
+                        expires: r.expires_at,
+                    };
+                    (lease_row(r), out)
                 }
-                _ => (Effect::None, Outcome::Refused),
+                None => (Effect::None, Outcome::Refused),
             },
-            LeaseTask::Release { holder, token, .. } => match row {
-                Some(r) if r.holder == holder && r.token == token => (
-                    Effect::Write(Some(Row::Lease(LeaseRow {
-                        expires_at: Expiry::NegInfinity,
-                        ..r
-                    }))),
-                    Outcome::Released,
-                ),
-                _ => (Effect::None, Outcome::Refused),
-            },
+            LeaseTask::Release { holder, token, .. } => {
+                match rules::release(row.as_ref(), &holder, token) {
+                    Some(r) => (lease_row(r), Outcome::Released),
+                    None => (Effect::None, Outcome::Refused),
+                }
+            }
         };
         self.engine.apply(id, key, effect);
         Ok(out)
@@ -274,11 +264,11 @@ impl ResDb {
                 if self.engine.locked_by_other(id, &key) {
                     return Err(key);
                 }
-                let pass = match self.engine.read(id, &key) {
-                    Some(Row::Floor(f)) if self.fence == FenceMode::Strict => f < w.token,
-                    Some(Row::Floor(f)) => f <= w.token,
-                    _ => false,
+                let floor = match self.engine.read(id, &key) {
+                    Some(Row::Floor(f)) => Some(f),
+                    _ => None,
                 };
+                let pass = rules::floor_passes(self.fence, floor, w.token);
                 if pass {
                     self.engine
                         .apply(id, key, Effect::Write(Some(Row::Floor(w.token))));
@@ -287,10 +277,13 @@ impl ResDb {
             }
             // A plain SELECT: never waits, takes no lock, and its answer can be stale by the
             // time the client acts on it — which is the whole point of F6a.
-            FenceMode::CheckThenWrite => Ok(matches!(
-                self.engine.read(id, &key),
-                Some(Row::Floor(f)) if f <= w.token
-            )),
+            FenceMode::CheckThenWrite => {
+                let floor = match self.engine.read(id, &key) {
+                    Some(Row::Floor(f)) => Some(f),
+                    _ => None,
+                };
+                Ok(rules::floor_passes(self.fence, floor, w.token))
+            }
             FenceMode::Row | FenceMode::Off => Ok(true),
         }
     }
@@ -323,7 +316,9 @@ impl ResDb {
             token: w.token,
         });
         let pass = match (self.fence, self.engine.read(id, &key)) {
-            (FenceMode::Row, Some(Row::Part(old))) => old.token <= w.token,
+            (FenceMode::Row, Some(Row::Part(old))) => {
+                rules::row_guard_passes(Some(old.token), w.token)
+            }
             _ => true,
         };
         let effect = if pass {

@@ -46,7 +46,11 @@ fn main() {
     let t = Instant::now();
     let mut events = 0usize;
     for seed in 0..n {
-        events += run_seed(seed, &std_opts, Driver::Fast).trace.history.events.len();
+        events += run_seed(seed, &std_opts, Driver::Fast)
+            .trace
+            .history
+            .events
+            .len();
     }
     let s = t.elapsed().as_secs_f64();
     println!(
@@ -57,7 +61,10 @@ fn main() {
     );
 
     for tick in [1u64, 10] {
-        let opts = SimOptions { tick_ms: tick, ..std_opts.clone() };
+        let opts = SimOptions {
+            tick_ms: tick,
+            ..std_opts.clone()
+        };
         let runs = if tick == 1 { 3 } else { 10 };
         let t = Instant::now();
         for seed in 0..runs {
@@ -76,12 +83,34 @@ fn main() {
     }
 
     let controls: [(&str, SimOptions); 4] = [
-        ("off", SimOptions { fence: FenceMode::Off, ..std_opts.clone() }),
-        ("check-then-write", SimOptions { fence: FenceMode::CheckThenWrite, ..std_opts.clone() }),
-        ("row", SimOptions { fence: FenceMode::Row, ..std_opts.clone() }),
+        (
+            "off",
+            SimOptions {
+                fence: FenceMode::Off,
+                ..std_opts.clone()
+            },
+        ),
+        (
+            "check-then-write",
+            SimOptions {
+                fence: FenceMode::CheckThenWrite,
+                ..std_opts.clone()
+            },
+        ),
+        (
+            "row",
+            SimOptions {
+                fence: FenceMode::Row,
+                ..std_opts.clone()
+            },
+        ),
         (
             "unlogged lease table",
-            SimOptions { lease_table: LeaseDurability::Unlogged, faults: vec![FaultKind::Crash], ..std_opts.clone() },
+            SimOptions {
+                lease_table: LeaseDurability::Unlogged,
+                faults: vec![FaultKind::Crash],
+                ..std_opts.clone()
+            },
         ),
     ];
     for (name, opts) in controls {
