@@ -9,7 +9,7 @@
 use crate::clock::{NodeClock, PauseKind};
 use crate::faults::{Fault, Point};
 use crate::holder::{Effect, HolderMachine};
-use crate::host::{DbHosts, Reply};
+use crate::host::{DbHosts, Reply, Request};
 use crate::scenario::{finish, Driver, Setup, SimRun};
 use leaselab_model::{ConnId, DbName, Holder, Millis, Op, Outcome};
 use rand::{Rng, SeedableRng};
@@ -239,10 +239,8 @@ impl FastSim {
                         at_ms,
                         dur_ms,
                         extra_ms,
-                    } if *h == holder && *d == db => {
-                        if *at_ms <= t && t < at_ms + dur_ms {
-                            deliver += extra_ms;
-                        }
+                    } if *h == holder && *d == db && *at_ms <= t && t < at_ms + dur_ms => {
+                        deliver += extra_ms;
                     }
                     _ => {}
                 }
@@ -415,9 +413,17 @@ impl FastSim {
                 } => {
                     let db = op.db().unwrap_or(DbName::Res);
                     let locals = self.locals(t);
-                    let replies =
-                        self.hosts
-                            .request(Millis(t), &locals, &self.names, holder, req, conn, op);
+                    let replies = self.hosts.request(
+                        Millis(t),
+                        &locals,
+                        &self.names,
+                        Request {
+                            holder,
+                            req,
+                            conn,
+                            op,
+                        },
+                    );
                     self.reply(t, replies, db);
                 }
                 Ev::ToHolder {

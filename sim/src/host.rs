@@ -10,6 +10,20 @@ use std::collections::BTreeMap;
 /// A reply to deliver: (holder index, request id, outcome).
 pub type Reply = (usize, u64, Outcome);
 
+/// One statement from a holder: which holder, its request id (echoed in the reply), the
+/// connection and the statement.
+#[derive(Clone, Debug)]
+pub struct Request {
+    /// Holder index.
+    pub holder: usize,
+    /// Request id.
+    pub req: u64,
+    /// Connection.
+    pub conn: ConnId,
+    /// Statement.
+    pub op: Op,
+}
+
 /// Both database hosts.
 #[derive(Clone, Debug)]
 pub struct DbHosts {
@@ -48,11 +62,14 @@ impl DbHosts {
         t: Millis,
         locals: &[Millis],
         names: &[Holder],
-        holder: usize,
-        req: u64,
-        conn: ConnId,
-        op: Op,
+        r: Request,
     ) -> Vec<Reply> {
+        let Request {
+            holder,
+            req,
+            conn,
+            op,
+        } = r;
         self.world.clock.set(t);
         let db = op.db().unwrap_or(DbName::Res);
         if matches!(op, Op::Disconnect { .. }) {

@@ -12,7 +12,7 @@
 use crate::clock::{NodeClock, PauseKind};
 use crate::faults::Fault;
 use crate::holder::{Effect, HolderMachine, HolderStats};
-use crate::host::{DbHosts, Reply};
+use crate::host::{DbHosts, Reply, Request};
 use crate::scenario::{finish, Driver, Setup, SimRun};
 use leaselab_model::trace::{op_text, outcome_text, parse_op, parse_outcome};
 use leaselab_model::{ConnId, DbName, Holder, Millis, Op, Outcome};
@@ -111,9 +111,17 @@ async fn serve_conn(sh: Sh, db: DbName, stream: TcpStream) {
         let mut s = sh.borrow_mut();
         let ls = locals(&s, t);
         let names = s.names.clone();
-        let replies = s
-            .hosts
-            .request(Millis(t), &ls, &names, holder, req, ConnId::new(conn), op);
+        let replies = s.hosts.request(
+            Millis(t),
+            &ls,
+            &names,
+            Request {
+                holder,
+                req,
+                conn: ConnId::new(conn),
+                op,
+            },
+        );
         route(&s, db, replies);
     }
 }
