@@ -2,9 +2,12 @@
 //!
 //! - [`lab`]: the cases F1–F9 and G1–G4 of CASES.md on the model, with their output and traces.
 //! - [`replay`]: re-executes a trace against the model and re-judges it.
+//! - [`sim_cmd`]: `leaselab sim`.
+//! - [`diff_cmd`]: `leaselab diff` against PostgreSQL.
 //!
 //! The binary (`src/main.rs`) only parses arguments and prints.
 
+pub mod diff_cmd;
 pub mod lab;
 pub mod replay;
 pub mod sim_cmd;

@@ -82,6 +82,30 @@ enum Cmd {
         #[arg(long)]
         quiet: bool,
     },
+    /// Replay traces (or simulation seeds) against the model and a real PostgreSQL, step by
+    /// step; report the first divergence. Starts its own throwaway clusters.
+    Diff {
+        /// Trace files.
+        files: Vec<PathBuf>,
+        /// Diff the traces of these simulation seeds, A..B (fast driver).
+        #[arg(long)]
+        sim_seeds: Option<String>,
+        /// Fence for --sim-seeds.
+        #[arg(long, default_value = "scope")]
+        fence: FenceMode,
+        /// Safety phase length for --sim-seeds, virtual ms.
+        #[arg(long, default_value_t = 10_000)]
+        safety_ms: u64,
+        /// Liveness phase length for --sim-seeds, virtual ms.
+        #[arg(long, default_value_t = 5_000)]
+        liveness_ms: u64,
+        /// Run the model side with this fence instead of the trace's (a deliberately wrong rule).
+        #[arg(long)]
+        model_fence: Option<FenceMode>,
+        /// Where the throwaway clusters live.
+        #[arg(long, default_value = "target/leaselab-pg", value_name = "DIR")]
+        pg_dir: PathBuf,
+    },
     /// Re-execute traces against the model; non-zero exit on a divergence or unexpected verdict.
     Replay {
         /// Trace files.
@@ -100,6 +124,30 @@ fn main() -> ExitCode {
             table,
         } => run_lab(case.as_deref(), fence, trace_out, table),
         Cmd::Replay { files } => run_replay(&files),
+        Cmd::Diff {
+            files,
+            sim_seeds,
+            fence,
+            safety_ms,
+            liveness_ms,
+            model_fence,
+            pg_dir,
+        } => match leaselab::diff_cmd::run(
+            &files,
+            sim_seeds.as_deref(),
+            fence,
+            safety_ms,
+            liveness_ms,
+            model_fence,
+            &pg_dir,
+        ) {
+            Ok(true) => ExitCode::SUCCESS,
+            Ok(false) => ExitCode::FAILURE,
+            Err(e) => {
+                eprintln!("leaselab diff: {e}");
+                ExitCode::from(2)
+            }
+        },
         Cmd::Sim {
             seed,
             seeds,

@@ -8,6 +8,11 @@
 //!   the transaction; a second writer of that key *blocks* (FIFO), and when the holder commits or
 //!   rolls back it re-evaluates its condition against the newly committed row;
 //! - uncommitted changes are visible only to their own connection;
+//! - waiters are served first come, first served. PostgreSQL does the same for waiters on an
+//!   existing row (they queue on its tuple lock), but when a transaction that *inserted* a key
+//!   ends, all its waiters wake at once and race; a trace whose outcome depends on that race
+//!   order cannot be replayed deterministically against PostgreSQL (F3 therefore races single
+//!   autocommit statements, as the source's threads do);
 //! - a crash drops every open transaction and every waiting statement; committed rows survive.
 //!
 //! Statements are tasks that can stop at a lock and resume later, so a one-shot fenced write

@@ -462,6 +462,22 @@ impl Db for ResDb {
     }
 }
 
+/// The committed state of both databases, in a stable order: what a differential replay
+/// compares at the end (`written_at` and attempt ids are wall-clock artefacts and left out).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Snapshot {
+    /// Lease rows by name.
+    pub leases: Vec<(LeaseName, LeaseRow)>,
+    /// Floors by scope.
+    pub floors: Vec<(Scope, Token)>,
+    /// Parts by (scope, part).
+    pub parts: Vec<(Scope, Part, PartRow)>,
+    /// Kept publishes by key.
+    pub publishes: Vec<(String, PartRow)>,
+    /// The attempt log, sorted (as a multiset).
+    pub attempts: Vec<Attempt>,
+}
+
 /// The whole in-memory world: both databases, configured by one [`Config`].
 #[derive(Clone, Debug)]
 pub struct Model {
@@ -549,6 +565,30 @@ impl Model {
                 .get(conn)
                 .map(|c| c.finished.is_some())),
         }
+    }
+
+    /// The committed state of both databases.
+    pub fn snapshot(&self) -> Snapshot {
+        let mut s = Snapshot::default();
+        for (k, v) in self.lease.engine.committed.iter() {
+            if let (Key::Lease(n), Row::Lease(r)) = (k, v) {
+                s.leases.push((n.clone(), r.clone()));
+            }
+        }
+        for (k, v) in self.res.engine.committed.iter() {
+            match (k, v) {
+                (Key::Floor(sc), Row::Floor(t)) => s.floors.push((sc.clone(), *t)),
+                (Key::Part(sc, p), Row::Part(r)) => {
+                    s.parts.push((sc.clone(), p.clone(), r.clone()))
+                }
+                (Key::Publish(key), Row::Part(r)) => s.publishes.push((key.clone(), r.clone())),
+                _ => {}
+            }
+        }
+        s.attempts = self.res.attempts.clone();
+        s.attempts
+            .sort_by(|a, b| format!("{a:?}").cmp(&format!("{b:?}")));
+        s
     }
 
     /// The `write_attempt` log.

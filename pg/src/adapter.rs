@@ -1,0 +1,1297 @@
+//! The backend seam implemented on PostgreSQL with the source design's SQL.
+//!
+//! Every trace connection is a real PostgreSQL session. A statement runs as a task on a
+//! current-thread runtime; whether it waits on a lock is asked of the server
+//! (`pg_isolation_test_session_is_blocked`, as PostgreSQL's isolation tester does), never
+//! guessed from a timeout. A blocked statement stays pending and is collected by `await`;
+//! after every operation the adapter lets every statement the server no longer blocks finish,
+//! which is what the model does synchronously when a lock is released.
+//!
+//! The client-side rules (one statement per connection, `busy`, `in-transaction`, attempts
+//! logged when the write's outcome is known, a connection cut by a crash reporting
+//! `conn-lost` once) are the same as the model's; the data semantics are PostgreSQL's.
+
+use crate::cluster::{Cluster, ClusterError};
+use crate::sql;
+use leaselab_model::{
+    Admin, Attempt, AttemptOutcome, Config, ConnId, Ctx, DbName, Expiry, FenceMode, FencedResource,
+    Holder, LeaseDurability, LeaseName, LeaseRow, LeaseStore, Millis, Outcome, Part, PartRow,
+    PublishMode, Scope, SessionStep, Token,
+};
+use std::collections::{BTreeMap, BTreeSet};
+use std::future::Future;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::runtime::Runtime;
+use tokio::task::JoinHandle;
+use tokio_postgres::{Client, NoTls, Statement};
+
+/// How long a statement may neither finish nor be reported blocked.
+const STUCK: Duration = Duration::from_secs(10);
+
+/// Errors of the adapter itself (not outcomes of statements).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PgError(pub String);
+
+impl std::fmt::Display for PgError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for PgError {}
+
+impl From<ClusterError> for PgError {
+    fn from(e: ClusterError) -> Self {
+        PgError(e.0)
+    }
+}
+
+fn pe(what: &str, e: impl std::fmt::Display) -> PgError {
+    PgError(format!("{what}: {e}"))
+}
+
+/// A statement error as an outcome: definitely not applied unless the connection broke.
+fn stmt_err(e: tokio_postgres::Error) -> Outcome {
+    match e.code() {
+        Some(c) => Outcome::Error(format!("sqlstate-{}", c.code())),
+        None if e.is_closed() => Outcome::Error("conn-lost".into()),
+        None => Outcome::Error(format!("pg:{}", e.to_string().replace(' ', "_"))),
+    }
+}
+
+fn ms_of_us(us: Option<i64>) -> Result<Expiry, Outcome> {
+    match us {
+        None => Ok(Expiry::NegInfinity),
+        Some(us) if us >= 0 && us % 1000 == 0 => Ok(Expiry::At(Millis((us / 1000) as u64))),
+        Some(us) => Err(Outcome::Error(format!("sub-millisecond-time-{us}us"))),
+    }
+}
+
+#[derive(Clone)]
+struct Stmts {
+    set_now: Statement,
+    now: Statement,
+    acquire: Option<Statement>,
+    renew: Option<Statement>,
+    release: Option<Statement>,
+    read_lease: Option<Statement>,
+    fence: Option<Statement>,
+    floor_read: Option<Statement>,
+    floor_set: Option<Statement>,
+    upsert: Option<Statement>,
+    publish: Option<Statement>,
+    attempt: Option<Statement>,
+    read_part: Option<Statement>,
+    read_publish: Option<Statement>,
+    count: Option<Statement>,
+}
+
+fn st(s: &Option<Statement>) -> Result<&Statement, Outcome> {
+    s.as_ref()
+        .ok_or_else(|| Outcome::Error("statement-not-prepared".into()))
+}
+
+/// A write's arguments (writer = the calling actor).
+#[derive(Clone, Debug)]
+struct W {
+    scope: String,
+    part: String,
+    content: String,
+    token: i64,
+    writer: String,
+}
+
+/// What a finished task leaves for the session's bookkeeping.
+struct Out {
+    outcome: Outcome,
+    /// Attempts to remember until the transaction ends: (write, accepted).
+    drafts: Vec<(W, bool)>,
+}
+
+impl From<Outcome> for Out {
+    fn from(outcome: Outcome) -> Self {
+        Out {
+            outcome,
+            drafts: Vec::new(),
+        }
+    }
+}
+
+struct Session {
+    client: Arc<Client>,
+    pid: i32,
+    st: Stmts,
+    in_txn: bool,
+    pending: Option<JoinHandle<Out>>,
+    finished: Option<Outcome>,
+    drafts: Vec<(W, bool)>,
+}
+
+struct Side {
+    dbname: &'static str,
+    cluster: Option<Cluster>,
+    conninfo: String,
+    admin: Option<(Arc<Client>, Statement)>,
+    sessions: BTreeMap<ConnId, Session>,
+    lost: BTreeSet<ConnId>,
+    up: bool,
+}
+
+/// Where the databases are.
+pub enum Target {
+    /// Two throwaway clusters under this directory (one per database, so each can crash alone).
+    Throwaway(std::path::PathBuf),
+    /// An existing server (`LEASELAB_PG_CONNINFO`, without `dbname`); crash/restart unsupported.
+    Existing(String),
+}
+
+/// The PostgreSQL backend.
+pub struct PgBackend {
+    rt: Runtime,
+    config: Config,
+    sides: [Side; 2],
+    /// Virtual time (replay) or the real `now()` (experiments).
+    virtual_time: bool,
+}
+
+fn idx(db: DbName) -> usize {
+    match db {
+        DbName::Lease => 0,
+        DbName::Res => 1,
+    }
+}
+
+async fn connect(
+    conninfo: &str,
+    virtual_time: bool,
+) -> Result<(Client, i32), tokio_postgres::Error> {
+    let info = if virtual_time {
+        format!("{conninfo} options='-c search_path=lab,pg_catalog,public'")
+    } else {
+        conninfo.to_string()
+    };
+    let (client, conn) = tokio_postgres::connect(&info, NoTls).await?;
+    tokio::spawn(async move {
+        let _ = conn.await;
+    });
+    let pid: i32 = client
+        .query_one("SELECT pg_backend_pid()", &[])
+        .await?
+        .get(0);
+    Ok((client, pid))
+}
+
+async fn prepare(c: &Client, db: DbName, cfg: &Config) -> Result<Stmts, tokio_postgres::Error> {
+    let lease = db == DbName::Lease;
+    macro_rules! p {
+        ($cond:expr, $sql:expr) => {
+            if $cond {
+                Some(c.prepare(&$sql).await?)
+            } else {
+                None
+            }
+        };
+    }
+    let fence_sql = match cfg.fence {
+        FenceMode::Strict => sql::FENCE_STRICT,
+        _ => sql::FENCE_SCOPE,
+    };
+    let upsert_sql = if cfg.fence == FenceMode::Row {
+        sql::UPSERT_ROW
+    } else {
+        sql::UPSERT
+    };
+    let publish_sql = match cfg.publish {
+        PublishMode::BusinessKey => sql::PUBLISH_KEY,
+        PublishMode::Versioned => sql::PUBLISH_VERSIONED,
+    };
+    Ok(Stmts {
+        set_now: c.prepare(sql::SET_NOW).await?,
+        now: c.prepare(&sql::now_us()).await?,
+        acquire: p!(lease, sql::acquire()),
+        renew: p!(lease, sql::renew(cfg.renew_after_expiry)),
+        release: p!(lease, sql::RELEASE),
+        read_lease: p!(lease, sql::read_lease()),
+        fence: p!(!lease, fence_sql),
+        floor_read: p!(!lease, sql::FLOOR_READ),
+        floor_set: p!(!lease, sql::FLOOR_SET),
+        upsert: p!(!lease, upsert_sql),
+        publish: p!(!lease, publish_sql),
+        attempt: p!(!lease, sql::ATTEMPT),
+        read_part: p!(!lease, sql::READ_PART),
+        read_publish: p!(!lease, sql::READ_PUBLISH),
+        count: p!(!lease, sql::COUNT_ATTEMPTS),
+    })
+}
+
+async fn set_now(c: &Client, s: &Stmts, now: Option<Millis>) -> Result<(), tokio_postgres::Error> {
+    if let Some(t) = now {
+        c.query_one(&s.set_now, &[&t.0.to_string()]).await?;
+    }
+    Ok(())
+}
+
+async fn log_attempt(c: &Client, s: &Stmts, w: &W, accepted: bool) -> Result<(), Outcome> {
+    c.execute(
+        st(&s.attempt)?,
+        &[&w.scope, &w.part, &w.writer, &w.token, &accepted],
+    )
+    .await
+    .map_err(stmt_err)?;
+    Ok(())
+}
+
+/// The fence statement of `mode`: Ok(true) passed.
+async fn fence(c: &Client, s: &Stmts, mode: FenceMode, w: &W) -> Result<bool, Outcome> {
+    match mode {
+        FenceMode::Scope | FenceMode::Strict => {
+            let n = c
+                .execute(st(&s.fence)?, &[&w.token, &w.scope])
+                .await
+                .map_err(stmt_err)?;
+            Ok(n == 1)
+        }
+        FenceMode::CheckThenWrite => {
+            let row = c
+                .query_opt(st(&s.floor_read)?, &[&w.scope])
+                .await
+                .map_err(stmt_err)?;
+            let floor: Option<i64> = row.map(|r| r.get(0));
+            Ok(floor.is_some_and(|f| f <= w.token))
+        }
+        FenceMode::Row | FenceMode::Off => Ok(true),
+    }
+}
+
+/// The upsert of `mode` (check-then-write first sets the floor, autocommitted): Ok(true) done.
+async fn upsert(c: &Client, s: &Stmts, mode: FenceMode, w: &W) -> Result<bool, Outcome> {
+    if mode == FenceMode::CheckThenWrite {
+        c.execute(st(&s.floor_set)?, &[&w.token, &w.scope])
+            .await
+            .map_err(stmt_err)?;
+    }
+    let n = c
+        .execute(
+            st(&s.upsert)?,
+            &[&w.scope, &w.part, &w.content, &w.writer, &w.token],
+        )
+        .await
+        .map_err(stmt_err)?;
+    Ok(n == 1)
+}
+
+fn flatten<T>(r: Result<T, Outcome>) -> Result<T, Out> {
+    r.map_err(Out::from)
+}
+
+impl PgBackend {
+    /// Starts (or connects to) the databases and creates the schema. `config` is the first
+    /// trace's configuration; [`PgBackend::reset`] switches it.
+    pub fn start(target: Target, virtual_time: bool) -> Result<PgBackend, PgError> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| pe("tokio runtime", e))?;
+        let mk = |dbname: &'static str, cluster: Option<Cluster>, conninfo: String| Side {
+            dbname,
+            cluster,
+            conninfo,
+            admin: None,
+            sessions: BTreeMap::new(),
+            lost: BTreeSet::new(),
+            up: true,
+        };
+        let sides = match target {
+            Target::Throwaway(root) => {
+                let lc = Cluster::start(&root, "lease26")?;
+                let rc = Cluster::start(&root, "res26")?;
+                let (li, ri) = (lc.conninfo("lease26"), rc.conninfo("res26"));
+                let (lp, rp) = (lc.conninfo("postgres"), rc.conninfo("postgres"));
+                let mut be = [mk("lease26", Some(lc), li), mk("res26", Some(rc), ri)];
+                for (side, p) in be.iter_mut().zip([lp, rp]) {
+                    create_db(&rt, &p, side.dbname)?;
+                }
+                be
+            }
+            Target::Existing(info) => {
+                let p = format!("{info} dbname=postgres");
+                for d in ["lease26", "res26"] {
+                    create_db(&rt, &p, d)?;
+                }
+                [
+                    mk("lease26", None, format!("{info} dbname=lease26")),
+                    mk("res26", None, format!("{info} dbname=res26")),
+                ]
+            }
+        };
+        let mut be = PgBackend {
+            rt,
+            config: Config::default(),
+            sides,
+            virtual_time,
+        };
+        be.install_schema()?;
+        Ok(be)
+    }
+
+    /// Starts two throwaway clusters under `dir` (absolute or relative to the working directory).
+    pub fn throwaway(dir: &Path) -> Result<PgBackend, PgError> {
+        match std::env::var("LEASELAB_PG_CONNINFO") {
+            Ok(info) if !info.is_empty() => Self::start(Target::Existing(info), true),
+            _ => Self::start(Target::Throwaway(dir.to_path_buf()), true),
+        }
+    }
+
+    fn install_schema(&mut self) -> Result<(), PgError> {
+        for i in 0..2 {
+            let info = self.sides[i].conninfo.clone();
+            let ddl = if i == 0 {
+                format!(
+                    "{}\nDROP TABLE IF EXISTS lease;\n{}",
+                    sql::LAB_SCHEMA,
+                    sql::lease_table(false)
+                )
+            } else {
+                format!(
+                    "{}\nDROP TABLE IF EXISTS fence_floor, report_part, write_attempt, publish;\n{}",
+                    sql::LAB_SCHEMA,
+                    sql::RES_SCHEMA
+                )
+            };
+            self.rt.block_on(async {
+                let (c, _) = connect(&info, false).await.map_err(|e| pe("connect", e))?;
+                c.batch_execute(&ddl).await.map_err(|e| pe("schema", e))
+            })?;
+        }
+        self.config.lease_table = LeaseDurability::Logged;
+        // The redirection must be active: now() must be the virtual clock.
+        if self.virtual_time {
+            let info = self.sides[0].conninfo.clone();
+            self.rt.block_on(async {
+                let (c, _) = connect(&info, true).await.map_err(|e| pe("connect", e))?;
+                c.query_one(sql::SET_NOW, &[&"1234".to_string()])
+                    .await
+                    .map_err(|e| pe("set lab.now", e))?;
+                let ok: bool = c
+                    .query_one(
+                        &format!("SELECT now() = {} + interval '1.234 seconds'", sql::EPOCH),
+                        &[],
+                    )
+                    .await
+                    .map_err(|e| pe("now() check", e))?
+                    .get(0);
+                if ok {
+                    Ok(())
+                } else {
+                    Err(PgError(
+                        "now() is not redirected to lab.now(): check the search_path option".into(),
+                    ))
+                }
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Back to an empty state for a new trace with `config`: sessions closed, rows deleted,
+    /// floors reseeded (DELETE + reseed: fast and honest). Crashed clusters are restarted.
+    pub fn reset(&mut self, config: &Config) -> Result<(), PgError> {
+        for i in 0..2 {
+            self.drop_sessions(i);
+            if !self.sides[i].up {
+                if let Some(c) = self.sides[i].cluster.as_mut() {
+                    c.boot()?;
+                }
+                self.sides[i].up = true;
+            }
+            self.sides[i].lost.clear();
+        }
+        let recreate = config.lease_table != self.config.lease_table;
+        let lease_sql = if recreate {
+            format!(
+                "DROP TABLE lease; {}",
+                sql::lease_table(config.lease_table == LeaseDurability::Unlogged)
+            )
+        } else {
+            "DELETE FROM lease;".to_string()
+        };
+        let mut res_sql = "DELETE FROM report_part; DELETE FROM write_attempt; DELETE FROM publish; DELETE FROM fence_floor;".to_string();
+        for s in &config.scopes {
+            res_sql.push_str(&format!(
+                " INSERT INTO fence_floor VALUES ('{}', 0);",
+                s.as_str().replace('\'', "''")
+            ));
+        }
+        for (i, q) in [lease_sql, res_sql].into_iter().enumerate() {
+            let (admin, _) = self.admin(i)?;
+            let dbname = self.sides[i].dbname;
+            self.rt.block_on(async move {
+                admin
+                    .execute(
+                        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()",
+                        &[&dbname],
+                    )
+                    .await
+                    .map_err(|e| pe("terminate sessions", e))?;
+                admin.batch_execute(&q).await.map_err(|e| pe("reset", e))
+            })?;
+        }
+        self.config = config.clone();
+        Ok(())
+    }
+
+    fn drop_sessions(&mut self, i: usize) {
+        for (_, s) in std::mem::take(&mut self.sides[i].sessions) {
+            if let Some(h) = s.pending {
+                h.abort();
+            }
+        }
+    }
+
+    fn admin(&mut self, i: usize) -> Result<(Arc<Client>, Statement), PgError> {
+        if let Some(a) = &self.sides[i].admin {
+            return Ok(a.clone());
+        }
+        let info = self.sides[i].conninfo.clone();
+        let a = self.rt.block_on(async {
+            let (c, _) = connect(&info, false)
+                .await
+                .map_err(|e| pe("admin connect", e))?;
+            let s = c
+                .prepare("SELECT pg_isolation_test_session_is_blocked($1::int, $2::int[])")
+                .await
+                .map_err(|e| pe("prepare", e))?;
+            Ok::<_, PgError>((Arc::new(c), s))
+        })?;
+        self.sides[i].admin = Some(a.clone());
+        Ok(a)
+    }
+
+    /// Admission, as the model does it: down, a connection cut by a crash, busy.
+    fn admit(&mut self, db: DbName, conn: &ConnId) -> Option<Outcome> {
+        let side = &mut self.sides[idx(db)];
+        if !side.up {
+            return Some(Outcome::Unavailable);
+        }
+        if side.lost.remove(conn) {
+            return Some(Outcome::Error("conn-lost".into()));
+        }
+        if let Some(s) = side.sessions.get_mut(conn) {
+            if s.pending.is_some() {
+                return Some(Outcome::Error("busy".into()));
+            }
+            s.finished = None;
+        }
+        None
+    }
+
+    /// The session for `conn`, connecting and preparing on first use.
+    fn session(
+        &mut self,
+        db: DbName,
+        conn: &ConnId,
+    ) -> Result<(Arc<Client>, Stmts, bool), Outcome> {
+        let i = idx(db);
+        if let Some(s) = self.sides[i].sessions.get(conn) {
+            return Ok((s.client.clone(), s.st.clone(), s.in_txn));
+        }
+        let info = self.sides[i].conninfo.clone();
+        let vt = self.virtual_time;
+        let cfg = self.config.clone();
+        let r = self.rt.block_on(async move {
+            let (c, pid) = connect(&info, vt).await?;
+            let st = prepare(&c, db, &cfg).await?;
+            Ok::<_, tokio_postgres::Error>((c, pid, st))
+        });
+        let (c, pid, st) = r.map_err(stmt_err)?;
+        let client = Arc::new(c);
+        self.sides[i].sessions.insert(
+            conn.clone(),
+            Session {
+                client: client.clone(),
+                pid,
+                st: st.clone(),
+                in_txn: false,
+                pending: None,
+                finished: None,
+                drafts: Vec::new(),
+            },
+        );
+        Ok((client, st, false))
+    }
+
+    fn others(&self, i: usize, conn: &ConnId) -> Vec<i32> {
+        self.sides[i]
+            .sessions
+            .iter()
+            .filter(|(k, _)| *k != conn)
+            .map(|(_, s)| s.pid)
+            .collect()
+    }
+
+    /// Runs a task for `conn`: its outcome, or `Blocked` if the server says it waits on a lock.
+    fn run<F>(&mut self, db: DbName, conn: &ConnId, fut: F) -> Outcome
+    where
+        F: Future<Output = Out> + Send + 'static,
+    {
+        let i = idx(db);
+        let Some(pid) = self.sides[i].sessions.get(conn).map(|s| s.pid) else {
+            return Outcome::Error("no-session".into());
+        };
+        let others = self.others(i, conn);
+        let admin = match self.admin(i) {
+            Ok(a) => a,
+            Err(e) => return Outcome::Error(format!("admin:{e}")),
+        };
+        let handle = self.rt.spawn(fut);
+        let r = self
+            .rt
+            .block_on(wait_or_blocked(handle, admin, pid, others));
+        let out = match r {
+            Waited::Done(out) => self.book(i, conn, out),
+            Waited::Blocked(h) => {
+                if let Some(s) = self.sides[i].sessions.get_mut(conn) {
+                    s.pending = Some(h);
+                }
+                Outcome::Blocked
+            }
+            Waited::Stuck => Outcome::Error("stuck-neither-finished-nor-blocked".into()),
+        };
+        self.settle(i);
+        out
+    }
+
+    /// Applies a finished task's bookkeeping and returns its outcome.
+    fn book(&mut self, i: usize, conn: &ConnId, out: Out) -> Outcome {
+        if let Some(s) = self.sides[i].sessions.get_mut(conn) {
+            s.drafts.extend(out.drafts);
+        }
+        out.outcome
+    }
+
+    /// Lets every pending statement that the server no longer blocks run to its end, repeating
+    /// while one finishing may free another (the model's synchronous wake).
+    fn settle(&mut self, i: usize) {
+        loop {
+            let mut progressed = false;
+            let conns: Vec<ConnId> = self.sides[i]
+                .sessions
+                .iter()
+                .filter(|(_, s)| s.pending.is_some())
+                .map(|(k, _)| k.clone())
+                .collect();
+            for c in conns {
+                let Some(h) = self.sides[i]
+                    .sessions
+                    .get_mut(&c)
+                    .and_then(|s| s.pending.take())
+                else {
+                    continue;
+                };
+                let pid = self.sides[i].sessions.get(&c).map(|s| s.pid).unwrap_or(0);
+                let others = self.others(i, &c);
+                let Ok(admin) = self.admin(i) else { return };
+                match self.rt.block_on(wait_or_blocked(h, admin, pid, others)) {
+                    Waited::Done(out) => {
+                        let o = self.book(i, &c, out);
+                        if let Some(s) = self.sides[i].sessions.get_mut(&c) {
+                            s.finished = Some(o);
+                        }
+                        progressed = true;
+                    }
+                    Waited::Blocked(h) => {
+                        if let Some(s) = self.sides[i].sessions.get_mut(&c) {
+                            s.pending = Some(h);
+                        }
+                    }
+                    Waited::Stuck => {
+                        if let Some(s) = self.sides[i].sessions.get_mut(&c) {
+                            s.finished =
+                                Some(Outcome::Error("stuck-neither-finished-nor-blocked".into()));
+                        }
+                    }
+                }
+            }
+            if !progressed {
+                break;
+            }
+        }
+    }
+
+    fn set_in_txn(&mut self, db: DbName, conn: &ConnId, v: bool) {
+        if let Some(s) = self.sides[idx(db)].sessions.get_mut(conn) {
+            s.in_txn = v;
+        }
+    }
+
+    /// Ends the session's transaction bookkeeping: logs the drafts (accepted only on commit).
+    fn log_drafts(&mut self, conn: &ConnId, commit: bool) -> Outcome {
+        let Some(s) = self.sides[1].sessions.get_mut(conn) else {
+            return Outcome::Ok;
+        };
+        let drafts = std::mem::take(&mut s.drafts);
+        let (client, stmts) = (s.client.clone(), s.st.clone());
+        let todo: Vec<(W, bool)> = drafts
+            .into_iter()
+            .filter(|(_, acc)| commit || !acc)
+            .collect();
+        if todo.is_empty() {
+            return Outcome::Ok;
+        }
+        self.rt.block_on(async move {
+            for (w, acc) in &todo {
+                if let Err(o) = log_attempt(&client, &stmts, w, *acc).await {
+                    return o;
+                }
+            }
+            Outcome::Ok
+        })
+    }
+
+    /// The committed state of both databases, for the final comparison with the model.
+    pub fn snapshot(&mut self) -> Result<leaselab_model::model::Snapshot, PgError> {
+        let (la, _) = self.admin(0)?;
+        let (ra, _) = self.admin(1)?;
+        self.rt.block_on(async move {
+            let q = |e| pe("snapshot", e);
+            let mut snap = leaselab_model::model::Snapshot::default();
+            for r in la
+                .query(&format!("SELECT name, holder, token, {} FROM lease ORDER BY name", sql::expiry_us("expires_at")), &[])
+                .await
+                .map_err(q)?
+            {
+                let exp = ms_of_us(r.get(3)).map_err(|o| PgError(format!("lease expiry: {o}")))?;
+                let token: i64 = r.get(2);
+                snap.leases.push((
+                    LeaseName::new(r.get::<_, String>(0)),
+                    LeaseRow {
+                        holder: Holder::new(r.get::<_, String>(1)),
+                        token: Token(token as u64),
+                        expires_at: exp,
+                    },
+                ));
+            }
+            for r in ra.query("SELECT scope, max_token FROM fence_floor ORDER BY scope", &[]).await.map_err(q)? {
+                let t: i64 = r.get(1);
+                snap.floors.push((Scope::new(r.get::<_, String>(0)), Token(t as u64)));
+            }
+            for r in ra
+                .query("SELECT scope, part, content, writer, token FROM report_part ORDER BY scope, part", &[])
+                .await
+                .map_err(q)?
+            {
+                let t: i64 = r.get(4);
+                snap.parts.push((
+                    Scope::new(r.get::<_, String>(0)),
+                    Part::new(r.get::<_, String>(1)),
+                    PartRow {
+                        content: r.get(2),
+                        writer: Holder::new(r.get::<_, String>(3)),
+                        token: Token(t as u64),
+                    },
+                ));
+            }
+            for r in ra.query("SELECT key, content, writer, token FROM publish ORDER BY key", &[]).await.map_err(q)? {
+                let t: i64 = r.get(3);
+                snap.publishes.push((
+                    r.get(0),
+                    PartRow {
+                        content: r.get(1),
+                        writer: Holder::new(r.get::<_, String>(2)),
+                        token: Token(t as u64),
+                    },
+                ));
+            }
+            for r in ra
+                .query("SELECT scope, part, writer, token, accepted FROM write_attempt ORDER BY id", &[])
+                .await
+                .map_err(q)?
+            {
+                let t: i64 = r.get(3);
+                let acc: bool = r.get(4);
+                snap.attempts.push(Attempt {
+                    scope: Scope::new(r.get::<_, String>(0)),
+                    part: Part::new(r.get::<_, String>(1)),
+                    writer: Holder::new(r.get::<_, String>(2)),
+                    token: Token(t as u64),
+                    outcome: if acc { AttemptOutcome::Accepted } else { AttemptOutcome::Rejected },
+                });
+            }
+            snap.attempts.sort_by(|a, b| format!("{a:?}").cmp(&format!("{b:?}")));
+            Ok(snap)
+        })
+    }
+
+    fn now_for(&self, in_txn: bool, now: Millis) -> Option<Millis> {
+        (self.virtual_time && !in_txn).then_some(now)
+    }
+
+    fn write_args(cx: &Ctx<'_>, scope: &Scope, part: &Part, content: &str, token: Token) -> W {
+        W {
+            scope: scope.to_string(),
+            part: part.to_string(),
+            content: content.to_string(),
+            token: token.0 as i64,
+            writer: cx.actor.to_string(),
+        }
+    }
+
+    fn uses_txn(&self, db: DbName) -> bool {
+        db == DbName::Lease || self.config.fence != FenceMode::CheckThenWrite
+    }
+}
+
+enum Waited {
+    Done(Out),
+    Blocked(JoinHandle<Out>),
+    Stuck,
+}
+
+async fn wait_or_blocked(
+    mut h: JoinHandle<Out>,
+    admin: (Arc<Client>, Statement),
+    pid: i32,
+    others: Vec<i32>,
+) -> Waited {
+    let start = Instant::now();
+    loop {
+        if h.is_finished() {
+            return match (&mut h).await {
+                Ok(o) => Waited::Done(o),
+                Err(_) => Waited::Done(Outcome::Error("task-failed".into()).into()),
+            };
+        }
+        if !others.is_empty() {
+            if let Ok(r) = admin.0.query_one(&admin.1, &[&pid, &others]).await {
+                if r.get::<_, bool>(0) {
+                    return Waited::Blocked(h);
+                }
+            }
+        }
+        if start.elapsed() > STUCK {
+            h.abort();
+            return Waited::Stuck;
+        }
+        tokio::time::sleep(Duration::from_micros(200)).await;
+    }
+}
+
+fn create_db(rt: &Runtime, conninfo: &str, name: &str) -> Result<(), PgError> {
+    rt.block_on(async {
+        let (c, _) = connect(conninfo, false)
+            .await
+            .map_err(|e| pe("connect", e))?;
+        let exists = c
+            .query_opt("SELECT 1 FROM pg_database WHERE datname = $1", &[&name])
+            .await
+            .map_err(|e| pe("pg_database", e))?
+            .is_some();
+        if !exists {
+            c.batch_execute(&format!("CREATE DATABASE {name}"))
+                .await
+                .map_err(|e| pe("create database", e))?;
+        }
+        Ok(())
+    })
+}
+
+macro_rules! session_or_return {
+    ($self:ident, $db:expr, $cx:ident) => {{
+        if let Some(o) = $self.admit($db, $cx.conn) {
+            return o;
+        }
+        match $self.session($db, $cx.conn) {
+            Ok(s) => s,
+            Err(o) => return o,
+        }
+    }};
+}
+
+impl LeaseStore for PgBackend {
+    fn acquire(
+        &mut self,
+        cx: &Ctx<'_>,
+        lease: &LeaseName,
+        holder: &Holder,
+        ttl_ms: u64,
+    ) -> Outcome {
+        let (c, s, in_txn) = session_or_return!(self, DbName::Lease, cx);
+        let now = self.now_for(in_txn, cx.now);
+        let (name, h) = (lease.to_string(), holder.to_string());
+        self.run(DbName::Lease, cx.conn, async move {
+            let r: Result<Outcome, Outcome> = async {
+                set_now(&c, &s, now).await.map_err(stmt_err)?;
+                let row = c
+                    .query_opt(st(&s.acquire)?, &[&name, &h, &(ttl_ms as f64)])
+                    .await
+                    .map_err(stmt_err)?;
+                Ok(match row {
+                    Some(r) => {
+                        let t: i64 = r.get(0);
+                        Outcome::Granted {
+                            token: Token(t as u64),
+                            expires: ms_of_us(r.get(1))?,
+                        }
+                    }
+                    None => Outcome::Refused,
+                })
+            }
+            .await;
+            r.unwrap_or_else(|o| o).into()
+        })
+    }
+
+    fn renew(
+        &mut self,
+        cx: &Ctx<'_>,
+        lease: &LeaseName,
+        holder: &Holder,
+        token: Token,
+        ttl_ms: u64,
+    ) -> Outcome {
+        let (c, s, in_txn) = session_or_return!(self, DbName::Lease, cx);
+        let now = self.now_for(in_txn, cx.now);
+        let (name, h, t) = (lease.to_string(), holder.to_string(), token.0 as i64);
+        self.run(DbName::Lease, cx.conn, async move {
+            let r: Result<Outcome, Outcome> = async {
+                set_now(&c, &s, now).await.map_err(stmt_err)?;
+                let row = c
+                    .query_opt(st(&s.renew)?, &[&(ttl_ms as f64), &name, &h, &t])
+                    .await
+                    .map_err(stmt_err)?;
+                Ok(match row {
+                    Some(r) => Outcome::Renewed {
+                        expires: ms_of_us(r.get(0))?,
+                    },
+                    None => Outcome::Refused,
+                })
+            }
+            .await;
+            r.unwrap_or_else(|o| o).into()
+        })
+    }
+
+    fn release(
+        &mut self,
+        cx: &Ctx<'_>,
+        lease: &LeaseName,
+        holder: &Holder,
+        token: Token,
+    ) -> Outcome {
+        let (c, s, in_txn) = session_or_return!(self, DbName::Lease, cx);
+        let now = self.now_for(in_txn, cx.now);
+        let (name, h, t) = (lease.to_string(), holder.to_string(), token.0 as i64);
+        self.run(DbName::Lease, cx.conn, async move {
+            let r: Result<Outcome, Outcome> = async {
+                set_now(&c, &s, now).await.map_err(stmt_err)?;
+                let n = c
+                    .execute(st(&s.release)?, &[&name, &h, &t])
+                    .await
+                    .map_err(stmt_err)?;
+                Ok(if n == 1 {
+                    Outcome::Released
+                } else {
+                    Outcome::Refused
+                })
+            }
+            .await;
+            r.unwrap_or_else(|o| o).into()
+        })
+    }
+
+    fn read_lease(&mut self, cx: &Ctx<'_>, lease: &LeaseName) -> Outcome {
+        let (c, s, _) = session_or_return!(self, DbName::Lease, cx);
+        let name = lease.to_string();
+        self.rt.block_on(async move {
+            let r: Result<Outcome, Outcome> = async {
+                let row = c
+                    .query_opt(st(&s.read_lease)?, &[&name])
+                    .await
+                    .map_err(stmt_err)?;
+                Ok(match row {
+                    Some(r) => {
+                        let t: i64 = r.get(1);
+                        Outcome::Lease(Some(LeaseRow {
+                            holder: Holder::new(r.get::<_, String>(0)),
+                            token: Token(t as u64),
+                            expires_at: ms_of_us(r.get(2))?,
+                        }))
+                    }
+                    None => Outcome::Lease(None),
+                })
+            }
+            .await;
+            r.unwrap_or_else(|o| o)
+        })
+    }
+}
+
+impl FencedResource for PgBackend {
+    fn write(
+        &mut self,
+        cx: &Ctx<'_>,
+        scope: &Scope,
+        part: &Part,
+        content: &str,
+        token: Token,
+    ) -> Outcome {
+        let (c, s, in_txn) = session_or_return!(self, DbName::Res, cx);
+        if in_txn {
+            return Outcome::Error("in-transaction".into());
+        }
+        let now = self.now_for(false, cx.now);
+        let mode = self.config.fence;
+        let txn = self.uses_txn(DbName::Res);
+        let w = Self::write_args(cx, scope, part, content, token);
+        self.run(DbName::Res, cx.conn, async move {
+            let r: Result<Outcome, Outcome> = async {
+                set_now(&c, &s, now).await.map_err(stmt_err)?;
+                if txn {
+                    c.batch_execute("BEGIN").await.map_err(stmt_err)?;
+                }
+                let mut pass = fence(&c, &s, mode, &w).await?;
+                if pass {
+                    pass = upsert(&c, &s, mode, &w).await?;
+                }
+                if txn {
+                    c.batch_execute(if pass { "COMMIT" } else { "ROLLBACK" })
+                        .await
+                        .map_err(stmt_err)?;
+                }
+                log_attempt(&c, &s, &w, pass).await?;
+                Ok(if pass {
+                    Outcome::Accepted
+                } else {
+                    Outcome::Rejected
+                })
+            }
+            .await;
+            r.unwrap_or_else(|o| o).into()
+        })
+    }
+
+    fn fence(&mut self, cx: &Ctx<'_>, scope: &Scope, token: Token) -> Outcome {
+        let (c, s, in_txn) = session_or_return!(self, DbName::Res, cx);
+        let now = self.now_for(in_txn, cx.now);
+        let mode = self.config.fence;
+        let w = Self::write_args(cx, scope, &Part::new(""), "", token);
+        self.run(DbName::Res, cx.conn, async move {
+            let r: Result<Out, Out> = async {
+                flatten(set_now(&c, &s, now).await.map_err(stmt_err))?;
+                if flatten(fence(&c, &s, mode, &w).await)? {
+                    return Ok(Outcome::Passed.into());
+                }
+                if in_txn {
+                    return Ok(Out {
+                        outcome: Outcome::Failed,
+                        drafts: vec![(w, false)],
+                    });
+                }
+                flatten(log_attempt(&c, &s, &w, false).await)?;
+                Ok(Outcome::Failed.into())
+            }
+            .await;
+            r.unwrap_or_else(|o| o)
+        })
+    }
+
+    fn upsert(
+        &mut self,
+        cx: &Ctx<'_>,
+        scope: &Scope,
+        part: &Part,
+        content: &str,
+        token: Token,
+    ) -> Outcome {
+        let (c, s, in_txn) = session_or_return!(self, DbName::Res, cx);
+        let now = self.now_for(in_txn, cx.now);
+        let mode = self.config.fence;
+        let w = Self::write_args(cx, scope, part, content, token);
+        self.run(DbName::Res, cx.conn, async move {
+            let r: Result<Out, Out> = async {
+                flatten(set_now(&c, &s, now).await.map_err(stmt_err))?;
+                let pass = flatten(upsert(&c, &s, mode, &w).await)?;
+                if in_txn {
+                    return Ok(Out {
+                        outcome: if pass { Outcome::Ok } else { Outcome::Failed },
+                        drafts: vec![(w, pass)],
+                    });
+                }
+                flatten(log_attempt(&c, &s, &w, pass).await)?;
+                Ok(if pass {
+                    Outcome::Accepted
+                } else {
+                    Outcome::Rejected
+                }
+                .into())
+            }
+            .await;
+            r.unwrap_or_else(|o| o)
+        })
+    }
+
+    fn publish(&mut self, cx: &Ctx<'_>, key: &str, content: &str, token: Token) -> Outcome {
+        let (c, s, in_txn) = session_or_return!(self, DbName::Res, cx);
+        let now = self.now_for(in_txn, cx.now);
+        let (k, ct, wr, t) = (
+            key.to_string(),
+            content.to_string(),
+            cx.actor.to_string(),
+            token.0 as i64,
+        );
+        self.run(DbName::Res, cx.conn, async move {
+            let r: Result<Outcome, Outcome> = async {
+                set_now(&c, &s, now).await.map_err(stmt_err)?;
+                let n = c
+                    .execute(st(&s.publish)?, &[&k, &ct, &wr, &t])
+                    .await
+                    .map_err(stmt_err)?;
+                Ok(if n == 1 {
+                    Outcome::Accepted
+                } else {
+                    Outcome::Rejected
+                })
+            }
+            .await;
+            r.unwrap_or_else(|o| o).into()
+        })
+    }
+
+    fn read_floor(&mut self, cx: &Ctx<'_>, scope: &Scope) -> Outcome {
+        let (c, s, _) = session_or_return!(self, DbName::Res, cx);
+        let sc = scope.to_string();
+        self.rt.block_on(async move {
+            match st(&s.floor_read) {
+                Ok(q) => match c.query_opt(q, &[&sc]).await {
+                    Ok(r) => Outcome::Floor(r.map(|r| Token(r.get::<_, i64>(0) as u64))),
+                    Err(e) => stmt_err(e),
+                },
+                Err(o) => o,
+            }
+        })
+    }
+
+    fn read_part(&mut self, cx: &Ctx<'_>, scope: &Scope, part: &Part) -> Outcome {
+        let (c, s, _) = session_or_return!(self, DbName::Res, cx);
+        let (sc, p) = (scope.to_string(), part.to_string());
+        self.rt.block_on(async move {
+            match st(&s.read_part) {
+                Ok(q) => match c.query_opt(q, &[&sc, &p]).await {
+                    Ok(r) => Outcome::Part(r.map(|r| PartRow {
+                        content: r.get(0),
+                        writer: Holder::new(r.get::<_, String>(1)),
+                        token: Token(r.get::<_, i64>(2) as u64),
+                    })),
+                    Err(e) => stmt_err(e),
+                },
+                Err(o) => o,
+            }
+        })
+    }
+
+    fn read_publish(&mut self, cx: &Ctx<'_>, key: &str) -> Outcome {
+        let (c, s, _) = session_or_return!(self, DbName::Res, cx);
+        let k = key.to_string();
+        self.rt.block_on(async move {
+            match st(&s.read_publish) {
+                Ok(q) => match c.query_opt(q, &[&k]).await {
+                    Ok(r) => Outcome::Published(r.map(|r| PartRow {
+                        content: r.get(0),
+                        writer: Holder::new(r.get::<_, String>(1)),
+                        token: Token(r.get::<_, i64>(2) as u64),
+                    })),
+                    Err(e) => stmt_err(e),
+                },
+                Err(o) => o,
+            }
+        })
+    }
+
+    fn count_attempts(
+        &mut self,
+        cx: &Ctx<'_>,
+        writer: &Holder,
+        outcome: AttemptOutcome,
+    ) -> Outcome {
+        let (c, s, _) = session_or_return!(self, DbName::Res, cx);
+        let (w, acc) = (writer.to_string(), outcome == AttemptOutcome::Accepted);
+        self.rt.block_on(async move {
+            match st(&s.count) {
+                Ok(q) => match c.query_one(q, &[&w, &acc]).await {
+                    Ok(r) => Outcome::Count(r.get::<_, i64>(0) as u64),
+                    Err(e) => stmt_err(e),
+                },
+                Err(o) => o,
+            }
+        })
+    }
+}
+
+impl Admin for PgBackend {
+    fn session(&mut self, cx: &Ctx<'_>, db: DbName, step: SessionStep) -> Outcome {
+        let i = idx(db);
+        match step {
+            SessionStep::Await => {
+                if !self.sides[i].up {
+                    return Outcome::Unavailable;
+                }
+                self.settle(i);
+                let side = &mut self.sides[i];
+                if let Some(s) = side.sessions.get_mut(cx.conn) {
+                    if s.pending.is_some() {
+                        return Outcome::Error("still-blocked".into());
+                    }
+                    if let Some(o) = s.finished.take() {
+                        return o;
+                    }
+                }
+                if side.lost.remove(cx.conn) {
+                    return Outcome::Error("conn-lost".into());
+                }
+                return Outcome::Error("not-blocked".into());
+            }
+            SessionStep::Disconnect => {
+                if !self.sides[i].up {
+                    return Outcome::Unavailable;
+                }
+                if db == DbName::Res {
+                    self.log_drafts(cx.conn, false);
+                }
+                if let Some(s) = self.sides[i].sessions.remove(cx.conn) {
+                    if let Some(h) = s.pending {
+                        h.abort();
+                    }
+                    let pid = s.pid;
+                    drop(s.client);
+                    // Wait until the server has ended the backend: its locks are then free.
+                    if let Ok((admin, _)) = self.admin(i) {
+                        self.rt.block_on(async move {
+                            let start = Instant::now();
+                            while start.elapsed() < STUCK {
+                                match admin
+                                    .query_one(
+                                        "SELECT count(*) FROM pg_stat_activity WHERE pid = $1",
+                                        &[&pid],
+                                    )
+                                    .await
+                                {
+                                    Ok(r) if r.get::<_, i64>(0) == 0 => break,
+                                    Err(_) => break,
+                                    _ => tokio::time::sleep(Duration::from_micros(200)).await,
+                                }
+                            }
+                        });
+                    }
+                }
+                self.settle(i);
+                return Outcome::Ok;
+            }
+            _ => {}
+        }
+        let (c, s, in_txn) = session_or_return!(self, db, cx);
+        let txn_db = self.uses_txn(db);
+        let out = match step {
+            SessionStep::Now => {
+                let now = self.now_for(in_txn, cx.now);
+                self.rt.block_on(async move {
+                    let r: Result<Outcome, Outcome> = async {
+                        set_now(&c, &s, now).await.map_err(stmt_err)?;
+                        let us: i64 = c.query_one(&s.now, &[]).await.map_err(stmt_err)?.get(0);
+                        match ms_of_us(Some(us))? {
+                            Expiry::At(t) => Ok(Outcome::Now(t)),
+                            Expiry::NegInfinity => Ok(Outcome::Error("bad-now".into())),
+                        }
+                    }
+                    .await;
+                    r.unwrap_or_else(|o| o)
+                })
+            }
+            SessionStep::Begin if in_txn => Outcome::Error("in-transaction".into()),
+            SessionStep::Begin if !txn_db => Outcome::Ok,
+            SessionStep::Begin => {
+                let now = self.now_for(false, cx.now);
+                let o = self.rt.block_on(async move {
+                    let r: Result<Outcome, Outcome> = async {
+                        set_now(&c, &s, now).await.map_err(stmt_err)?;
+                        c.batch_execute("BEGIN").await.map_err(stmt_err)?;
+                        Ok(Outcome::Ok)
+                    }
+                    .await;
+                    r.unwrap_or_else(|o| o)
+                });
+                if o == Outcome::Ok {
+                    self.set_in_txn(db, cx.conn, true);
+                }
+                o
+            }
+            SessionStep::Commit | SessionStep::Rollback => {
+                let commit = step == SessionStep::Commit;
+                let o = if in_txn {
+                    self.rt.block_on(async move {
+                        match c
+                            .batch_execute(if commit { "COMMIT" } else { "ROLLBACK" })
+                            .await
+                        {
+                            Ok(()) => Outcome::Ok,
+                            Err(e) => stmt_err(e),
+                        }
+                    })
+                } else {
+                    Outcome::Ok
+                };
+                self.set_in_txn(db, cx.conn, false);
+                if db == DbName::Res {
+                    let l = self.log_drafts(cx.conn, commit);
+                    if l != Outcome::Ok {
+                        return l;
+                    }
+                }
+                o
+            }
+            SessionStep::Await | SessionStep::Disconnect => Outcome::Error("not-blocked".into()),
+        };
+        self.settle(i);
+        out
+    }
+
+    fn crash(&mut self, _cx: &Ctx<'_>, db: DbName) -> Outcome {
+        let i = idx(db);
+        if !self.sides[i].up {
+            return Outcome::Error("already-down".into());
+        }
+        let Some(cl) = self.sides[i].cluster.as_mut() else {
+            return Outcome::Error("crash-unsupported-on-an-existing-server".into());
+        };
+        if let Err(e) = cl.crash() {
+            return Outcome::Error(format!("crash-failed:{}", e.0.replace(' ', "_")));
+        }
+        let side = &mut self.sides[i];
+        side.up = false;
+        side.admin = None;
+        for (k, s) in std::mem::take(&mut side.sessions) {
+            if s.in_txn || s.pending.is_some() {
+                side.lost.insert(k);
+            }
+            if let Some(h) = s.pending {
+                h.abort();
+            }
+        }
+        Outcome::Ok
+    }
+
+    fn restart(&mut self, _cx: &Ctx<'_>, db: DbName) -> Outcome {
+        let i = idx(db);
+        if self.sides[i].up {
+            return Outcome::Error("not-down".into());
+        }
+        let Some(cl) = self.sides[i].cluster.as_mut() else {
+            return Outcome::Error("restart-unsupported-on-an-existing-server".into());
+        };
+        if let Err(e) = cl.boot() {
+            return Outcome::Error(format!("restart-failed:{}", e.0.replace(' ', "_")));
+        }
+        self.sides[i].up = true;
+        Outcome::Ok
+    }
+}

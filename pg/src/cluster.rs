@@ -1,0 +1,213 @@
+//! Throwaway PostgreSQL clusters for tests and the differential mode: own data directory under
+//! `target/`, an absolute socket directory, no TCP listener, `fsync=off` and
+//! `full_page_writes=off` (safe to lose on a crash of the *machine*, irrelevant to an
+//! immediate stop of the server), `synchronous_commit` left on (with it off, acknowledged
+//! commits — and tokens — are lost in a crash). `initdb` refuses root, so as root every
+//! server command runs as the `postgres` user.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Why a cluster could not be had.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClusterError(pub String);
+
+impl std::fmt::Display for ClusterError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ClusterError {}
+
+/// The one plain line the tests print when the server binaries are missing.
+pub const MISSING: &str = "PostgreSQL server binaries (initdb, pg_ctl, postgres) not found: install the Debian package `postgresql` or set LEASELAB_PG_BIN to their directory";
+
+/// Finds the directory holding `initdb`, `pg_ctl` and `postgres`: `LEASELAB_PG_BIN`, then
+/// `pg_config --bindir`, then `/usr/lib/postgresql/<newest>/bin`, then `PATH`.
+pub fn find_bin() -> Option<PathBuf> {
+    let has_all = |d: &Path| {
+        ["initdb", "pg_ctl", "postgres"]
+            .iter()
+            .all(|b| d.join(b).exists())
+    };
+    if let Ok(d) = std::env::var("LEASELAB_PG_BIN") {
+        let d = PathBuf::from(d);
+        return has_all(&d).then_some(d);
+    }
+    if let Ok(out) = Command::new("pg_config").arg("--bindir").output() {
+        let d = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+        if has_all(&d) {
+            return Some(d);
+        }
+    }
+    if let Ok(rd) = std::fs::read_dir("/usr/lib/postgresql") {
+        let mut vs: Vec<(u32, PathBuf)> = rd
+            .filter_map(|e| e.ok())
+            .filter_map(|e| {
+                let v = e.file_name().to_string_lossy().parse::<u32>().ok()?;
+                Some((v, e.path().join("bin")))
+            })
+            .filter(|(_, d)| has_all(d))
+            .collect();
+        vs.sort();
+        if let Some((_, d)) = vs.pop() {
+            return Some(d);
+        }
+    }
+    std::env::var_os("PATH").and_then(|p| std::env::split_paths(&p).find(|d| has_all(d)))
+}
+
+fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+        .unwrap_or(false)
+}
+
+/// One running throwaway cluster.
+#[derive(Debug)]
+pub struct Cluster {
+    bin: PathBuf,
+    dir: PathBuf,
+    /// Absolute socket directory (the `host` to connect to).
+    pub socket_dir: PathBuf,
+    /// Port (names the socket file; no TCP listener).
+    pub port: u16,
+    as_root: bool,
+    running: bool,
+}
+
+impl Cluster {
+    fn cmd(&self, prog: &str) -> Command {
+        let path = self.bin.join(prog);
+        if self.as_root {
+            let mut c = Command::new("runuser");
+            c.arg("-u").arg("postgres").arg("--").arg(path);
+            c
+        } else {
+            Command::new(path)
+        }
+    }
+
+    fn run(&self, mut c: Command, what: &str) -> Result<(), ClusterError> {
+        let out = c
+            .output()
+            .map_err(|e| ClusterError(format!("{what}: cannot run: {e}")))?;
+        if out.status.success() {
+            Ok(())
+        } else {
+            Err(ClusterError(format!(
+                "{what} failed ({}): {}{}",
+                out.status,
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            )))
+        }
+    }
+
+    /// Creates and starts a cluster in `root/<name>-<pid>` (absolute path required).
+    pub fn start(root: &Path, name: &str) -> Result<Cluster, ClusterError> {
+        let bin = find_bin().ok_or_else(|| ClusterError(MISSING.into()))?;
+        let root = std::path::absolute(root)
+            .map_err(|e| ClusterError(format!("{}: {e}", root.display())))?;
+        let dir = root.join(format!("{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| ClusterError(format!("cannot create {}: {e}", dir.display())))?;
+        let as_root = is_root();
+        if as_root {
+            let st = Command::new("chown")
+                .arg("-R")
+                .arg("postgres:postgres")
+                .arg(&dir)
+                .status()
+                .map_err(|e| ClusterError(format!("chown: {e}")))?;
+            if !st.success() {
+                return Err(ClusterError(format!(
+                    "chown postgres {} failed",
+                    dir.display()
+                )));
+            }
+        }
+        let mut c = Cluster {
+            bin,
+            socket_dir: dir.clone(),
+            dir,
+            port: 5432,
+            as_root,
+            running: false,
+        };
+        let mut init = c.cmd("initdb");
+        init.arg("-D").arg(c.dir.join("data")).args([
+            "-A",
+            "trust",
+            "-U",
+            "postgres",
+            "--no-sync",
+            "-E",
+            "UTF8",
+            "--locale=C",
+        ]);
+        c.run(init, "initdb")?;
+        c.boot()?;
+        Ok(c)
+    }
+
+    /// Starts the server (after `start` or after a crash: WAL recovery happens here).
+    pub fn boot(&mut self) -> Result<(), ClusterError> {
+        let opts = format!(
+            "-k {} -p {} -c listen_addresses='' -c fsync=off -c full_page_writes=off -c max_connections=300 -c lock_timeout=20000",
+            self.socket_dir.display(),
+            self.port
+        );
+        let mut c = self.cmd("pg_ctl");
+        c.arg("-D")
+            .arg(self.dir.join("data"))
+            .arg("-l")
+            .arg(self.dir.join("server.log"))
+            .args(["-w", "-o", &opts, "start"]);
+        self.run(c, "pg_ctl start")?;
+        self.running = true;
+        Ok(())
+    }
+
+    /// Immediate stop without checkpoint (`pg_ctl stop -m immediate`): a crash.
+    pub fn crash(&mut self) -> Result<(), ClusterError> {
+        let mut c = self.cmd("pg_ctl");
+        c.arg("-D")
+            .arg(self.dir.join("data"))
+            .args(["-m", "immediate", "-w", "stop"]);
+        self.run(c, "pg_ctl stop -m immediate")?;
+        self.running = false;
+        Ok(())
+    }
+
+    /// Whether the server is up.
+    pub fn is_running(&self) -> bool {
+        self.running
+    }
+
+    /// A libpq-style connection string for `dbname`.
+    pub fn conninfo(&self, dbname: &str) -> String {
+        format!(
+            "host={} port={} user=postgres dbname={dbname}",
+            self.socket_dir.display(),
+            self.port
+        )
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        if self.running {
+            let mut c = self.cmd("pg_ctl");
+            c.arg("-D")
+                .arg(self.dir.join("data"))
+                .args(["-m", "immediate", "-w", "stop"]);
+            let _ = c.output();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}

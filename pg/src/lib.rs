@@ -1,0 +1,24 @@
+//! # leaselab-pg
+//!
+//! The source design *is* PostgreSQL; this crate proves that the model means what the database
+//! does, step by step.
+//!
+//! - [`cluster`]: throwaway clusters (own data dir under `target/`, absolute socket dir,
+//!   `fsync=off`, `full_page_writes=off`, `synchronous_commit` on; `initdb` as `postgres` when
+//!   root). One cluster per database (`lease26`, `res26`), so a trace can crash one database
+//!   alone as the simulation does.
+//! - [`sql`]: the source's schema and statements; `now()` redirected to a virtual clock in
+//!   replay mode.
+//! - [`adapter`]: the backend seam on PostgreSQL, with lock waits detected by asking the server.
+//! - [`diff`]: the differential replay of a trace against the model and PostgreSQL.
+//!
+//! Set `LEASELAB_PG_CONNINFO` (e.g. `host=/tmp port=5432 user=postgres`) to use an existing
+//! server instead of throwaway clusters (crash steps are then unsupported).
+
+pub mod adapter;
+pub mod cluster;
+pub mod diff;
+pub mod sql;
+
+pub use adapter::{PgBackend, PgError};
+pub use diff::{diff, DiffReport};
