@@ -547,7 +547,7 @@ impl PgBackend {
         let handle = self.rt.spawn(fut);
         let r = self
             .rt
-            .block_on(wait_or_blocked(handle, admin, pid, others));
+            .block_on(wait_or_blocked(handle, admin, pid, others, false));
         let out = match r {
             Waited::Done(out) => self.book(i, conn, out),
             Waited::Blocked(h) => {
@@ -592,7 +592,10 @@ impl PgBackend {
                 let pid = self.sides[i].sessions.get(&c).map(|s| s.pid).unwrap_or(0);
                 let others = self.others(i, &c);
                 let Ok(admin) = self.admin(i) else { return };
-                match self.rt.block_on(wait_or_blocked(h, admin, pid, others)) {
+                match self
+                    .rt
+                    .block_on(wait_or_blocked(h, admin, pid, others, true))
+                {
                     Waited::Done(out) => {
                         let o = self.book(i, &c, out);
                         if let Some(s) = self.sides[i].sessions.get_mut(&c) {
@@ -626,7 +629,9 @@ impl PgBackend {
     }
 
     /// Ends the session's transaction bookkeeping: logs the drafts (accepted only on commit).
-    fn log_drafts(&mut self, conn: &ConnId, commit: bool) -> Outcome {
+    /// The log rows are written outside any transaction of the session: on its own connection
+    /// once its transaction has ended, or on the admin connection when it is still busy.
+    fn log_drafts(&mut self, conn: &ConnId, commit: bool, via_admin: bool) -> Outcome {
         let Some(s) = self.sides[1].sessions.get_mut(conn) else {
             return Outcome::Ok;
         };
@@ -639,9 +644,25 @@ impl PgBackend {
         if todo.is_empty() {
             return Outcome::Ok;
         }
+        let admin = if via_admin {
+            match self.admin(1) {
+                Ok((a, _)) => Some(a),
+                Err(e) => return Outcome::Error(format!("admin:{e}")),
+            }
+        } else {
+            None
+        };
         self.rt.block_on(async move {
             for (w, acc) in &todo {
-                if let Err(o) = log_attempt(&client, &stmts, w, *acc).await {
+                let r = match &admin {
+                    Some(a) => a
+                        .execute(sql::ATTEMPT, &[&w.scope, &w.part, &w.writer, &w.token, acc])
+                        .await
+                        .map(|_| ())
+                        .map_err(stmt_err),
+                    None => log_attempt(&client, &stmts, w, *acc).await,
+                };
+                if let Err(o) = r {
                     return o;
                 }
             }
@@ -748,32 +769,42 @@ enum Waited {
     Stuck,
 }
 
+/// Waits for a statement task: its result if it finishes, `Blocked` as soon as the server says
+/// it waits on one of `others`. Completion is awaited directly (most statements finish in well
+/// under a millisecond); only a statement still running after 1 ms, or one that was already
+/// pending (`ask_first`), is asked about.
 async fn wait_or_blocked(
     mut h: JoinHandle<Out>,
     admin: (Arc<Client>, Statement),
     pid: i32,
     others: Vec<i32>,
+    ask_first: bool,
 ) -> Waited {
     let start = Instant::now();
+    let mut ask = ask_first;
     loop {
-        if h.is_finished() {
-            return match (&mut h).await {
-                Ok(o) => Waited::Done(o),
-                Err(_) => Waited::Done(Outcome::Error("task-failed".into()).into()),
-            };
-        }
-        if !others.is_empty() {
+        if ask && !h.is_finished() && !others.is_empty() {
             if let Ok(r) = admin.0.query_one(&admin.1, &[&pid, &others]).await {
                 if r.get::<_, bool>(0) {
                     return Waited::Blocked(h);
                 }
             }
         }
+        ask = true;
+        tokio::select! {
+            biased;
+            r = &mut h => {
+                return match r {
+                    Ok(o) => Waited::Done(o),
+                    Err(_) => Waited::Done(Outcome::Error("task-failed".into()).into()),
+                };
+            }
+            _ = tokio::time::sleep(Duration::from_millis(1)) => {}
+        }
         if start.elapsed() > STUCK {
             h.abort();
             return Waited::Stuck;
         }
-        tokio::time::sleep(Duration::from_micros(200)).await;
     }
 }
 
@@ -1156,7 +1187,20 @@ impl Admin for PgBackend {
                     return Outcome::Unavailable;
                 }
                 if db == DbName::Res {
-                    self.log_drafts(cx.conn, false);
+                    // As the server will: the open transaction ends without committing. Its
+                    // rejected attempts are logged outside it.
+                    let busy = self.sides[i]
+                        .sessions
+                        .get(cx.conn)
+                        .is_some_and(|s| s.pending.is_some());
+                    self.log_drafts(
+                        cx.conn,
+                        false,
+                        busy || self.sides[i]
+                            .sessions
+                            .get(cx.conn)
+                            .is_some_and(|s| s.in_txn),
+                    );
                 }
                 if let Some(s) = self.sides[i].sessions.remove(cx.conn) {
                     if let Some(h) = s.pending {
@@ -1242,7 +1286,7 @@ impl Admin for PgBackend {
                 };
                 self.set_in_txn(db, cx.conn, false);
                 if db == DbName::Res {
-                    let l = self.log_drafts(cx.conn, commit);
+                    let l = self.log_drafts(cx.conn, commit, false);
                     if l != Outcome::Ok {
                         return l;
                     }

@@ -167,8 +167,26 @@ impl Cluster {
             .arg(self.dir.join("data"))
             .arg("-l")
             .arg(self.dir.join("server.log"))
-            .args(["-w", "-o", &opts, "start"]);
+            .args(["-W", "-o", &opts, "start"]);
         self.run(c, "pg_ctl start")?;
+        // pg_ctl -w polls every 100 ms; the postmaster's status line says `ready` sooner.
+        let pidfile = self.dir.join("data").join("postmaster.pid");
+        let start = std::time::Instant::now();
+        loop {
+            let ready = std::fs::read_to_string(&pidfile)
+                .map(|t| t.lines().nth(7).is_some_and(|l| l.trim() == "ready"))
+                .unwrap_or(false);
+            if ready {
+                break;
+            }
+            if start.elapsed() > std::time::Duration::from_secs(60) {
+                let log = std::fs::read_to_string(self.dir.join("server.log")).unwrap_or_default();
+                return Err(ClusterError(format!(
+                    "server did not become ready within 60 s; log:\n{log}"
+                )));
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
         self.running = true;
         Ok(())
     }

@@ -1,0 +1,101 @@
+//! The differential suite against a real PostgreSQL (throwaway clusters under `target/`):
+//! every committed trace and 200 simulation seeds replay with 0 divergences, and a
+//! deliberately wrong model rule is reported at the first step where it matters.
+//!
+//! One test owns the clusters so they are stopped at the end. Without PostgreSQL binaries the
+//! test says so in one line and skips — unless `LEASELAB_REQUIRE_PG=1` (set by `.ci/run`),
+//! which turns their absence into a failure.
+
+use leaselab_model::trace::Trace;
+use leaselab_model::{Config, FenceMode};
+use leaselab_pg::cluster::{find_bin, MISSING};
+use leaselab_pg::{diff, PgBackend};
+use leaselab_sim::{run_seed, Driver, SimOptions};
+use std::path::PathBuf;
+
+fn traces() -> Vec<(PathBuf, Trace)> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../traces");
+    let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("traces/")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "trace"))
+        .collect();
+    v.sort();
+    v.into_iter()
+        .map(|p| {
+            let text = std::fs::read_to_string(&p).expect("readable");
+            let t = Trace::parse(&text, &p.display().to_string()).expect("parses");
+            (p, t)
+        })
+        .collect()
+}
+
+fn trace(name: &str) -> Trace {
+    traces()
+        .into_iter()
+        .find(|(p, _)| p.file_stem().is_some_and(|s| s == name))
+        .map(|(_, t)| t)
+        .unwrap_or_else(|| panic!("no traces/{name}.trace"))
+}
+
+#[test]
+fn postgres_agrees_with_the_model() {
+    if find_bin().is_none() && std::env::var("LEASELAB_PG_CONNINFO").is_err() {
+        println!("{MISSING}");
+        assert!(std::env::var("LEASELAB_REQUIRE_PG").is_err(), "{MISSING}");
+        return;
+    }
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("leaselab-pg");
+    let mut pg =
+        PgBackend::throwaway(&dir).unwrap_or_else(|e| panic!("cannot start PostgreSQL: {e}"));
+
+    // Every committed trace.
+    let mut bad = Vec::new();
+    let all = traces();
+    assert!(all.len() >= 13);
+    for (p, t) in &all {
+        let r = diff(&mut pg, t, None).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+        if !r.ok() {
+            bad.push(format!("{}: {}", p.display(), r.describe()));
+        }
+    }
+    assert!(bad.is_empty(), "divergences:\n{}", bad.join("\n"));
+
+    // 200 simulation seeds, every fault kind (crash-restart included).
+    let opts = SimOptions {
+        safety_ms: 5_000,
+        liveness_ms: 3_000,
+        ..SimOptions::default()
+    };
+    for seed in 0..200 {
+        let t = run_seed(seed, &opts, Driver::Fast).trace;
+        let r = diff(&mut pg, &t, None).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+        assert!(r.ok(), "sim seed {seed}: {}", r.describe());
+    }
+
+    // A deliberately wrong model rule — `<` for `<=` in the fence — is caught at the first
+    // step that writes twice with one token (F2's equal-token rewrite, step 10).
+    let f2 = trace("F2");
+    let wrong = Config {
+        fence: FenceMode::Strict,
+        ..f2.config.clone()
+    };
+    let r = diff(&mut pg, &f2, Some(&wrong)).expect("diff runs");
+    let described = r.describe();
+    let d = r.first.expect("the wrong rule is reported");
+    assert_eq!(d.seq, 10, "{described}");
+    assert!(
+        d.line.contains("write") && d.line.contains("content=v2"),
+        "{}",
+        d.line
+    );
+
+    // And an unfenced model is caught at A's stale write in the main experiment (step 17).
+    let f4 = trace("F4");
+    let wrong = Config {
+        fence: FenceMode::Off,
+        ..f4.config.clone()
+    };
+    let r = diff(&mut pg, &f4, Some(&wrong)).expect("diff runs");
+    assert_eq!(r.first.map(|d| d.seq), Some(17));
+}
