@@ -33,6 +33,13 @@ enum Cmd {
         /// Print table 26-1 from the outcomes this run observed.
         #[arg(long)]
         table: bool,
+        /// Where the cases run: model (in memory) or pg (PostgreSQL with the source SQL, two
+        /// throwaway clusters).
+        #[arg(long, default_value = "model")]
+        backend: String,
+        /// Where the throwaway clusters live (`--backend pg`).
+        #[arg(long, default_value = "target/leaselab-pg", value_name = "DIR")]
+        pg_dir: PathBuf,
     },
     /// Simulate holders and databases under seeded faults: one seed, or a sweep.
     Sim {
@@ -122,7 +129,25 @@ fn main() -> ExitCode {
             fence,
             trace_out,
             table,
-        } => run_lab(case.as_deref(), fence, trace_out, table),
+            backend,
+            pg_dir,
+        } => {
+            let pg = match backend.as_str() {
+                "model" => None,
+                "pg" => match leaselab_pg::PgBackend::throwaway(&pg_dir) {
+                    Ok(p) => Some(p),
+                    Err(e) => {
+                        eprintln!("leaselab lab: {e}");
+                        return ExitCode::from(2);
+                    }
+                },
+                other => {
+                    eprintln!("leaselab lab: --backend: expected model or pg, found `{other}`");
+                    return ExitCode::from(2);
+                }
+            };
+            run_lab(case.as_deref(), fence, trace_out, table, pg)
+        }
         Cmd::Replay { files } => run_replay(&files),
         Cmd::Diff {
             files,
@@ -199,8 +224,12 @@ fn run_lab(
     fence: Option<FenceMode>,
     out: Option<PathBuf>,
     table: bool,
+    pg: Option<leaselab_pg::PgBackend>,
 ) -> ExitCode {
-    let res = match lab::run(case, fence) {
+    if pg.is_some() {
+        println!("BACKEND postgres: the source SQL on two throwaway clusters (lease26, res26), virtual now()\n");
+    }
+    let res = match lab::run_on(case, fence, pg) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("leaselab lab: {e}");

@@ -159,3 +159,31 @@ fn editing_the_expected_verdict_makes_replay_fail() {
     assert!(rep.divergences.is_empty() && !rep.ok());
     assert!(rep.describe().contains("UNEXPECTED VERDICT"));
 }
+
+#[test]
+fn the_lab_passes_on_postgres_too() {
+    use leaselab_pg::cluster::{find_bin, MISSING};
+    if find_bin().is_none() && std::env::var("LEASELAB_PG_CONNINFO").is_err() {
+        println!("{MISSING}");
+        assert!(std::env::var("LEASELAB_REQUIRE_PG").is_err(), "{MISSING}");
+        return;
+    }
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("lab-pg");
+    let pg = leaselab_pg::PgBackend::throwaway(&dir)
+        .unwrap_or_else(|e| panic!("cannot start PostgreSQL: {e}"));
+    let res = lab::run_on(None, None, Some(pg)).expect("lab runs on PostgreSQL");
+    assert_eq!((res.passed, res.failed), (13, 0), "{}", res.text);
+    // The negative controls break on PostgreSQL exactly as on the model.
+    for (name, check) in [
+        ("F5", Check::I3),
+        ("F6a", Check::I3),
+        ("F7-row", Check::I3),
+        ("F8-unlogged", Check::I2),
+    ] {
+        let r = res.runs.iter().find(|r| r.trace.name == name).expect("run");
+        assert!(
+            r.report.violated(check),
+            "{name} on PostgreSQL: {check} did not fire"
+        );
+    }
+}

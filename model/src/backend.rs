@@ -111,10 +111,86 @@ pub trait Admin {
     fn restart(&mut self, cx: &Ctx<'_>, db: DbName) -> Outcome;
 }
 
+/// A whole backend: both databases, and the configuration they were reset to.
+pub trait Backend: LeaseStore + FencedResource + Admin {
+    /// The configuration in force.
+    fn config(&self) -> crate::config::Config;
+}
+
+impl Backend for crate::model::Model {
+    fn config(&self) -> crate::config::Config {
+        crate::model::Model::config(self).clone()
+    }
+}
+
+/// Implements the backend traits for a wrapper by delegating every method to `$inner`
+/// (an expression over `$self` that yields something implementing them), e.g. a `Box<dyn
+/// Backend>` or an `Rc<RefCell<…>>` shared between lab cases.
+#[macro_export]
+macro_rules! delegate_backend {
+    ($ty:ty, $self:ident => $inner:expr) => {
+        impl $crate::LeaseStore for $ty {
+            fn acquire(&mut $self, cx: &$crate::Ctx<'_>, lease: &$crate::LeaseName, holder: &$crate::Holder, ttl_ms: u64) -> $crate::Outcome {
+                $inner.acquire(cx, lease, holder, ttl_ms)
+            }
+            fn renew(&mut $self, cx: &$crate::Ctx<'_>, lease: &$crate::LeaseName, holder: &$crate::Holder, token: $crate::Token, ttl_ms: u64) -> $crate::Outcome {
+                $inner.renew(cx, lease, holder, token, ttl_ms)
+            }
+            fn release(&mut $self, cx: &$crate::Ctx<'_>, lease: &$crate::LeaseName, holder: &$crate::Holder, token: $crate::Token) -> $crate::Outcome {
+                $inner.release(cx, lease, holder, token)
+            }
+            fn read_lease(&mut $self, cx: &$crate::Ctx<'_>, lease: &$crate::LeaseName) -> $crate::Outcome {
+                $inner.read_lease(cx, lease)
+            }
+        }
+        impl $crate::FencedResource for $ty {
+            fn write(&mut $self, cx: &$crate::Ctx<'_>, scope: &$crate::Scope, part: &$crate::Part, content: &str, token: $crate::Token) -> $crate::Outcome {
+                $inner.write(cx, scope, part, content, token)
+            }
+            fn fence(&mut $self, cx: &$crate::Ctx<'_>, scope: &$crate::Scope, token: $crate::Token) -> $crate::Outcome {
+                $inner.fence(cx, scope, token)
+            }
+            fn upsert(&mut $self, cx: &$crate::Ctx<'_>, scope: &$crate::Scope, part: &$crate::Part, content: &str, token: $crate::Token) -> $crate::Outcome {
+                $inner.upsert(cx, scope, part, content, token)
+            }
+            fn publish(&mut $self, cx: &$crate::Ctx<'_>, key: &str, content: &str, token: $crate::Token) -> $crate::Outcome {
+                $inner.publish(cx, key, content, token)
+            }
+            fn read_floor(&mut $self, cx: &$crate::Ctx<'_>, scope: &$crate::Scope) -> $crate::Outcome {
+                $inner.read_floor(cx, scope)
+            }
+            fn read_part(&mut $self, cx: &$crate::Ctx<'_>, scope: &$crate::Scope, part: &$crate::Part) -> $crate::Outcome {
+                $inner.read_part(cx, scope, part)
+            }
+            fn read_publish(&mut $self, cx: &$crate::Ctx<'_>, key: &str) -> $crate::Outcome {
+                $inner.read_publish(cx, key)
+            }
+            fn count_attempts(&mut $self, cx: &$crate::Ctx<'_>, writer: &$crate::Holder, outcome: $crate::AttemptOutcome) -> $crate::Outcome {
+                $inner.count_attempts(cx, writer, outcome)
+            }
+        }
+        impl $crate::Admin for $ty {
+            fn session(&mut $self, cx: &$crate::Ctx<'_>, db: $crate::DbName, step: $crate::SessionStep) -> $crate::Outcome {
+                $inner.session(cx, db, step)
+            }
+            fn crash(&mut $self, cx: &$crate::Ctx<'_>, db: $crate::DbName) -> $crate::Outcome {
+                $inner.crash(cx, db)
+            }
+            fn restart(&mut $self, cx: &$crate::Ctx<'_>, db: $crate::DbName) -> $crate::Outcome {
+                $inner.restart(cx, db)
+            }
+        }
+    };
+}
+
 /// Executes one recorded operation against any backend. Client-side events are evaluated
 /// from their own arguments (a local-deadline check is `local < deadline`), so a replay can
 /// verify them too.
-pub fn apply<B: LeaseStore + FencedResource + Admin>(b: &mut B, cx: &Ctx<'_>, op: &Op) -> Outcome {
+pub fn apply<B: LeaseStore + FencedResource + Admin + ?Sized>(
+    b: &mut B,
+    cx: &Ctx<'_>,
+    op: &Op,
+) -> Outcome {
     match op {
         Op::Acquire {
             lease,
@@ -171,5 +247,13 @@ pub fn apply<B: LeaseStore + FencedResource + Admin>(b: &mut B, cx: &Ctx<'_>, op
             }
         }
         Op::Pause | Op::Resume | Op::Lost => Outcome::Ok,
+    }
+}
+
+delegate_backend!(Box<dyn Backend>, self => (**self));
+
+impl Backend for Box<dyn Backend> {
+    fn config(&self) -> crate::config::Config {
+        (**self).config()
     }
 }

@@ -45,7 +45,7 @@ pub mod time;
 pub mod trace;
 pub mod world;
 
-pub use backend::{apply, Admin, Ctx, FencedResource, LeaseStore, SessionStep};
+pub use backend::{apply, Admin, Backend, Ctx, FencedResource, LeaseStore, SessionStep};
 pub use config::{ClientExpiry, Config, FenceMode, LeaseDurability, PublishMode};
 pub use history::{DbName, Event, History, Op, Outcome};
 pub use model::Model;

@@ -1,8 +1,9 @@
-//! A recording harness: the model, a [`ManualClock`] and the [`History`] of everything done to
-//! it. Lab cases, proptest and replay drive the model through this, so every run leaves the
-//! same kind of record.
+//! A recording harness: a backend (the model unless another is given — the PostgreSQL adapter
+//! runs the lab cases through the same harness), a [`ManualClock`] and the [`History`] of
+//! everything done to it. Lab cases, proptest and replay drive the backend through this, so
+//! every run leaves the same kind of record.
 
-use crate::backend::{apply, Ctx};
+use crate::backend::{apply, Backend, Ctx};
 use crate::config::Config;
 use crate::history::{Event, History, Op, Outcome};
 use crate::model::Model;
@@ -10,11 +11,11 @@ use crate::names::{ConnId, Holder};
 use crate::time::{ManualClock, Millis};
 use std::collections::BTreeMap;
 
-/// The model plus its clock and history.
+/// A backend plus its clock and history.
 #[derive(Clone, Debug)]
-pub struct World {
-    /// The databases.
-    pub model: Model,
+pub struct World<B = Model> {
+    /// The databases (named `model` because it is the model unless another backend is given).
+    pub model: B,
     /// The authority clock.
     pub clock: ManualClock,
     /// Everything done so far.
@@ -23,11 +24,18 @@ pub struct World {
     offsets: BTreeMap<Holder, i64>,
 }
 
-impl World {
-    /// A fresh world at time 0.
+impl World<Model> {
+    /// A fresh model world at time 0.
     pub fn new(config: Config) -> Self {
+        World::with_backend(Model::new(config))
+    }
+}
+
+impl<B: Backend> World<B> {
+    /// A world at time 0 on `backend`, which must be freshly reset.
+    pub fn with_backend(backend: B) -> Self {
         World {
-            model: Model::new(config),
+            model: backend,
             clock: ManualClock::new(),
             history: History::default(),
             offsets: BTreeMap::new(),

@@ -839,6 +839,12 @@ macro_rules! session_or_return {
     }};
 }
 
+impl leaselab_model::Backend for PgBackend {
+    fn config(&self) -> Config {
+        self.config.clone()
+    }
+}
+
 impl LeaseStore for PgBackend {
     fn acquire(
         &mut self,

@@ -2,7 +2,7 @@
 //! place of SIGSTOP: the holder simply stops issuing operations (renewer included) while the
 //! database clock runs on. Real processes and PostgreSQL come with the pg issue.
 
-use super::{Case, Lab};
+use super::{Case, Lab, LabWorld};
 use leaselab_checkers::Check;
 use leaselab_model::client::LocalDeadline;
 use leaselab_model::names::defaults::{
@@ -43,7 +43,7 @@ fn s(x: &str) -> String {
 }
 
 fn f1(lab: &mut Lab) {
-    let mut w = World::new(lab.config(FenceMode::Scope));
+    let mut w = lab.world(lab.config(FenceMode::Scope));
     let o = w.run(A, Op::acquire(A, TTL_MS));
     lab.expect(
         "holder-a acquires the lease",
@@ -73,7 +73,7 @@ fn f1(lab: &mut Lab) {
 }
 
 fn f2(lab: &mut Lab) {
-    let mut w = World::new(lab.config(FenceMode::Scope));
+    let mut w = lab.world(lab.config(FenceMode::Scope));
     let db = DbName::Lease;
     // A holding that ends at t=1000; the long transaction starts at t=500, before it ends.
     w.run(A, Op::acquire(A, 1000));
@@ -122,7 +122,7 @@ fn f2(lab: &mut Lab) {
 }
 
 fn f3(lab: &mut Lab) {
-    let mut w = World::new(lab.config(FenceMode::Scope));
+    let mut w = lab.world(lab.config(FenceMode::Scope));
     let threads: Vec<(String, String)> = (1..=16)
         .map(|i| (format!("t{i:02}"), format!("c{i:02}")))
         .collect();
@@ -130,7 +130,7 @@ fn f3(lab: &mut Lab) {
     // One round: every session sends one autocommit acquire at the same instant (the source's
     // barrier). Each is one atomic statement; exactly the ones that find the row free or
     // expired win.
-    let round = |w: &mut World, attempts: &mut usize| -> usize {
+    let round = |w: &mut LabWorld, attempts: &mut usize| -> usize {
         let mut wins = 0;
         for (t, c) in &threads {
             *attempts += 1;
@@ -163,7 +163,7 @@ fn f3(lab: &mut Lab) {
 
 /// F4's timeline, with the resource configured by `config`.
 struct PauseRun {
-    w: World,
+    w: LabWorld,
     held_at_3000: Outcome,
     check: Outcome,
     b_acquire: Outcome,
@@ -175,8 +175,7 @@ struct PauseRun {
     a_rejected: Outcome,
 }
 
-fn pause_timeline(config: Config) -> PauseRun {
-    let mut w = World::new(config);
+fn pause_timeline(mut w: LabWorld) -> PauseRun {
     let sent = w.local(&Holder::new(A));
     w.run(A, Op::acquire(A, TTL_MS));
     let mut deadline = LocalDeadline::from_request_start(sent, TTL_MS, MARGIN_MS);
@@ -222,7 +221,8 @@ fn pause_timeline(config: Config) -> PauseRun {
 }
 
 fn f4(lab: &mut Lab) {
-    let r = pause_timeline(lab.config(FenceMode::Scope));
+    let w = lab.world(lab.config(FenceMode::Scope));
+    let r = pause_timeline(w);
     lab.expect(
         "while not paused (3000 ms, TTL=1500 ms) renewals keep the lease",
         s("holder-a token=1"),
@@ -257,7 +257,7 @@ fn f4(lab: &mut Lab) {
 }
 
 fn f5(lab: &mut Lab) {
-    let r = pause_timeline(Config::with_fence(FenceMode::Off));
+    let r = pause_timeline(lab.world(Config::with_fence(FenceMode::Off)));
     lab.note(format!(
         "A after resume: WRITE {} token=1; RENEW_AFTER_WRITE {}",
         brief(&r.a_write),
@@ -294,7 +294,7 @@ fn f6(lab: &mut Lab) {
 }
 
 fn f6a(lab: &mut Lab) {
-    let mut w = World::new(Config::with_fence(FenceMode::CheckThenWrite));
+    let mut w = lab.world(Config::with_fence(FenceMode::CheckThenWrite));
     let o = w.run(A, Op::fence(1));
     lab.expect(
         "F6a: A (t=1) reads floor 0 and passes",
@@ -343,7 +343,7 @@ fn f6a(lab: &mut Lab) {
 fn f6b(lab: &mut Lab) {
     let res = DbName::Res;
     // Order 1: A advances the floor to 1 and pauses uncommitted; B waits on the row lock.
-    let mut w = World::new(lab.config(FenceMode::Scope));
+    let mut w = lab.world(lab.config(FenceMode::Scope));
     w.run(A, Op::begin(res));
     let o = w.run(A, Op::fence(1));
     lab.expect(
@@ -379,7 +379,7 @@ fn f6b(lab: &mut Lab) {
     lab.judge("F6b-a-first", "scope fence, A first", &w, &[]);
 
     // Order 2: B advances to 2 first; A's token 1 is refused after the wait.
-    let mut w = World::new(lab.config(FenceMode::Scope));
+    let mut w = lab.world(lab.config(FenceMode::Scope));
     w.run(B, Op::begin(res));
     w.run(B, Op::fence(2));
     w.run(A, Op::begin(res));
@@ -413,8 +413,7 @@ fn f6b(lab: &mut Lab) {
     lab.judge("F6b-b-first", "scope fence, B first", &w, &[]);
 }
 
-fn granularity(config: Config) -> (World, Outcome) {
-    let mut w = World::new(config);
+fn granularity(mut w: LabWorld) -> (LabWorld, Outcome) {
     w.run(A, Op::acquire(A, TTL_MS));
     w.run(A, Op::write(SUMMARY, "A-summary", 1));
     w.advance(TTL_MS);
@@ -425,7 +424,7 @@ fn granularity(config: Config) -> (World, Outcome) {
 }
 
 fn f7(lab: &mut Lab) {
-    let (w, o) = granularity(Config::with_fence(FenceMode::Row));
+    let (w, o) = granularity(lab.world(Config::with_fence(FenceMode::Row)));
     lab.note(format!(
         "FENCED_ROW: B summary accepted, A(token=1) detail {}",
         brief(&o)
@@ -437,15 +436,16 @@ fn f7(lab: &mut Lab) {
     );
     lab.observed.insert(super::table::ROW, brief(&o));
     lab.judge("F7-row", "row fence", &w, &[Check::I3, Check::Acceptance]);
-    let (w, o) = granularity(lab.config(FenceMode::Scope));
+    let cfg = lab.config(FenceMode::Scope);
+    let (w, o) = granularity(lab.world(cfg));
     lab.expect("FENCED_SCOPE: A(token=1) detail", s("rejected"), brief(&o));
     lab.observed.insert(super::table::SCOPE_F7, brief(&o));
     lab.judge("F7-scope", "scope fence", &w, &[]);
 }
 
 /// F8 up to the restart; returns the world at t=110, both databases back up.
-fn crash_prefix(config: Config, lab: &mut Lab, tag: &str) -> World {
-    let mut w = World::new(config);
+fn crash_prefix(config: Config, lab: &mut Lab, tag: &str) -> LabWorld {
+    let mut w = lab.world(config);
     w.run(B, Op::acquire(B, TTL_MS));
     w.run(B, Op::release(B, 1));
     let o = w.run(A, Op::acquire(A, TTL_MS));
@@ -529,8 +529,7 @@ fn f8(lab: &mut Lab) {
     );
 }
 
-fn publish_world(config: Config) -> World {
-    let mut w = World::new(config);
+fn publish_world(mut w: LabWorld) -> LabWorld {
     w.run(A, Op::acquire(A, TTL_MS));
     w.run(A, Op::Pause);
     w.advance(TTL_MS + 100);
@@ -541,7 +540,7 @@ fn publish_world(config: Config) -> World {
 const KEY: &str = "report-ready:daily-report";
 
 fn f9(lab: &mut Lab) {
-    let mut w = publish_world(Config::default());
+    let mut w = publish_world(lab.world(Config::default()));
     w.run(B, Op::publish(KEY, "B-new", 2));
     w.run(A, Op::Resume);
     let o = w.run(A, Op::publish(KEY, "A-stale", 1));
@@ -552,7 +551,7 @@ fn f9(lab: &mut Lab) {
     );
     lab.judge("F9-b-first", "business key, B first", &w, &[]);
 
-    let mut w = publish_world(Config::default());
+    let mut w = publish_world(lab.world(Config::default()));
     w.run(A, Op::Resume);
     let a = w.run(A, Op::publish(KEY, "A-stale", 1));
     let b = w.run(B, Op::publish(KEY, "B-new", 2));
@@ -575,10 +574,11 @@ fn f9(lab: &mut Lab) {
         &[Check::Acceptance],
     );
 
-    let mut w = publish_world(Config {
+    let versioned = Config {
         publish: PublishMode::Versioned,
         ..Config::default()
-    });
+    };
+    let mut w = publish_world(lab.world(versioned));
     w.run(A, Op::Resume);
     w.run(A, Op::publish(KEY, "A-stale", 1));
     w.run(B, Op::publish(KEY, "B-new", 2));

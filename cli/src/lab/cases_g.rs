@@ -1,7 +1,7 @@
 //! Cases G1–G4 from `003_6cfd396ce8eeab35.txt` (the Java teaching lab), on the model.
 
 use super::cases_f::brief;
-use super::{Case, Lab};
+use super::{Case, Lab, LabWorld};
 use leaselab_checkers::Check;
 use leaselab_model::client::{client_thinks_valid, LeaseGuard, LocalDeadline};
 use leaselab_model::names::defaults::{DETAIL, HOLDER_A as A, HOLDER_B as B, SUMMARY};
@@ -21,7 +21,7 @@ fn s(x: &str) -> String {
 }
 
 fn g1(lab: &mut Lab) {
-    let mut w = World::new(Config::default());
+    let mut w = lab.world(Config::default());
     let a = w.run(A, Op::acquire(A, 100));
     let record = match a {
         Outcome::Granted {
@@ -69,8 +69,8 @@ fn g1(lab: &mut Lab) {
     lab.judge("G1", "renew watchdog", &w, &[]);
 }
 
-fn resurrection(fence: FenceMode) -> (World, String) {
-    let mut w = World::new(Config::with_fence(fence));
+fn resurrection(lab: &mut Lab, fence: FenceMode) -> (LabWorld, String) {
+    let mut w = lab.world(Config::with_fence(fence));
     w.run(A, Op::acquire(A, 100));
     w.run(A, Op::write(SUMMARY, "A-old", 1));
     w.advance(250); // A stops: stop-the-world or partition, its watchdog too
@@ -101,7 +101,7 @@ fn resurrection(fence: FenceMode) -> (World, String) {
 }
 
 fn g2(lab: &mut Lab) {
-    let (w, line) = resurrection(FenceMode::Off);
+    let (w, line) = resurrection(lab, FenceMode::Off);
     lab.expect("without fence", s("useFence=false owner=holder-b A.fence=1 B.fence=2 bWrote=true aWrote=true final=A-stale rejected=0"), line);
     lab.judge(
         "G2-off",
@@ -109,12 +109,12 @@ fn g2(lab: &mut Lab) {
         &w,
         &[Check::I3, Check::Acceptance, Check::Final],
     );
-    let (mut w, line) = resurrection(FenceMode::Strict);
+    let (mut w, line) = resurrection(lab, FenceMode::Strict);
     lab.expect("with fence (strict: fence <= last is rejected)", s("useFence=true owner=holder-b A.fence=1 B.fence=2 bWrote=true aWrote=false final=B-new rejected=1"), line);
     // Why multi-part writes need `<=`: B's second part carries the same token.
     let strict = w.run(B, Op::write(DETAIL, "B-detail", 2));
     lab.judge("G2-strict", "resurrection with the strict fence", &w, &[]);
-    let (mut w, _) = resurrection(FenceMode::Scope);
+    let (mut w, _) = resurrection(lab, FenceMode::Scope);
     let scope = w.run(B, Op::write(DETAIL, "B-detail", 2));
     lab.expect(
         "a holding writing its second part with the same token: strict vs scope fence",
@@ -125,7 +125,7 @@ fn g2(lab: &mut Lab) {
 }
 
 fn g3(lab: &mut Lab) {
-    let mut w = World::new(Config::default());
+    let mut w = lab.world(Config::default());
     let g = w.run(A, Op::acquire(A, 100));
     // The client records the absolute expiry (clocks agree at acquire) ...
     let client_deadline = match g {
@@ -171,7 +171,7 @@ fn g3(lab: &mut Lab) {
 
 fn g4(lab: &mut Lab) {
     const TTL: u64 = 1500;
-    let mut w = World::new(Config::default());
+    let mut w = lab.world(Config::default());
     let mut guard = LeaseGuard::default();
     lab.expect("renewer period TTL/3", 500, LeaseGuard::renew_every(TTL));
     w.run(A, Op::acquire(A, TTL));

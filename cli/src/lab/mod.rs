@@ -10,8 +10,25 @@ pub mod table;
 
 use leaselab_checkers::{check, Check, Report};
 use leaselab_model::trace::Trace;
-use leaselab_model::{Config, FenceMode, World};
+use leaselab_model::{Backend, Config, FenceMode, Model, World};
+use leaselab_pg::PgBackend;
+use std::cell::RefCell;
 use std::collections::BTreeMap;
+use std::rc::Rc;
+
+/// The world a case runs in: the model, or PostgreSQL (`--backend pg`).
+pub type LabWorld = World<Box<dyn Backend>>;
+
+/// The PostgreSQL backend shared by every case of one lab run (one pair of clusters).
+pub struct SharedPg(pub Rc<RefCell<PgBackend>>);
+
+leaselab_model::delegate_backend!(SharedPg, self => self.0.borrow_mut());
+
+impl Backend for SharedPg {
+    fn config(&self) -> Config {
+        self.0.borrow().config()
+    }
+}
 use std::fmt::Display;
 
 /// One case of the catalogue.
@@ -52,6 +69,10 @@ pub struct Lab {
     pub runs: Vec<RunRecord>,
     /// What stale writes actually got, keyed by table row (see [`table`]).
     pub observed: BTreeMap<&'static str, String>,
+    /// `--backend pg`: every case's world runs on this PostgreSQL.
+    pub pg: Option<Rc<RefCell<PgBackend>>>,
+    /// A backend that could not be reset: the run stops with this error.
+    pub infra_error: Option<String>,
 }
 
 impl Lab {
@@ -63,6 +84,17 @@ impl Lab {
             (b, _) => b,
         };
         Config::with_fence(fence)
+    }
+
+    /// A fresh world for `config` on the lab's backend.
+    pub fn world(&mut self, config: Config) -> LabWorld {
+        if let Some(pg) = &self.pg {
+            match pg.borrow_mut().reset(&config) {
+                Ok(()) => return World::with_backend(Box::new(SharedPg(pg.clone()))),
+                Err(e) => self.infra_error = Some(format!("PostgreSQL reset failed: {e}")),
+            }
+        }
+        World::with_backend(Box::new(Model::new(config)))
     }
 
     fn line(&mut self, s: String) {
@@ -100,7 +132,7 @@ impl Lab {
     /// Runs the checkers on `world`'s history and compares their verdict with `expect`.
     /// For a negative control (`expect` non-empty) it prints what the targeted checkers said:
     /// the control passes only if exactly those checks fire.
-    pub fn judge(&mut self, name: &str, title: &str, world: &World, expect: &[Check]) {
+    pub fn judge(&mut self, name: &str, title: &str, world: &LabWorld, expect: &[Check]) {
         let report = check(&world.history);
         let mut want: Vec<Check> = expect.to_vec();
         want.sort();
@@ -150,7 +182,7 @@ impl Lab {
         if !fired.is_empty() {
             self.note(format!("[{name}] sometimes: {}", fired.join(" ")));
         }
-        let mut trace = Trace::new(name, world.model.config().clone(), world.history.clone());
+        let mut trace = Trace::new(name, world.model.config(), world.history.clone());
         trace.title = title.to_string();
         trace.expect = report.verdict();
         self.runs.push(RunRecord { trace, report });
@@ -171,8 +203,17 @@ pub struct LabResult {
     pub observed: BTreeMap<&'static str, String>,
 }
 
-/// Runs the cases whose id is in `only` (all when `None`).
+/// Runs the cases whose id is in `only` (all when `None`) on the model.
 pub fn run(only: Option<&str>, fence_override: Option<FenceMode>) -> Result<LabResult, String> {
+    run_on(only, fence_override, None)
+}
+
+/// Runs the cases on the model, or on PostgreSQL when `pg` is given.
+pub fn run_on(
+    only: Option<&str>,
+    fence_override: Option<FenceMode>,
+    pg: Option<PgBackend>,
+) -> Result<LabResult, String> {
     let all = cases();
     let selected: Vec<&Case> = match only {
         None => all.iter().collect(),
@@ -193,6 +234,7 @@ pub fn run(only: Option<&str>, fence_override: Option<FenceMode>) -> Result<LabR
     };
     let mut lab = Lab {
         fence_override,
+        pg: pg.map(|p| Rc::new(RefCell::new(p))),
         ..Lab::default()
     };
     let mut text = String::new();
@@ -201,6 +243,9 @@ pub fn run(only: Option<&str>, fence_override: Option<FenceMode>) -> Result<LabR
         lab.lines.clear();
         lab.failed = 0;
         (case.run)(&mut lab);
+        if let Some(e) = lab.infra_error.take() {
+            return Err(format!("case {}: {e}", case.id));
+        }
         text.push_str(&format!("CASE {} :: {}\n", case.id, case.title));
         for l in &lab.lines {
             text.push_str(l);
