@@ -113,6 +113,34 @@ enum Cmd {
         #[arg(long, default_value = "target/leaselab-pg", value_name = "DIR")]
         pg_dir: PathBuf,
     },
+    /// One holder process of the real-time F4/F5 experiment (started by `lab --backend pg`).
+    #[command(hide = true)]
+    Holder {
+        /// a or b.
+        #[arg(long)]
+        role: String,
+        /// Holder name.
+        #[arg(long)]
+        name: String,
+        /// lease26 connection string.
+        #[arg(long)]
+        lease: String,
+        /// res26 connection string.
+        #[arg(long)]
+        res: String,
+        /// scope or off.
+        #[arg(long, default_value = "scope")]
+        fence: String,
+        /// TTL.
+        #[arg(long, default_value_t = 1500)]
+        ttl_ms: u64,
+        /// Renew period.
+        #[arg(long, default_value_t = 400)]
+        renew_ms: u64,
+        /// Local margin.
+        #[arg(long, default_value_t = 300)]
+        margin_ms: u64,
+    },
     /// Re-execute traces against the model; non-zero exit on a divergence or unexpected verdict.
     Replay {
         /// Trace files.
@@ -149,6 +177,34 @@ fn main() -> ExitCode {
             run_lab(case.as_deref(), fence, trace_out, table, pg)
         }
         Cmd::Replay { files } => run_replay(&files),
+        Cmd::Holder {
+            role,
+            name,
+            lease,
+            res,
+            fence,
+            ttl_ms,
+            renew_ms,
+            margin_ms,
+        } => {
+            let a = leaselab_pg::real::HolderArgs {
+                role,
+                name,
+                lease,
+                res,
+                fenced: fence != "off",
+                ttl_ms,
+                renew_ms,
+                margin_ms,
+            };
+            match leaselab_pg::real::holder_main(&a) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("leaselab holder: {e}");
+                    ExitCode::from(2)
+                }
+            }
+        }
         Cmd::Diff {
             files,
             sim_seeds,
@@ -229,7 +285,8 @@ fn run_lab(
     if pg.is_some() {
         println!("BACKEND postgres: the source SQL on two throwaway clusters (lease26, res26), virtual now()\n");
     }
-    let res = match lab::run_on(case, fence, pg) {
+    let exe = std::env::current_exe().ok();
+    let res = match lab::run_with(case, fence, pg, exe) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("leaselab lab: {e}");

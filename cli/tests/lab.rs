@@ -171,8 +171,31 @@ fn the_lab_passes_on_postgres_too() {
     let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("lab-pg");
     let pg = leaselab_pg::PgBackend::throwaway(&dir)
         .unwrap_or_else(|e| panic!("cannot start PostgreSQL: {e}"));
-    let res = lab::run_on(None, None, Some(pg)).expect("lab runs on PostgreSQL");
+    let exe = std::path::PathBuf::from(env!("CARGO_BIN_EXE_leaselab"));
+    let res = lab::run_with(None, None, Some(pg), Some(exe)).expect("lab runs on PostgreSQL");
     assert_eq!((res.passed, res.failed), (13, 0), "{}", res.text);
+    // The real-time experiments ran: F4's A was seen stopped and its write rejected.
+    assert!(res.text.contains("ok   real: after SIGSTOP /proc/<pid>/stat shows A stopped (renewer thread too) (expected=T, actual=T)"), "{}", res.text);
+    assert!(
+        res.text
+            .contains("ok   real: A's write after resume (expected=WRITE accepted=false token=1"),
+        "{}",
+        res.text
+    );
+    assert!(
+        res.text.contains(
+            "ok   real: the break: A's stale write (expected=WRITE accepted=true token=1"
+        ),
+        "{}",
+        res.text
+    );
+    assert!(
+        res.text.contains(
+            "ok   real: 16 connections on a barrier, winners new / held / expired (expected=1/0/1"
+        ),
+        "{}",
+        res.text
+    );
     // The negative controls break on PostgreSQL exactly as on the model.
     for (name, check) in [
         ("F5", Check::I3),

@@ -441,6 +441,11 @@ impl PgBackend {
         Ok(())
     }
 
+    /// The connection string of a database (real `now()`: no redirection option).
+    pub fn conninfo(&self, db: DbName) -> String {
+        self.sides[idx(db)].conninfo.clone()
+    }
+
     fn drop_sessions(&mut self, i: usize) {
         for (_, s) in std::mem::take(&mut self.sides[i].sessions) {
             if let Some(h) = s.pending {

@@ -11,6 +11,7 @@
 //!   replay mode.
 //! - [`adapter`]: the backend seam on PostgreSQL, with lock waits detected by asking the server.
 //! - [`diff`]: the differential replay of a trace against the model and PostgreSQL.
+//! - [`real`]: real-time experiments: F3's 16-connection race, F4/F5 with real processes.
 //!
 //! Set `LEASELAB_PG_CONNINFO` (e.g. `host=/tmp port=5432 user=postgres`) to use an existing
 //! server instead of throwaway clusters (crash steps are then unsupported).
@@ -18,6 +19,7 @@
 pub mod adapter;
 pub mod cluster;
 pub mod diff;
+pub mod real;
 pub mod sql;
 
 pub use adapter::{PgBackend, PgError};

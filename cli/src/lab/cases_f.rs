@@ -157,8 +157,24 @@ fn f3(lab: &mut Lab) {
         _ => 0,
     };
     lab.expect(&format!("token after {attempts} attempts"), 2, token);
-    lab.note("the model runs the 16 statements one at a time; PostgreSQL's real 16-connection barrier race is the pg issue's F3");
     lab.judge("F3", "acquire race", &w, &[]);
+    if let Some((lease, _)) = lab.real_pg(&Config::default()) {
+        match leaselab_pg::real::race_experiment(&lease, TTL_MS) {
+            Ok((winners, token)) => {
+                lab.expect(
+                    "real: 16 connections on a barrier, winners new / held / expired",
+                    s("1/0/1"),
+                    format!("{}/{}/{}", winners[0], winners[1], winners[2]),
+                );
+                lab.expect("real: token after 48 attempts", 2, token);
+            }
+            Err(e) => {
+                lab.expect_that(&format!("real: race experiment ran ({e})"), false);
+            }
+        }
+    } else {
+        lab.note("the statements run one at a time here; `--backend pg` adds the real 16-connection race");
+    }
 }
 
 /// F4's timeline, with the resource configured by `config`.
@@ -254,6 +270,92 @@ fn f4(lab: &mut Lab) {
     );
     lab.observed.insert(super::table::SCOPE, brief(&r.a_write));
     lab.judge("F4", "main experiment", &r.w, &[]);
+    real_pause(lab, true);
+}
+
+/// F4/F5 as the source ran them: two real processes, SIGSTOP/SIGCONT, real `now()`.
+fn real_pause(lab: &mut Lab, fenced: bool) {
+    let Some(exe) = lab.holder_exe.clone() else {
+        return;
+    };
+    let cfg = Config::with_fence(if fenced {
+        FenceMode::Scope
+    } else {
+        FenceMode::Off
+    });
+    let Some((lease, res)) = lab.real_pg(&cfg) else {
+        return;
+    };
+    let r = match leaselab_pg::real::pause_experiment(&exe, &lease, &res, fenced) {
+        Ok(r) => r,
+        Err(e) => {
+            lab.expect_that(&format!("real: two-process experiment ran ({e})"), false);
+            return;
+        }
+    };
+    let (h, t, held) = &r.held_after_wait;
+    lab.expect(
+        "real: A (own process) keeps the lease by renewing for 3000 ms, TTL=1500 ms",
+        s("holder-a token=1 held"),
+        format!("{h} token={t} {}", if *held { "held" } else { "expired" }),
+    );
+    lab.expect(
+        "real: A passes its local-deadline check",
+        s("CHECK valid=true"),
+        r.a_check.clone(),
+    );
+    lab.expect(
+        "real: after SIGSTOP /proc/<pid>/stat shows A stopped (renewer thread too)",
+        'T',
+        r.state_after_stop,
+    );
+    let b_acq = r.b_lines.first().cloned().unwrap_or_default();
+    lab.expect("real: B acquires", s("ACQUIRED token=2"), b_acq);
+    let b_write = r.b_lines.get(1).cloned().unwrap_or_default();
+    lab.expect("real: B's write", s("WRITE accepted=true token=2"), b_write);
+    let a_write = r.a_after.first().cloned().unwrap_or_default();
+    let a_renew = r.a_after.get(1).cloned().unwrap_or_default();
+    lab.note(format!("real: A after SIGCONT: {a_write}; {a_renew}"));
+    let summary = r
+        .summary
+        .as_ref()
+        .map(|(c, w, t)| format!("{c} by {w} token={t}"))
+        .unwrap_or_default();
+    if fenced {
+        lab.expect(
+            "real: A's write after resume",
+            s("WRITE accepted=false token=1"),
+            a_write,
+        );
+        lab.expect(
+            "real: A's renew after the write",
+            s("RENEW_AFTER_WRITE ok=false"),
+            a_renew,
+        );
+        lab.expect(
+            "real: final summary",
+            s("rows=201(B) by holder-b token=2"),
+            summary,
+        );
+        lab.expect("real: fence_floor", 2, r.floor);
+        lab.expect(
+            "real: write_attempt holds one rejected attempt by A",
+            1,
+            r.a_rejected,
+        );
+    } else {
+        lab.expect(
+            "real: the break: A's stale write",
+            s("WRITE accepted=true token=1"),
+            a_write,
+        );
+        lab.expect(
+            "real: final summary",
+            s("rows=200(A) by holder-a token=1"),
+            summary,
+        );
+        lab.expect("real: fence_floor", 0, r.floor);
+    }
 }
 
 fn f5(lab: &mut Lab) {
@@ -286,6 +388,7 @@ fn f5(lab: &mut Lab) {
         &r.w,
         &[Check::I3, Check::Acceptance, Check::Final],
     );
+    real_pause(lab, false);
 }
 
 fn f6(lab: &mut Lab) {

@@ -73,6 +73,8 @@ pub struct Lab {
     pub pg: Option<Rc<RefCell<PgBackend>>>,
     /// A backend that could not be reset: the run stops with this error.
     pub infra_error: Option<String>,
+    /// The `leaselab` binary, for the real-process experiments on PostgreSQL.
+    pub holder_exe: Option<std::path::PathBuf>,
 }
 
 impl Lab {
@@ -95,6 +97,20 @@ impl Lab {
             }
         }
         World::with_backend(Box::new(Model::new(config)))
+    }
+
+    /// On PostgreSQL: reset to `config` and return the two connection strings (real `now()`).
+    pub fn real_pg(&mut self, config: &Config) -> Option<(String, String)> {
+        let pg = self.pg.clone()?;
+        let mut pg = pg.borrow_mut();
+        if let Err(e) = pg.reset(config) {
+            self.infra_error = Some(format!("PostgreSQL reset failed: {e}"));
+            return None;
+        }
+        Some((
+            pg.conninfo(leaselab_model::DbName::Lease),
+            pg.conninfo(leaselab_model::DbName::Res),
+        ))
     }
 
     fn line(&mut self, s: String) {
@@ -214,6 +230,18 @@ pub fn run_on(
     fence_override: Option<FenceMode>,
     pg: Option<PgBackend>,
 ) -> Result<LabResult, String> {
+    run_with(only, fence_override, pg, None)
+}
+
+/// As [`run_on`]; on PostgreSQL with `holder_exe` (the `leaselab` binary) F3, F4 and F5 also
+/// run their real-time experiments: real `now()`, 16 real connections, two real processes
+/// stopped with SIGSTOP.
+pub fn run_with(
+    only: Option<&str>,
+    fence_override: Option<FenceMode>,
+    pg: Option<PgBackend>,
+    holder_exe: Option<std::path::PathBuf>,
+) -> Result<LabResult, String> {
     let all = cases();
     let selected: Vec<&Case> = match only {
         None => all.iter().collect(),
@@ -235,6 +263,7 @@ pub fn run_on(
     let mut lab = Lab {
         fence_override,
         pg: pg.map(|p| Rc::new(RefCell::new(p))),
+        holder_exe,
         ..Lab::default()
     };
     let mut text = String::new();
