@@ -40,6 +40,9 @@ enum Cmd {
         /// Where the throwaway clusters live (`--backend pg`).
         #[arg(long, default_value = "target/leaselab-pg", value_name = "DIR")]
         pg_dir: PathBuf,
+        /// Also run the cases beyond the sources (X1–X3).
+        #[arg(long)]
+        beyond: bool,
     },
     /// Simulate holders and databases under seeded faults: one seed, or a sweep.
     Sim {
@@ -159,6 +162,7 @@ fn main() -> ExitCode {
             table,
             backend,
             pg_dir,
+            beyond,
         } => {
             let pg = match backend.as_str() {
                 "model" => None,
@@ -174,7 +178,7 @@ fn main() -> ExitCode {
                     return ExitCode::from(2);
                 }
             };
-            run_lab(case.as_deref(), fence, trace_out, table, pg)
+            run_lab(case.as_deref(), beyond, fence, trace_out, table, pg)
         }
         Cmd::Replay { files } => run_replay(&files),
         Cmd::Holder {
@@ -277,6 +281,7 @@ fn main() -> ExitCode {
 
 fn run_lab(
     case: Option<&str>,
+    beyond: bool,
     fence: Option<FenceMode>,
     out: Option<PathBuf>,
     table: bool,
@@ -286,7 +291,7 @@ fn run_lab(
         println!("BACKEND postgres: the source SQL on two throwaway clusters (lease26, res26), virtual now()\n");
     }
     let exe = std::env::current_exe().ok();
-    let res = match lab::run_with(case, fence, pg, exe) {
+    let res = match lab::run_select(case, beyond, fence, pg, exe) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("leaselab lab: {e}");

@@ -61,6 +61,16 @@ fn stmt_err(e: tokio_postgres::Error) -> Outcome {
     }
 }
 
+/// A COMMIT whose connection broke: the client cannot know whether it took effect (Jepsen's
+/// `:info`); any other error is definite.
+fn commit_err(e: tokio_postgres::Error) -> Outcome {
+    if e.code().is_none() && e.is_closed() {
+        Outcome::Indeterminate("conn-lost-during-commit".into())
+    } else {
+        stmt_err(e)
+    }
+}
+
 fn ms_of_us(us: Option<i64>) -> Result<Expiry, Outcome> {
     match us {
         None => Ok(Expiry::NegInfinity),
@@ -438,6 +448,23 @@ impl PgBackend {
             })?;
         }
         self.config = config.clone();
+        Ok(())
+    }
+
+    /// Fault injection: the server ends `conn`'s backend (`pg_terminate_backend`), as a
+    /// server-side kill or a network cut would. The client learns of it at its next statement.
+    pub fn terminate(&mut self, db: DbName, conn: &ConnId) -> Result<(), PgError> {
+        let i = idx(db);
+        let Some(pid) = self.sides[i].sessions.get(conn).map(|s| s.pid) else {
+            return Ok(());
+        };
+        let (admin, _) = self.admin(i)?;
+        self.rt.block_on(async move {
+            admin
+                .execute("SELECT pg_terminate_backend($1)", &[&pid])
+                .await
+                .map_err(|e| pe("terminate", e))
+        })?;
         Ok(())
     }
 
@@ -999,7 +1026,7 @@ impl FencedResource for PgBackend {
                 if txn {
                     c.batch_execute(if pass { "COMMIT" } else { "ROLLBACK" })
                         .await
-                        .map_err(stmt_err)?;
+                        .map_err(if pass { commit_err } else { stmt_err })?;
                 }
                 log_attempt(&c, &s, &w, pass).await?;
                 Ok(if pass {
@@ -1289,6 +1316,7 @@ impl Admin for PgBackend {
                             .await
                         {
                             Ok(()) => Outcome::Ok,
+                            Err(e) if commit => commit_err(e),
                             Err(e) => stmt_err(e),
                         }
                     })

@@ -90,6 +90,40 @@ fn postgres_agrees_with_the_model() {
         d.line
     );
 
+    // A connection lost before its COMMIT came back: the outcome is indeterminate, never a
+    // panic, and what was committed before stays.
+    pg.reset(&Config::default()).expect("reset");
+    let (a, conn) = (
+        leaselab_model::Holder::new("holder-a"),
+        leaselab_model::ConnId::new("holder-a"),
+    );
+    let cx = leaselab_model::Ctx {
+        now: leaselab_model::Millis(0),
+        local: leaselab_model::Millis(0),
+        actor: &a,
+        conn: &conn,
+    };
+    use leaselab_model::{apply, DbName, Op, Outcome};
+    assert_eq!(
+        apply(&mut pg, &cx, &Op::write("summary", "kept", 1)),
+        Outcome::Accepted
+    );
+    assert_eq!(apply(&mut pg, &cx, &Op::begin(DbName::Res)), Outcome::Ok);
+    assert_eq!(apply(&mut pg, &cx, &Op::fence(2)), Outcome::Passed);
+    assert_eq!(
+        apply(&mut pg, &cx, &Op::upsert("summary", "lost", 2)),
+        Outcome::Ok
+    );
+    pg.terminate(DbName::Res, &conn).expect("terminate");
+    let o = apply(&mut pg, &cx, &Op::commit(DbName::Res));
+    assert!(matches!(o, Outcome::Indeterminate(_)), "{o:?}");
+    let other = leaselab_model::ConnId::new("reader");
+    let rcx = leaselab_model::Ctx { conn: &other, ..cx };
+    match apply(&mut pg, &rcx, &Op::read_part("summary")) {
+        Outcome::Part(Some(r)) => assert_eq!(r.content, "kept"),
+        o => panic!("{o:?}"),
+    }
+
     // And an unfenced model is caught at A's stale write in the main experiment (step 17).
     let f4 = trace("F4");
     let wrong = Config {

@@ -6,6 +6,7 @@
 
 mod cases_f;
 mod cases_g;
+mod cases_x;
 pub mod table;
 
 use leaselab_checkers::{check, Check, Report};
@@ -41,11 +42,16 @@ pub struct Case {
     pub run: fn(&mut Lab),
 }
 
-/// Every case, in catalogue order.
+/// Every case of the catalogue (F1–F9, G1–G4), in order.
 pub fn cases() -> Vec<Case> {
     let mut v = cases_f::cases();
     v.extend(cases_g::cases());
     v
+}
+
+/// The cases beyond the sources (X1…), run with `--beyond` or `--case X…`.
+pub fn beyond_cases() -> Vec<Case> {
+    cases_x::cases()
 }
 
 /// One recorded run of a case (a case may run several: both orders, with and without fence).
@@ -242,7 +248,22 @@ pub fn run_with(
     pg: Option<PgBackend>,
     holder_exe: Option<std::path::PathBuf>,
 ) -> Result<LabResult, String> {
-    let all = cases();
+    run_select(only, false, fence_override, pg, holder_exe)
+}
+
+/// The full entry point: `beyond` adds the X cases to a run of all cases; `--case X1` always
+/// finds them.
+pub fn run_select(
+    only: Option<&str>,
+    beyond: bool,
+    fence_override: Option<FenceMode>,
+    pg: Option<PgBackend>,
+    holder_exe: Option<std::path::PathBuf>,
+) -> Result<LabResult, String> {
+    let mut all = cases();
+    if beyond || only.is_some() {
+        all.extend(beyond_cases());
+    }
     let selected: Vec<&Case> = match only {
         None => all.iter().collect(),
         Some(id) => {
