@@ -26,6 +26,8 @@ pub struct Ctx<'a> {
 pub enum SessionStep {
     /// `BEGIN`.
     Begin,
+    /// `BEGIN ISOLATION LEVEL REPEATABLE READ`.
+    BeginRepeatableRead,
     /// `COMMIT`.
     Commit,
     /// `ROLLBACK`.
@@ -232,6 +234,7 @@ pub fn apply<B: LeaseStore + FencedResource + Admin + ?Sized>(
         Op::ReadPublish { key } => b.read_publish(cx, key),
         Op::CountAttempts { writer, outcome } => b.count_attempts(cx, writer, *outcome),
         Op::Begin { db } => b.session(cx, *db, SessionStep::Begin),
+        Op::BeginRepeatableRead { db } => b.session(cx, *db, SessionStep::BeginRepeatableRead),
         Op::Commit { db } => b.session(cx, *db, SessionStep::Commit),
         Op::Rollback { db } => b.session(cx, *db, SessionStep::Rollback),
         Op::Await { db } => b.session(cx, *db, SessionStep::Await),

@@ -14,6 +14,10 @@ pub enum FenceMode {
     /// Seed 003's `FencedStore`: like `Scope` but `max_token < t`, so an equal token is
     /// rejected — which breaks a holder writing two parts with one token.
     Strict,
+    /// The scope fence as a guarded upsert of the floor row (`INSERT … ON CONFLICT (scope) DO
+    /// UPDATE … WHERE max_token <= EXCLUDED.max_token`): the first write of a scope creates its
+    /// floor instead of being rejected, and a racing stale token still loses.
+    ScopeUpsert,
     /// Per-row compare in the upsert (`WHERE part.token <= new.token`): a part the new holder
     /// never wrote has no old token to compare, so a stale write to it passes (F7).
     Row,
@@ -26,9 +30,10 @@ pub enum FenceMode {
 
 impl FenceMode {
     /// Every mode, in a stable order.
-    pub const ALL: [FenceMode; 5] = [
+    pub const ALL: [FenceMode; 6] = [
         FenceMode::Scope,
         FenceMode::Strict,
+        FenceMode::ScopeUpsert,
         FenceMode::Row,
         FenceMode::CheckThenWrite,
         FenceMode::Off,
@@ -39,6 +44,7 @@ impl FenceMode {
         match self {
             FenceMode::Scope => "scope",
             FenceMode::Strict => "strict",
+            FenceMode::ScopeUpsert => "scope-upsert",
             FenceMode::Row => "row",
             FenceMode::CheckThenWrite => "check-then-write",
             FenceMode::Off => "off",
@@ -136,10 +142,11 @@ macro_rules! enum_from_str {
 enum_from_str!(
     FenceMode,
     "fence mode",
-    "scope, strict, row, check-then-write, off",
+    "scope, strict, scope-upsert, row, check-then-write, off",
     [
         FenceMode::Scope,
         FenceMode::Strict,
+        FenceMode::ScopeUpsert,
         FenceMode::Row,
         FenceMode::CheckThenWrite,
         FenceMode::Off

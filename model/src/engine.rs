@@ -50,6 +50,13 @@ pub(crate) struct Txn {
     pub overlay: BTreeMap<Key, Option<Row>>,
     /// Keys locked by this transaction.
     pub locks: BTreeSet<Key>,
+    /// REPEATABLE READ (else READ COMMITTED).
+    pub repeatable: bool,
+    /// The commit sequence number at the transaction's first statement (REPEATABLE READ).
+    pub snapshot: Option<u64>,
+    /// An error aborted the transaction: statements fail until ROLLBACK (or COMMIT, which
+    /// then rolls back).
+    pub aborted: bool,
 }
 
 /// A statement waiting for a row lock, with the continuation to run when it can proceed.
@@ -106,6 +113,10 @@ pub(crate) struct Engine<T, X> {
     /// Blocked connections in the order they blocked (the lock queue).
     pub queue: Vec<ConnId>,
     pub up: bool,
+    /// Commits so far; `key_seq` says which commit last wrote each key (REPEATABLE READ's
+    /// "concurrent update" rule).
+    pub commit_seq: u64,
+    pub key_seq: BTreeMap<Key, u64>,
 }
 
 impl<T, X: Default> Default for Engine<T, X> {
@@ -116,6 +127,8 @@ impl<T, X: Default> Default for Engine<T, X> {
             conns: BTreeMap::new(),
             queue: Vec::new(),
             up: true,
+            commit_seq: 0,
+            key_seq: BTreeMap::new(),
         }
     }
 }
@@ -176,6 +189,8 @@ impl<T: Clone, X: Default> Engine<T, X> {
 
     /// Writes a row version as committed.
     pub fn commit_row(&mut self, key: Key, row: Option<Row>) {
+        self.commit_seq += 1;
+        self.key_seq.insert(key.clone(), self.commit_seq);
         match row {
             Some(r) => {
                 self.committed.insert(key, r);
@@ -187,12 +202,52 @@ impl<T: Clone, X: Default> Engine<T, X> {
     }
 
     /// Starts a transaction on `id` at `now`.
-    pub fn begin(&mut self, id: &ConnId, now: Millis) {
+    pub fn begin(&mut self, id: &ConnId, now: Millis, repeatable: bool) {
         self.conn(id).txn = Some(Txn {
             start: now,
             overlay: BTreeMap::new(),
             locks: BTreeSet::new(),
+            repeatable,
+            snapshot: None,
+            aborted: false,
         });
+    }
+
+    /// A REPEATABLE READ transaction takes its snapshot at its first statement.
+    pub fn take_snapshot(&mut self, id: &ConnId) {
+        let seq = self.commit_seq;
+        if let Some(t) = self.conn(id).txn.as_mut() {
+            if t.repeatable && t.snapshot.is_none() {
+                t.snapshot = Some(seq);
+            }
+        }
+    }
+
+    /// REPEATABLE READ: `key` was committed by another transaction after `id`'s snapshot, so
+    /// updating it fails with SQLSTATE 40001.
+    pub fn serialization_conflict(&self, id: &ConnId, key: &Key) -> bool {
+        let Some(t) = self.conns.get(id).and_then(|c| c.txn.as_ref()) else {
+            return false;
+        };
+        match (t.repeatable, t.snapshot) {
+            (true, Some(snap)) => self.key_seq.get(key).is_some_and(|s| *s > snap),
+            _ => false,
+        }
+    }
+
+    /// Marks `id`'s transaction aborted by an error.
+    pub fn abort_txn(&mut self, id: &ConnId) {
+        if let Some(t) = self.conn(id).txn.as_mut() {
+            t.aborted = true;
+        }
+    }
+
+    /// Whether `id`'s transaction was aborted by an error.
+    pub fn is_aborted(&self, id: &ConnId) -> bool {
+        self.conns
+            .get(id)
+            .and_then(|c| c.txn.as_ref())
+            .is_some_and(|t| t.aborted)
     }
 
     /// Ends `id`'s transaction, publishing its changes if `commit`, and releases its locks.

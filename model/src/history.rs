@@ -100,6 +100,13 @@ pub enum Op {
         /// Database.
         db: DbName,
     },
+    /// `BEGIN ISOLATION LEVEL REPEATABLE READ`: the snapshot is taken at the transaction's
+    /// first statement; a fence UPDATE on a floor another transaction committed since then fails
+    /// with SQLSTATE 40001 (the model covers that rule only).
+    BeginRepeatableRead {
+        /// Database.
+        db: DbName,
+    },
     /// `COMMIT`.
     Commit {
         /// Database.
@@ -195,6 +202,7 @@ impl Op {
             | Op::ReadPublish { .. }
             | Op::CountAttempts { .. } => Some(DbName::Res),
             Op::Begin { db }
+            | Op::BeginRepeatableRead { db }
             | Op::Commit { db }
             | Op::Rollback { db }
             | Op::Await { db }

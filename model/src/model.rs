@@ -107,10 +107,21 @@ trait Db {
         None
     }
 
+    /// A statement in a transaction that an error aborted fails until the transaction ends.
+    fn aborted(&mut self, id: &ConnId) -> Option<Outcome> {
+        self.engine()
+            .is_aborted(id)
+            .then(|| Outcome::Error("sqlstate-25P02".into()))
+    }
+
     fn submit(&mut self, id: &ConnId, task: Self::Task, now: Millis) -> Outcome {
         if let Some(o) = self.admit(id) {
             return o;
         }
+        if let Some(o) = self.aborted(id) {
+            return o;
+        }
+        self.engine().take_snapshot(id);
         let out = match self.step(id, task, now) {
             Ok(o) => o,
             Err((key, task)) => {
@@ -256,13 +267,18 @@ impl ResDb {
         self.engine.conns.get(id).is_some_and(|c| c.txn.is_some())
     }
 
-    /// The fence statement for the configured mode: `Ok(true)` passed, `Ok(false)` refused.
-    fn fence_stmt(&mut self, id: &ConnId, w: &WriteArgs) -> Result<bool, Key> {
+    /// The fence statement for the configured mode: `Ok(Some(true))` passed, `Ok(Some(false))`
+    /// refused, `Ok(None)` a REPEATABLE READ serialization failure (SQLSTATE 40001).
+    fn fence_stmt(&mut self, id: &ConnId, w: &WriteArgs) -> Result<Option<bool>, Key> {
         let key = Key::Floor(w.scope.clone());
         match self.fence {
-            FenceMode::Scope | FenceMode::Strict => {
+            FenceMode::Scope | FenceMode::Strict | FenceMode::ScopeUpsert => {
                 if self.engine.locked_by_other(id, &key) {
                     return Err(key);
+                }
+                if self.engine.serialization_conflict(id, &key) {
+                    self.engine.abort_txn(id);
+                    return Ok(None);
                 }
                 let floor = match self.engine.read(id, &key) {
                     Some(Row::Floor(f)) => Some(f),
@@ -272,8 +288,11 @@ impl ResDb {
                 if pass {
                     self.engine
                         .apply(id, key, Effect::Write(Some(Row::Floor(w.token))));
+                } else if self.fence == FenceMode::ScopeUpsert && floor.is_some() {
+                    // ON CONFLICT locks the conflicting row even when its WHERE is false.
+                    self.engine.apply(id, key, Effect::LockOnly);
                 }
-                Ok(pass)
+                Ok(Some(pass))
             }
             // A plain SELECT: never waits, takes no lock, and its answer can be stale by the
             // time the client acts on it — which is the whole point of F6a.
@@ -282,9 +301,9 @@ impl ResDb {
                     Some(Row::Floor(f)) => Some(f),
                     _ => None,
                 };
-                Ok(rules::floor_passes(self.fence, floor, w.token))
+                Ok(Some(rules::floor_passes(self.fence, floor, w.token)))
             }
-            FenceMode::Row | FenceMode::Off => Ok(true),
+            FenceMode::Row | FenceMode::Off => Ok(Some(true)),
         }
     }
 
@@ -394,8 +413,12 @@ impl Db for ResDb {
         match task {
             ResTask::WriteFence(w) => match self.fence_stmt(id, &w) {
                 Err(k) => Err((k, ResTask::WriteFence(w))),
-                Ok(false) => Ok(self.finish_write(id, &w, false)),
-                Ok(true) => self.step(id, ResTask::WriteUpsert(w, false), now),
+                Ok(None) => {
+                    self.engine.end(id, false);
+                    Ok(Outcome::Error("sqlstate-40001".into()))
+                }
+                Ok(Some(false)) => Ok(self.finish_write(id, &w, false)),
+                Ok(Some(true)) => self.step(id, ResTask::WriteUpsert(w, false), now),
             },
             ResTask::WriteUpsert(w, floor_set) => match self.upsert_stmt(id, &w, floor_set) {
                 Err((k, fs)) => Err((k, ResTask::WriteUpsert(w, fs))),
@@ -403,12 +426,13 @@ impl Db for ResDb {
             },
             ResTask::Fence(w) => match self.fence_stmt(id, &w) {
                 Err(k) => Err((k, ResTask::Fence(w))),
-                Ok(true) => Ok(Outcome::Passed),
-                Ok(false) if self.in_txn(id) => {
+                Ok(None) => Ok(Outcome::Error("sqlstate-40001".into())),
+                Ok(Some(true)) => Ok(Outcome::Passed),
+                Ok(Some(false)) if self.in_txn(id) => {
                     self.draft(id, w, false);
                     Ok(Outcome::Failed)
                 }
-                Ok(false) => {
+                Ok(Some(false)) => {
                     self.attempts.push(w.attempt(AttemptOutcome::Rejected));
                     Ok(Outcome::Failed)
                 }
@@ -597,7 +621,7 @@ impl Model {
     }
 
     fn read_res(&mut self, id: &ConnId, key: Key) -> Option<Outcome> {
-        if let Some(o) = self.res.admit(id) {
+        if let Some(o) = self.res.admit(id).or_else(|| self.res.aborted(id)) {
             return Some(o);
         }
         let row = self.res.engine.read(id, &key);
@@ -687,7 +711,7 @@ impl FencedResource for Model {
             return Outcome::Error("in-transaction".into());
         }
         if self.res.uses_txn() {
-            self.res.engine.begin(cx.conn, cx.now);
+            self.res.engine.begin(cx.conn, cx.now, false);
         }
         let w = ResDb::write_args(cx, scope, part, content, token);
         self.res.submit(cx.conn, ResTask::WriteFence(w), cx.now)
@@ -805,7 +829,8 @@ impl Admin for Model {
                 };
                 Outcome::Now(t)
             }
-            SessionStep::Begin => {
+            SessionStep::Begin | SessionStep::BeginRepeatableRead => {
+                let repeatable = step == SessionStep::BeginRepeatableRead;
                 let open = match db {
                     DbName::Lease => self.lease.engine.conn(id).txn.is_some(),
                     DbName::Res => self.res.in_txn(id),
@@ -815,15 +840,21 @@ impl Admin for Model {
                 } else {
                     if txn_db {
                         match db {
-                            DbName::Lease => self.lease.engine.begin(id, cx.now),
-                            DbName::Res => self.res.engine.begin(id, cx.now),
+                            DbName::Lease => self.lease.engine.begin(id, cx.now, repeatable),
+                            DbName::Res => self.res.engine.begin(id, cx.now, repeatable),
                         }
                     }
                     Outcome::Ok
                 }
             }
             SessionStep::Commit | SessionStep::Rollback => {
-                let commit = step == SessionStep::Commit;
+                // COMMIT of a transaction an error aborted rolls back (PostgreSQL answers
+                // ROLLBACK without an error).
+                let aborted = match db {
+                    DbName::Lease => self.lease.engine.is_aborted(id),
+                    DbName::Res => self.res.engine.is_aborted(id),
+                };
+                let commit = step == SessionStep::Commit && !aborted;
                 match db {
                     DbName::Lease => {
                         self.lease.engine.end(id, commit);

@@ -65,13 +65,17 @@ pub fn release(row: Option<&LeaseRow>, holder: &Holder, token: Token) -> Option<
 
 /// The fence comparison of a mode that compares against a floor: `max_token <= token` for the
 /// scope fence and check-then-write, `max_token < token` for the strict fence; modes without a
-/// floor (row, off) always pass here. A missing floor row never passes.
+/// floor (row, off) always pass here. A missing floor row never passes, except for the guarded
+/// upsert, which creates it.
 pub fn floor_passes(mode: FenceMode, floor: Option<Token>, token: Token) -> bool {
     match (mode, floor) {
         (FenceMode::Row | FenceMode::Off, _) => true,
+        (FenceMode::ScopeUpsert, None) => true,
         (_, None) => false,
         (FenceMode::Strict, Some(f)) => f < token,
-        (FenceMode::Scope | FenceMode::CheckThenWrite, Some(f)) => f <= token,
+        (FenceMode::Scope | FenceMode::ScopeUpsert | FenceMode::CheckThenWrite, Some(f)) => {
+            f <= token
+        }
     }
 }
 

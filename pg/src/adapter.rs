@@ -64,7 +64,13 @@ fn stmt_err(e: tokio_postgres::Error) -> Outcome {
 /// A COMMIT whose connection broke: the client cannot know whether it took effect (Jepsen's
 /// `:info`); any other error is definite.
 fn commit_err(e: tokio_postgres::Error) -> Outcome {
-    if e.code().is_none() && e.is_closed() {
+    // Connection exceptions (class 08) and operator intervention (57P0x: the backend was
+    // terminated or the server is shutting down) leave the client not knowing.
+    let lost = match e.code() {
+        None => e.is_closed(),
+        Some(c) => c.code().starts_with("08") || c.code().starts_with("57P"),
+    };
+    if lost {
         Outcome::Indeterminate("conn-lost-during-commit".into())
     } else {
         stmt_err(e)
@@ -206,6 +212,7 @@ async fn prepare(c: &Client, db: DbName, cfg: &Config) -> Result<Stmts, tokio_po
     }
     let fence_sql = match cfg.fence {
         FenceMode::Strict => sql::FENCE_STRICT,
+        FenceMode::ScopeUpsert => sql::FENCE_UPSERT,
         _ => sql::FENCE_SCOPE,
     };
     let upsert_sql = if cfg.fence == FenceMode::Row {
@@ -256,7 +263,7 @@ async fn log_attempt(c: &Client, s: &Stmts, w: &W, accepted: bool) -> Result<(),
 /// The fence statement of `mode`: Ok(true) passed.
 async fn fence(c: &Client, s: &Stmts, mode: FenceMode, w: &W) -> Result<bool, Outcome> {
     match mode {
-        FenceMode::Scope | FenceMode::Strict => {
+        FenceMode::Scope | FenceMode::Strict | FenceMode::ScopeUpsert => {
             let n = c
                 .execute(st(&s.fence)?, &[&w.token, &w.scope])
                 .await
@@ -1289,14 +1296,21 @@ impl Admin for PgBackend {
                     r.unwrap_or_else(|o| o)
                 })
             }
-            SessionStep::Begin if in_txn => Outcome::Error("in-transaction".into()),
-            SessionStep::Begin if !txn_db => Outcome::Ok,
-            SessionStep::Begin => {
+            SessionStep::Begin | SessionStep::BeginRepeatableRead if in_txn => {
+                Outcome::Error("in-transaction".into())
+            }
+            SessionStep::Begin | SessionStep::BeginRepeatableRead if !txn_db => Outcome::Ok,
+            SessionStep::Begin | SessionStep::BeginRepeatableRead => {
                 let now = self.now_for(false, cx.now);
+                let begin = if step == SessionStep::BeginRepeatableRead {
+                    "BEGIN ISOLATION LEVEL REPEATABLE READ"
+                } else {
+                    "BEGIN"
+                };
                 let o = self.rt.block_on(async move {
                     let r: Result<Outcome, Outcome> = async {
                         set_now(&c, &s, now).await.map_err(stmt_err)?;
-                        c.batch_execute("BEGIN").await.map_err(stmt_err)?;
+                        c.batch_execute(begin).await.map_err(stmt_err)?;
                         Ok(Outcome::Ok)
                     }
                     .await;

@@ -103,6 +103,10 @@ pub const FENCE_SCOPE: &str =
 /// Seed 003's strict fence.
 pub const FENCE_STRICT: &str =
     "UPDATE fence_floor SET max_token = $1 WHERE scope = $2 AND max_token < $1";
+/// The guarded upsert of the floor: creates the floor of a new scope, advances an existing one
+/// only for an equal or higher token.
+pub const FENCE_UPSERT: &str = "INSERT INTO fence_floor AS f (scope, max_token) VALUES ($2, $1)
+ON CONFLICT (scope) DO UPDATE SET max_token = EXCLUDED.max_token WHERE f.max_token <= EXCLUDED.max_token";
 /// Check-then-write, step 1: read.
 pub const FLOOR_READ: &str = "SELECT max_token FROM fence_floor WHERE scope = $1";
 /// Check-then-write, step 2: set, unconditionally.

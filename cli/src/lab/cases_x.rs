@@ -23,6 +23,16 @@ pub(super) fn cases() -> Vec<Case> {
             title: "a scope with no floor row rejects every write, even the current holder's (the floor must be seeded)",
             run: x3,
         },
+        Case {
+            id: "X4",
+            title: "the fence UPDATE under REPEATABLE READ fails with 40001 on a concurrent update even when its guard would pass; retried, it passes",
+            run: x4,
+        },
+        Case {
+            id: "X5",
+            title: "the guarded floor upsert: the first write of a new scope creates its floor; racing a stale token, the higher token wins in both orders",
+            run: x5,
+        },
     ]
 }
 
@@ -96,4 +106,113 @@ fn x3(lab: &mut Lab) {
     );
     lab.note("the fence UPDATE matches no row, so the write rolls back: a liveness trap, not a safety hole");
     lab.judge("X3", "scope without a floor row", &w, &[]);
+}
+
+fn x4(lab: &mut Lab) {
+    let res = DbName::Res;
+    let mut w = lab.world(Config::default());
+    w.run_on("holder-b", "b", Op::begin(res));
+    let o = w.run_on("holder-b", "b", Op::fence(2));
+    lab.expect(
+        "B (READ COMMITTED) advances the floor to 2, uncommitted",
+        s("passed"),
+        brief(&o),
+    );
+    w.run_on("holder-c", "c", Op::BeginRepeatableRead { db: res });
+    let o = w.run_on("holder-c", "c", Op::fence(3));
+    lab.expect(
+        "C (REPEATABLE READ, token 3) waits on the floor row lock",
+        s("blocked"),
+        brief(&o),
+    );
+    w.run_on("holder-b", "b", Op::upsert("summary", "B", 2));
+    w.run_on("holder-b", "b", Op::commit(res));
+    let o = w.run_on("holder-c", "c", Op::await_(res));
+    lab.expect(
+        "after B commits, C's UPDATE fails although 2 <= 3 would pass",
+        s("error reason=sqlstate-40001"),
+        o.to_string(),
+    );
+    let o = w.run_on("holder-c", "c", Op::upsert("summary", "C", 3));
+    lab.expect(
+        "the aborted transaction refuses further statements",
+        s("error reason=sqlstate-25P02"),
+        o.to_string(),
+    );
+    w.run_on("holder-c", "c", Op::rollback(res));
+    w.run_on("holder-c", "c", Op::BeginRepeatableRead { db: res });
+    let o = w.run_on("holder-c", "c", Op::fence(3));
+    lab.expect(
+        "retried in a new transaction, the fence passes",
+        s("passed"),
+        brief(&o),
+    );
+    w.run_on("holder-c", "c", Op::upsert("summary", "C", 3));
+    w.run_on("holder-c", "c", Op::commit(res));
+    let o = w.run("lab", Op::read_floor());
+    lab.expect("floor", s("3"), brief(&o));
+    lab.note("map 40001 to \"retry the write in a new transaction\"; READ COMMITTED (F6b) re-evaluates instead");
+    lab.judge("X4", "40001 under REPEATABLE READ", &w, &[]);
+}
+
+fn x5(lab: &mut Lab) {
+    let res = DbName::Res;
+    let cfg = || Config {
+        fence: FenceMode::ScopeUpsert,
+        scopes: vec![],
+        ..Config::default()
+    };
+    let mut w = lab.world(cfg());
+    let o = w.run("holder-a", Op::write("summary", "A", 1));
+    lab.expect(
+        "first write of a scope with no floor row: the upsert creates the floor",
+        s("accepted"),
+        brief(&o),
+    );
+    let o = w.run("lab", Op::read_floor());
+    lab.expect("floor created", s("1"), brief(&o));
+    lab.judge("X5-first", "guarded floor upsert, first write", &w, &[]);
+
+    for (first, ft, second, st, name) in [
+        ("holder-b", 2, "holder-a", 1, "X5-new-first"),
+        ("holder-a", 1, "holder-b", 2, "X5-stale-first"),
+    ] {
+        let mut w = lab.world(cfg());
+        w.run(first, Op::begin(res));
+        let o = w.run(first, Op::fence(ft));
+        lab.expect(
+            &format!("{name}: {first} (token {ft}) inserts the floor row, uncommitted"),
+            s("passed"),
+            brief(&o),
+        );
+        w.run(second, Op::begin(res));
+        let o = w.run(second, Op::fence(st));
+        lab.expect(
+            &format!("{name}: {second}'s upsert waits on the uncommitted insert"),
+            s("blocked"),
+            brief(&o),
+        );
+        w.run(first, Op::upsert("summary", first, ft));
+        w.run(first, Op::commit(res));
+        let o = w.run(second, Op::await_(res));
+        let want = if st > ft { "passed" } else { "failed" };
+        lab.expect(
+            &format!("{name}: {second} (token {st}) re-checks against the committed floor {ft}"),
+            s(want),
+            brief(&o),
+        );
+        if o == Outcome::Passed {
+            w.run(second, Op::upsert("summary", second, st));
+            w.run(second, Op::commit(res));
+        } else {
+            w.run(second, Op::rollback(res));
+        }
+        let o = w.run("lab", Op::read_part("summary"));
+        lab.expect(
+            &format!("{name}: final content"),
+            s("holder-b by holder-b token=2"),
+            brief(&o),
+        );
+        lab.judge(name, "guarded floor upsert, racing a stale token", &w, &[]);
+    }
 }
