@@ -703,129 +703,130 @@ impl<'f> Parser<'f> {
 
     fn op(&self, n: usize, word: &str, args: &[&str]) -> Result<Op, TraceError> {
         let mut f = self.fields(n, args)?;
-        let op =
-            match word {
-                "acquire" => Op::Acquire {
-                    lease: LeaseName::new(self.take(&mut f, "lease")?),
-                    holder: Holder::new(self.take(&mut f, "holder")?),
-                    ttl_ms: self.take_num(&mut f, "ttl_ms")?,
-                },
-                "renew" => Op::Renew {
-                    lease: LeaseName::new(self.take(&mut f, "lease")?),
-                    holder: Holder::new(self.take(&mut f, "holder")?),
-                    token: Token(self.take_num(&mut f, "token")?),
-                    ttl_ms: self.take_num(&mut f, "ttl_ms")?,
-                },
-                "release" => Op::Release {
-                    lease: LeaseName::new(self.take(&mut f, "lease")?),
-                    holder: Holder::new(self.take(&mut f, "holder")?),
-                    token: Token(self.take_num(&mut f, "token")?),
-                },
-                "write" | "upsert" => {
-                    let scope = Scope::new(self.take(&mut f, "scope")?);
-                    let part = Part::new(self.take(&mut f, "part")?);
-                    let content = self.take(&mut f, "content")?;
-                    let token = Token(self.take_num(&mut f, "token")?);
-                    if word == "write" {
-                        Op::Write {
-                            scope,
-                            part,
-                            content,
-                            token,
-                        }
-                    } else {
-                        Op::Upsert {
-                            scope,
-                            part,
-                            content,
-                            token,
-                        }
+        let op = match word {
+            "acquire" => Op::Acquire {
+                lease: LeaseName::new(self.take(&mut f, "lease")?),
+                holder: Holder::new(self.take(&mut f, "holder")?),
+                ttl_ms: self.take_num(&mut f, "ttl_ms")?,
+            },
+            "renew" => Op::Renew {
+                lease: LeaseName::new(self.take(&mut f, "lease")?),
+                holder: Holder::new(self.take(&mut f, "holder")?),
+                token: Token(self.take_num(&mut f, "token")?),
+                ttl_ms: self.take_num(&mut f, "ttl_ms")?,
+            },
+            "release" => Op::Release {
+                lease: LeaseName::new(self.take(&mut f, "lease")?),
+                holder: Holder::new(self.take(&mut f, "holder")?),
+                token: Token(self.take_num(&mut f, "token")?),
+            },
+            "write" | "upsert" => {
+                let scope = Scope::new(self.take(&mut f, "scope")?);
+                let part = Part::new(self.take(&mut f, "part")?);
+                let content = self.take(&mut f, "content")?;
+                let token = Token(self.take_num(&mut f, "token")?);
+                if word == "write" {
+                    Op::Write {
+                        scope,
+                        part,
+                        content,
+                        token,
+                    }
+                } else {
+                    Op::Upsert {
+                        scope,
+                        part,
+                        content,
+                        token,
                     }
                 }
-                "fence" => Op::Fence {
-                    scope: Scope::new(self.take(&mut f, "scope")?),
-                    token: Token(self.take_num(&mut f, "token")?),
-                },
-                "publish" => Op::Publish {
-                    key: self.take(&mut f, "key")?,
-                    content: self.take(&mut f, "content")?,
-                    token: Token(self.take_num(&mut f, "token")?),
-                },
-                "begin" => {
-                    let db = self.take_db(&mut f)?;
-                    if f.items.iter().any(|(k, _)| *k == "isolation") {
-                        match self.take(&mut f, "isolation")?.as_str() {
-                            "repeatable-read" => Op::BeginRepeatableRead { db },
-                            "read-committed" => Op::Begin { db },
-                            other => return Err(self.err(
+            }
+            "fence" => Op::Fence {
+                scope: Scope::new(self.take(&mut f, "scope")?),
+                token: Token(self.take_num(&mut f, "token")?),
+            },
+            "publish" => Op::Publish {
+                key: self.take(&mut f, "key")?,
+                content: self.take(&mut f, "content")?,
+                token: Token(self.take_num(&mut f, "token")?),
+            },
+            "begin" => {
+                let db = self.take_db(&mut f)?;
+                if f.items.iter().any(|(k, _)| *k == "isolation") {
+                    match self.take(&mut f, "isolation")?.as_str() {
+                        "repeatable-read" => Op::BeginRepeatableRead { db },
+                        "read-committed" => Op::Begin { db },
+                        other => {
+                            return Err(self.err(
                                 n,
                                 "isolation",
                                 format!(
                                     "expected read-committed or repeatable-read, found `{other}`"
                                 ),
-                            )),
-                        }
-                    } else {
-                        Op::Begin { db }
-                    }
-                }
-                "commit" => Op::Commit {
-                    db: self.take_db(&mut f)?,
-                },
-                "rollback" => Op::Rollback {
-                    db: self.take_db(&mut f)?,
-                },
-                "await" => Op::Await {
-                    db: self.take_db(&mut f)?,
-                },
-                "now" => Op::Now {
-                    db: self.take_db(&mut f)?,
-                },
-                "disconnect" => Op::Disconnect {
-                    db: self.take_db(&mut f)?,
-                },
-                "crash" => Op::Crash {
-                    db: self.take_db(&mut f)?,
-                },
-                "restart" => Op::Restart {
-                    db: self.take_db(&mut f)?,
-                },
-                "read-lease" => Op::ReadLease {
-                    lease: LeaseName::new(self.take(&mut f, "lease")?),
-                },
-                "read-floor" => Op::ReadFloor {
-                    scope: Scope::new(self.take(&mut f, "scope")?),
-                },
-                "read-part" => Op::ReadPart {
-                    scope: Scope::new(self.take(&mut f, "scope")?),
-                    part: Part::new(self.take(&mut f, "part")?),
-                },
-                "read-publish" => Op::ReadPublish {
-                    key: self.take(&mut f, "key")?,
-                },
-                "count-attempts" => {
-                    let writer = Holder::new(self.take(&mut f, "writer")?);
-                    let outcome = match self.take(&mut f, "outcome")?.as_str() {
-                        "accepted" => AttemptOutcome::Accepted,
-                        "rejected" => AttemptOutcome::Rejected,
-                        other => {
-                            return Err(self.err(
-                                n,
-                                "outcome",
-                                format!("expected `accepted` or `rejected`, found `{other}`"),
                             ))
                         }
-                    };
-                    Op::CountAttempts { writer, outcome }
+                    }
+                } else {
+                    Op::Begin { db }
                 }
-                "check" => Op::Check {
-                    deadline: Millis(self.take_num(&mut f, "deadline")?),
-                },
-                "pause" => Op::Pause,
-                "resume" => Op::Resume,
-                "lost" => Op::Lost,
-                other => return Err(self.err(n, "op", format!("unknown operation `{other}`"))),
-            };
+            }
+            "commit" => Op::Commit {
+                db: self.take_db(&mut f)?,
+            },
+            "rollback" => Op::Rollback {
+                db: self.take_db(&mut f)?,
+            },
+            "await" => Op::Await {
+                db: self.take_db(&mut f)?,
+            },
+            "now" => Op::Now {
+                db: self.take_db(&mut f)?,
+            },
+            "disconnect" => Op::Disconnect {
+                db: self.take_db(&mut f)?,
+            },
+            "crash" => Op::Crash {
+                db: self.take_db(&mut f)?,
+            },
+            "restart" => Op::Restart {
+                db: self.take_db(&mut f)?,
+            },
+            "read-lease" => Op::ReadLease {
+                lease: LeaseName::new(self.take(&mut f, "lease")?),
+            },
+            "read-floor" => Op::ReadFloor {
+                scope: Scope::new(self.take(&mut f, "scope")?),
+            },
+            "read-part" => Op::ReadPart {
+                scope: Scope::new(self.take(&mut f, "scope")?),
+                part: Part::new(self.take(&mut f, "part")?),
+            },
+            "read-publish" => Op::ReadPublish {
+                key: self.take(&mut f, "key")?,
+            },
+            "count-attempts" => {
+                let writer = Holder::new(self.take(&mut f, "writer")?);
+                let outcome = match self.take(&mut f, "outcome")?.as_str() {
+                    "accepted" => AttemptOutcome::Accepted,
+                    "rejected" => AttemptOutcome::Rejected,
+                    other => {
+                        return Err(self.err(
+                            n,
+                            "outcome",
+                            format!("expected `accepted` or `rejected`, found `{other}`"),
+                        ))
+                    }
+                };
+                Op::CountAttempts { writer, outcome }
+            }
+            "check" => Op::Check {
+                deadline: Millis(self.take_num(&mut f, "deadline")?),
+            },
+            "pause" => Op::Pause,
+            "resume" => Op::Resume,
+            "lost" => Op::Lost,
+            other => return Err(self.err(n, "op", format!("unknown operation `{other}`"))),
+        };
         self.done(f, word)?;
         Ok(op)
     }

@@ -475,6 +475,27 @@ impl PgBackend {
         Ok(())
     }
 
+    /// `pg_ctl stop -m immediate` on both clusters, then restart them (WAL recovery). Every
+    /// session of the adapter is gone afterwards. For the real-time F8.
+    pub fn crash_restart_all(&mut self) -> Result<(), PgError> {
+        for i in 0..2 {
+            self.drop_sessions(i);
+            self.sides[i].admin = None;
+            if let Some(c) = self.sides[i].cluster.as_mut() {
+                c.stop_immediate()?;
+            } else {
+                return Err(PgError("crash-restart needs the throwaway clusters".into()));
+            }
+        }
+        for i in 0..2 {
+            if let Some(c) = self.sides[i].cluster.as_mut() {
+                c.boot()?;
+            }
+            self.sides[i].up = true;
+        }
+        Ok(())
+    }
+
     /// The connection string of a database (real `now()`: no redirection option).
     pub fn conninfo(&self, db: DbName) -> String {
         self.sides[idx(db)].conninfo.clone()

@@ -202,6 +202,17 @@ impl Cluster {
         Ok(())
     }
 
+    /// `pg_ctl stop -m immediate`, literally (the real-time F8 runs it as the source did).
+    pub fn stop_immediate(&mut self) -> Result<(), ClusterError> {
+        let mut c = self.cmd("pg_ctl");
+        c.arg("-D")
+            .arg(self.dir.join("data"))
+            .args(["stop", "-m", "immediate", "-w"]);
+        self.run(c, "pg_ctl stop -m immediate")?;
+        self.running = false;
+        Ok(())
+    }
+
     /// Whether the server is up.
     pub fn is_running(&self) -> bool {
         self.running

@@ -418,3 +418,152 @@ pub fn race_experiment(lease: &str, ttl_ms: u64) -> Result<(Vec<usize>, i64), St
         Ok((winners, token))
     })
 }
+
+/// What the real-time F2 observed.
+#[derive(Clone, Debug, Default)]
+pub struct LongTxnReport {
+    /// `now()` did not move inside the transaction.
+    pub now_frozen: bool,
+    /// `clock_timestamp()` moved past `now()`.
+    pub clock_moved: bool,
+    /// Autocommit saw the lease expired.
+    pub expired_in_autocommit: bool,
+    /// The acquire inside the long transaction was refused.
+    pub refused_inside: bool,
+    /// The token the same acquire got in autocommit.
+    pub token_in_autocommit: Option<i64>,
+}
+
+/// F2 with the real `now()`: a lease of 300 ms; a transaction begun while it is held still sees
+/// it held 400 ms later, while autocommit sees it expired.
+pub fn long_txn_experiment(lease: &str) -> Result<LongTxnReport, String> {
+    let rt = runtime()?;
+    rt.block_on(async {
+        let e = |w: &'static str| move |e: tokio_postgres::Error| format!("{w}: {e}");
+        let long = connect(lease).await?;
+        let auto = connect(lease).await?;
+        auto.query_opt(ACQUIRE_REAL, &[&"report-job", &"holder-a", &300f64])
+            .await
+            .map_err(e("acquire"))?;
+        long.batch_execute("BEGIN").await.map_err(e("begin"))?;
+        let r0 = long
+            .query_one("SELECT now(), clock_timestamp()", &[])
+            .await
+            .map_err(e("now"))?;
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        let r1 = long
+            .query_one(
+                "SELECT now() = $1, clock_timestamp() > now()",
+                &[&r0.get::<_, std::time::SystemTime>(0)],
+            )
+            .await
+            .map_err(e("now again"))?;
+        let expired: bool = auto
+            .query_one(
+                "SELECT expires_at <= now() FROM lease WHERE name = 'report-job'",
+                &[],
+            )
+            .await
+            .map_err(e("expired"))?
+            .get(0);
+        let inside = long
+            .query_opt(ACQUIRE_REAL, &[&"report-job", &"holder-b", &300f64])
+            .await
+            .map_err(e("acquire inside"))?;
+        long.batch_execute("COMMIT").await.map_err(e("commit"))?;
+        let outside = auto
+            .query_opt(ACQUIRE_REAL, &[&"report-job", &"holder-b", &300f64])
+            .await
+            .map_err(e("acquire outside"))?;
+        Ok(LongTxnReport {
+            now_frozen: r1.get(0),
+            clock_moved: r1.get(1),
+            expired_in_autocommit: expired,
+            refused_inside: inside.is_none(),
+            token_in_autocommit: outside.map(|r| r.get(0)),
+        })
+    })
+}
+
+/// What the real-time F8 observed.
+#[derive(Clone, Debug, Default)]
+pub struct CrashReport {
+    /// Lease row after recovery: (holder, token).
+    pub lease_after: (String, i64),
+    /// Floor after recovery.
+    pub floor_after: i64,
+    /// Whether the lease was still held right after the restart (the TTL ran through the outage).
+    pub held_after_restart: bool,
+    /// Token of the next acquire once expired.
+    pub next_token: Option<i64>,
+    /// The new holder's write.
+    pub new_write: bool,
+    /// holder-a's token-2 write afterwards.
+    pub stale_write: bool,
+}
+
+/// Before the crash: holder-b holds token 1 and releases, holder-a acquires token 2 and writes.
+pub fn crash_prefix(lease: &str, res: &str) -> Result<(), String> {
+    let rt = runtime()?;
+    rt.block_on(async {
+        let e = |w: &'static str| move |e: tokio_postgres::Error| format!("{w}: {e}");
+        let l = connect(lease).await?;
+        let r = connect(res).await?;
+        l.query_opt(ACQUIRE_REAL, &[&"report-job", &"holder-b", &1500f64])
+            .await
+            .map_err(e("acquire b"))?;
+        l.execute(sql::RELEASE, &[&"report-job", &"holder-b", &1i64])
+            .await
+            .map_err(e("release"))?;
+        l.query_opt(ACQUIRE_REAL, &[&"report-job", &"holder-a", &1500f64])
+            .await
+            .map_err(e("acquire a"))?;
+        write(&r, true, "holder-a", 2, "A-2").await?;
+        Ok(())
+    })
+}
+
+/// After `pg_ctl stop -m immediate` and restart: what survived, and no token reuse.
+pub fn crash_suffix(lease: &str, res: &str) -> Result<CrashReport, String> {
+    let rt = runtime()?;
+    rt.block_on(async {
+        let e = |w: &'static str| move |e: tokio_postgres::Error| format!("{w}: {e}");
+        let l = connect(lease).await?;
+        let r = connect(res).await?;
+        let row = l
+            .query_one(
+                "SELECT holder, token, expires_at > now() FROM lease WHERE name = 'report-job'",
+                &[],
+            )
+            .await
+            .map_err(e("lease row"))?;
+        let mut rep = CrashReport {
+            lease_after: (row.get(0), row.get(1)),
+            held_after_restart: row.get(2),
+            ..CrashReport::default()
+        };
+        rep.floor_after = r
+            .query_one(
+                "SELECT max_token FROM fence_floor WHERE scope = 'daily-report'",
+                &[],
+            )
+            .await
+            .map_err(e("floor"))?
+            .get(0);
+        let give_up = Instant::now() + Duration::from_secs(10);
+        while rep.next_token.is_none() && Instant::now() < give_up {
+            rep.next_token = l
+                .query_opt(ACQUIRE_REAL, &[&"report-job", &"holder-b", &1500f64])
+                .await
+                .map_err(e("acquire"))?
+                .map(|r| r.get(0));
+            if rep.next_token.is_none() {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+        let t = rep.next_token.unwrap_or(0);
+        rep.new_write = write(&r, true, "holder-b", t, "B-3").await?;
+        rep.stale_write = write(&r, true, "holder-a", 2, "A-2-late").await?;
+        Ok(rep)
+    })
+}

@@ -119,6 +119,32 @@ fn f2(lab: &mut Lab) {
         "the source's run shows token 4 because its table had history; here the table starts empty",
     );
     lab.judge("F2", "now() in a long transaction", &w, &[]);
+    if let Some((lease, _)) = lab.real_pg(&Config::default()) {
+        match leaselab_pg::real::long_txn_experiment(&lease) {
+            Ok(r) => {
+                lab.expect_that(
+                    "real: inside one transaction now() does not move (400 ms later)",
+                    r.now_frozen,
+                );
+                lab.expect_that("real: clock_timestamp() has passed now()", r.clock_moved);
+                lab.expect_that(
+                    "real: autocommit sees the 300 ms lease expired, the acquire inside the long transaction is refused",
+                    r.expired_in_autocommit && r.refused_inside,
+                );
+                lab.expect(
+                    "real: the same acquire in autocommit, token",
+                    2,
+                    r.token_in_autocommit.unwrap_or(0),
+                );
+            }
+            Err(e) => {
+                lab.expect_that(
+                    &format!("real: long-transaction experiment ran ({e})"),
+                    false,
+                );
+            }
+        }
+    }
 }
 
 fn f3(lab: &mut Lab) {
@@ -271,6 +297,43 @@ fn f4(lab: &mut Lab) {
     lab.observed.insert(super::table::SCOPE, brief(&r.a_write));
     lab.judge("F4", "main experiment", &r.w, &[]);
     real_pause(lab, true);
+}
+
+/// F8 as the source ran it: real `now()`, `pg_ctl stop -m immediate`, restart, WAL recovery.
+fn real_crash(lab: &mut Lab) {
+    let Some((lease, res)) = lab.real_pg(&Config::default()) else {
+        return;
+    };
+    let Some(pg) = lab.pg.clone() else { return };
+    let run = || -> Result<leaselab_pg::real::CrashReport, String> {
+        leaselab_pg::real::crash_prefix(&lease, &res)?;
+        pg.borrow_mut()
+            .crash_restart_all()
+            .map_err(|e| e.to_string())?;
+        leaselab_pg::real::crash_suffix(&lease, &res)
+    };
+    match run() {
+        Ok(r) => {
+            lab.expect(
+                "real: after pg_ctl stop -m immediate and restart, the lease row",
+                s("holder-a/2"),
+                format!("{}/{}", r.lease_after.0, r.lease_after.1),
+            );
+            lab.expect("real: fence_floor recovered", 2, r.floor_after);
+            lab.expect(
+                "real: next acquire once expired: no reuse",
+                3,
+                r.next_token.unwrap_or(0),
+            );
+            lab.expect_that(
+                "real: holder-b's token-3 write accepted, holder-a's token-2 write rejected",
+                r.new_write && !r.stale_write,
+            );
+        }
+        Err(e) => {
+            lab.expect_that(&format!("real: crash experiment ran ({e})"), false);
+        }
+    }
 }
 
 /// F4/F5 as the source ran them: two real processes, SIGSTOP/SIGCONT, real `now()`.
@@ -592,6 +655,7 @@ fn f8(lab: &mut Lab) {
     let o = w.run(A, Op::write(SUMMARY, "A-2-late", 2));
     lab.expect("holder-a's token-2 write", s("rejected"), brief(&o));
     lab.judge("F8", "crash and recovery", &w, &[]);
+    real_crash(lab);
 
     // Negative control for I2: an UNLOGGED lease table comes back empty.
     let mut cfg = lab.config(FenceMode::Scope);
