@@ -1360,6 +1360,14 @@ impl Admin for PgBackend {
                 };
                 self.set_in_txn(db, cx.conn, false);
                 if db == DbName::Res {
+                    if o != Outcome::Ok {
+                        // The transaction's fate is unknown or it failed: nothing to log, as
+                        // after a crash.
+                        if let Some(s) = self.sides[i].sessions.get_mut(cx.conn) {
+                            s.drafts.clear();
+                        }
+                        return o;
+                    }
                     let l = self.log_drafts(cx.conn, commit, false);
                     if l != Outcome::Ok {
                         return l;
