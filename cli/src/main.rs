@@ -24,7 +24,7 @@ enum Cmd {
         /// Run one case only (e.g. F4).
         #[arg(long)]
         case: Option<String>,
-        /// Replace the scope fence in the cases that use it: scope, strict, row, check-then-write, off.
+        /// Replace the scope fence in the cases that use it: scope, strict, scope-upsert, row, check-then-write, off.
         #[arg(long)]
         fence: Option<FenceMode>,
         /// Write each run's trace to DIR/<name>.trace.
@@ -45,53 +45,7 @@ enum Cmd {
         beyond: bool,
     },
     /// Simulate holders and databases under seeded faults: one seed, or a sweep.
-    Sim {
-        /// Run one seed and print its timeline.
-        #[arg(long, conflicts_with = "seeds")]
-        seed: Option<u64>,
-        /// Sweep a range of seeds, A..B.
-        #[arg(long)]
-        seeds: Option<String>,
-        /// Run every N-th seed from K (K/N), so a sweep splits across machines.
-        #[arg(long, default_value = "0/1")]
-        shard: String,
-        /// The resource's fence: scope, strict, row, check-then-write, off.
-        #[arg(long, default_value = "scope")]
-        fence: FenceMode,
-        /// Number of holders.
-        #[arg(long, default_value_t = 2)]
-        holders: usize,
-        /// Fault kinds the swarm may use: all, none, or a comma list of pause, pause-time, partition, delay, skew, step, crash.
-        #[arg(long, default_value = "all")]
-        faults: String,
-        /// Lease table durability: logged or unlogged (the I2 negative control).
-        #[arg(long, default_value = "logged")]
-        lease_table: leaselab_model::LeaseDurability,
-        /// Safety phase length (faults active), virtual ms.
-        #[arg(long)]
-        safety_ms: Option<u64>,
-        /// Liveness phase length after healing, virtual ms (0: no liveness check).
-        #[arg(long)]
-        liveness_ms: Option<u64>,
-        /// fast (discrete-event) or turmoil.
-        #[arg(long, default_value = "fast")]
-        driver: String,
-        /// turmoil tick in ms (turmoil driver only).
-        #[arg(long, default_value_t = 1)]
-        tick_ms: u64,
-        /// Write the single run's trace to FILE.
-        #[arg(long, value_name = "FILE")]
-        trace_out: Option<PathBuf>,
-        /// Folder for failing traces of a sweep.
-        #[arg(long, default_value = "sim-failures", value_name = "DIR")]
-        out: PathBuf,
-        /// Do not shrink failing seeds.
-        #[arg(long)]
-        no_shrink: bool,
-        /// Single seed: print settings and verdict only, no timeline.
-        #[arg(long)]
-        quiet: bool,
-    },
+    Sim(SimArgs),
     /// Replay traces (or simulation seeds) against the model and a real PostgreSQL, step by
     /// step; report the first divergence. Starts its own throwaway clusters.
     Diff {
@@ -100,7 +54,7 @@ enum Cmd {
         /// Diff the traces of these simulation seeds, A..B (fast driver).
         #[arg(long)]
         sim_seeds: Option<String>,
-        /// Fence for --sim-seeds.
+        /// Fence for --sim-seeds: scope, strict, scope-upsert, row, check-then-write, off.
         #[arg(long, default_value = "scope")]
         fence: FenceMode,
         /// Safety phase length for --sim-seeds, virtual ms.
@@ -233,49 +187,14 @@ fn main() -> ExitCode {
                 ExitCode::from(2)
             }
         },
-        Cmd::Sim {
-            seed,
-            seeds,
-            shard,
-            fence,
-            holders,
-            faults,
-            lease_table,
-            safety_ms,
-            liveness_ms,
-            driver,
-            tick_ms,
-            trace_out,
-            out,
-            no_shrink,
-            quiet,
-        } => {
-            let args = SimArgs {
-                seed,
-                seeds,
-                shard,
-                fence,
-                holders,
-                faults,
-                lease_table,
-                safety_ms,
-                liveness_ms,
-                driver,
-                tick_ms,
-                trace_out,
-                out,
-                no_shrink,
-                quiet,
-            };
-            match run_sim(args) {
-                Ok(true) => ExitCode::FAILURE,
-                Ok(false) => ExitCode::SUCCESS,
-                Err(e) => {
-                    eprintln!("leaselab sim: {e}");
-                    ExitCode::from(2)
-                }
+        Cmd::Sim(args) => match run_sim(args) {
+            Ok(true) => ExitCode::FAILURE,
+            Ok(false) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("leaselab sim: {e}");
+                ExitCode::from(2)
             }
-        }
+        },
     }
 }
 
@@ -350,21 +269,52 @@ fn run_replay(files: &[PathBuf]) -> ExitCode {
     }
 }
 
+#[derive(clap::Args)]
 struct SimArgs {
+    /// Run one seed and print its timeline.
+    #[arg(long, conflicts_with = "seeds")]
     seed: Option<u64>,
+    /// Sweep a range of seeds, A..B.
+    #[arg(long)]
     seeds: Option<String>,
+    /// Run every N-th seed from K (K/N), so a sweep splits across machines.
+    #[arg(long, default_value = "0/1")]
     shard: String,
+    /// The resource's fence: scope, strict, scope-upsert, row, check-then-write, off.
+    #[arg(long, default_value = "scope")]
     fence: FenceMode,
+    /// Number of holders.
+    #[arg(long, default_value_t = 2)]
     holders: usize,
+    /// Fault kinds the swarm may use: all, none, or a comma list of pause, pause-time, partition, delay, skew, step, crash.
+    #[arg(long, default_value = "all")]
     faults: String,
+    /// Lease table durability: logged or unlogged (the I2 negative control).
+    #[arg(long, default_value = "logged")]
     lease_table: leaselab_model::LeaseDurability,
+    /// Safety phase length (faults active), virtual ms.
+    #[arg(long)]
     safety_ms: Option<u64>,
+    /// Liveness phase length after healing, virtual ms (0: no liveness check).
+    #[arg(long)]
     liveness_ms: Option<u64>,
+    /// fast (discrete-event) or turmoil.
+    #[arg(long, default_value = "fast")]
     driver: String,
+    /// turmoil tick in ms (turmoil driver only).
+    #[arg(long, default_value_t = 1)]
     tick_ms: u64,
+    /// Write the single run's trace to FILE.
+    #[arg(long, value_name = "FILE")]
     trace_out: Option<PathBuf>,
+    /// Folder for failing traces of a sweep.
+    #[arg(long, default_value = "sim-failures", value_name = "DIR")]
     out: PathBuf,
+    /// Do not shrink failing seeds.
+    #[arg(long)]
     no_shrink: bool,
+    /// Single seed: print settings and verdict only, no timeline.
+    #[arg(long)]
     quiet: bool,
 }
 

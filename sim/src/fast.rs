@@ -158,29 +158,17 @@ impl FastSim {
     }
 
     fn plan(&mut self) {
+        for (n, c) in self
+            .nodes
+            .iter_mut()
+            .zip(self.setup.plan.clocks(self.setup.holders.len()))
+        {
+            n.clock = c;
+        }
         let faults = self.setup.plan.faults.clone();
         for f in faults {
             match f {
-                Fault::Skew {
-                    holder,
-                    offset_ms,
-                    ppm,
-                } => {
-                    if let Some(n) = self.nodes.get_mut(holder) {
-                        n.clock.offset_ms += offset_ms;
-                        n.clock.skew_ppm += ppm;
-                    }
-                }
-                Fault::Step {
-                    holder,
-                    at_ms,
-                    delta_ms,
-                } => {
-                    if let Some(n) = self.nodes.get_mut(holder) {
-                        n.clock.steps.push((at_ms, delta_ms));
-                    }
-                    self.at(at_ms, Ev::Wake { holder });
-                }
+                Fault::Step { holder, at_ms, .. } => self.at(at_ms, Ev::Wake { holder }),
                 Fault::PauseAtTime {
                     holder,
                     at_ms,
@@ -195,7 +183,10 @@ impl FastSim {
                     },
                 ),
                 Fault::Crash { db, at_ms, down_ms } => self.at(at_ms, Ev::Crash { db, down_ms }),
-                Fault::PauseAtPoint { .. } | Fault::Partition { .. } | Fault::Delay { .. } => {}
+                Fault::Skew { .. }
+                | Fault::PauseAtPoint { .. }
+                | Fault::Partition { .. }
+                | Fault::Delay { .. } => {}
             }
         }
         for h in 0..self.nodes.len() {
@@ -332,16 +323,7 @@ impl FastSim {
                     if self.healed {
                         continue;
                     }
-                    let hit = self.setup.plan.faults.iter().find_map(|f| match f {
-                        Fault::PauseAtPoint {
-                            holder,
-                            point,
-                            nth,
-                            dur_ms,
-                            kind,
-                        } if *holder == h && *point == p && *nth == c => Some((*dur_ms, *kind)),
-                        _ => None,
-                    });
+                    let hit = self.setup.plan.point_pause(h, p, c);
                     if let Some((dur, kind)) = hit {
                         self.nodes[h].stash = it.collect();
                         self.pause(h, dur, kind);

@@ -387,6 +387,52 @@ impl FaultPlan {
     }
 }
 
+impl FaultPlan {
+    /// Each holder's clock as the plan sets it: offsets and skews added up, NTP steps listed.
+    pub fn clocks(&self, holders: usize) -> Vec<crate::clock::NodeClock> {
+        let mut clocks = vec![crate::clock::NodeClock::default(); holders];
+        for f in &self.faults {
+            match *f {
+                Fault::Skew {
+                    holder,
+                    offset_ms,
+                    ppm,
+                } => {
+                    if let Some(c) = clocks.get_mut(holder) {
+                        c.offset_ms += offset_ms;
+                        c.skew_ppm += ppm;
+                    }
+                }
+                Fault::Step {
+                    holder,
+                    at_ms,
+                    delta_ms,
+                } => {
+                    if let Some(c) = clocks.get_mut(holder) {
+                        c.steps.push((at_ms, delta_ms));
+                    }
+                }
+                _ => {}
+            }
+        }
+        clocks
+    }
+
+    /// The pause planned for `holder` the `nth` time it reaches `point`: (duration, kind).
+    pub fn point_pause(&self, holder: usize, point: Point, nth: u32) -> Option<(u64, PauseKind)> {
+        self.faults.iter().find_map(|f| match *f {
+            Fault::PauseAtPoint {
+                holder: h,
+                point: p,
+                nth: n,
+                dur_ms,
+                kind,
+            } if h == holder && p == point && n == nth => Some((dur_ms, kind)),
+            _ => None,
+        })
+    }
+}
+
 impl fmt::Display for FaultKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())

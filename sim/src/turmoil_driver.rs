@@ -157,7 +157,7 @@ struct Client {
     m: HolderMachine,
     name: Holder,
     links: [Option<Link>; 2],
-    plan: Vec<Fault>,
+    plan: crate::faults::FaultPlan,
     points: BTreeMap<crate::faults::Point, u32>,
     /// Time-based pauses of this holder not yet taken: (at, dur, kind).
     timed: Vec<(u64, u64, PauseKind)>,
@@ -232,18 +232,7 @@ impl Client {
                         *n += 1;
                         *n
                     };
-                    let hit = self.plan.iter().find_map(|f| match f {
-                        Fault::PauseAtPoint {
-                            holder,
-                            point,
-                            nth,
-                            dur_ms,
-                            kind,
-                        } if *holder == self.idx && *point == p && *nth == c => {
-                            Some((*dur_ms, *kind))
-                        }
-                        _ => None,
-                    });
+                    let hit = self.plan.point_pause(self.idx, p, c);
                     if let Some((dur, kind)) = hit {
                         self.pause(dur, kind).await;
                     }
@@ -341,31 +330,7 @@ pub fn run(setup: Setup) -> SimRun {
     let heal_ms = o.safety_ms;
     let end_ms = o.safety_ms + o.liveness_ms;
     let (lo, hi) = setup.latency_ms;
-    let mut clocks: Vec<NodeClock> = vec![NodeClock::default(); setup.holders.len()];
-    for f in &setup.plan.faults {
-        match f {
-            Fault::Skew {
-                holder,
-                offset_ms,
-                ppm,
-            } => {
-                if let Some(c) = clocks.get_mut(*holder) {
-                    c.offset_ms += offset_ms;
-                    c.skew_ppm += ppm;
-                }
-            }
-            Fault::Step {
-                holder,
-                at_ms,
-                delta_ms,
-            } => {
-                if let Some(c) = clocks.get_mut(*holder) {
-                    c.steps.push((*at_ms, *delta_ms));
-                }
-            }
-            _ => {}
-        }
-    }
+    let clocks: Vec<NodeClock> = setup.plan.clocks(setup.holders.len());
     let names: Vec<Holder> = setup.holders.iter().map(|h| h.name.clone()).collect();
     let sh: Sh = Rc::new(RefCell::new(Shared {
         hosts: DbHosts::new(setup.config()),
@@ -418,7 +383,7 @@ pub fn run(setup: Setup) -> SimRun {
             m: HolderMachine::new(cfg.clone()),
             name: cfg.name.clone(),
             links: [None, None],
-            plan: setup.plan.faults.clone(),
+            plan: setup.plan.clone(),
             points: BTreeMap::new(),
             timed,
             steps,
