@@ -299,6 +299,26 @@ async fn upsert(c: &Client, s: &Stmts, mode: FenceMode, w: &W) -> Result<bool, O
     Ok(n == 1)
 }
 
+/// One statement (after setting the virtual clock when given): `yes` if it touched exactly one
+/// row, `no` otherwise — the shape of release and publish.
+async fn one_row(
+    c: &Client,
+    s: &Stmts,
+    now: Option<Millis>,
+    stmt: &Option<Statement>,
+    params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
+    yes: Outcome,
+    no: Outcome,
+) -> Outcome {
+    let r: Result<Outcome, Outcome> = async {
+        set_now(c, s, now).await.map_err(stmt_err)?;
+        let n = c.execute(st(stmt)?, params).await.map_err(stmt_err)?;
+        Ok(if n == 1 { yes } else { no })
+    }
+    .await;
+    r.unwrap_or_else(|o| o)
+}
+
 fn flatten<T>(r: Result<T, Outcome>) -> Result<T, Out> {
     r.map_err(Out::from)
 }
@@ -980,20 +1000,17 @@ impl LeaseStore for PgBackend {
         let now = self.now_for(in_txn, cx.now);
         let (name, h, t) = (lease.to_string(), holder.to_string(), token.0 as i64);
         self.run(DbName::Lease, cx.conn, async move {
-            let r: Result<Outcome, Outcome> = async {
-                set_now(&c, &s, now).await.map_err(stmt_err)?;
-                let n = c
-                    .execute(st(&s.release)?, &[&name, &h, &t])
-                    .await
-                    .map_err(stmt_err)?;
-                Ok(if n == 1 {
-                    Outcome::Released
-                } else {
-                    Outcome::Refused
-                })
-            }
-            .await;
-            r.unwrap_or_else(|o| o).into()
+            one_row(
+                &c,
+                &s,
+                now,
+                &s.release,
+                &[&name, &h, &t],
+                Outcome::Released,
+                Outcome::Refused,
+            )
+            .await
+            .into()
         })
     }
 
@@ -1138,20 +1155,17 @@ impl FencedResource for PgBackend {
             token.0 as i64,
         );
         self.run(DbName::Res, cx.conn, async move {
-            let r: Result<Outcome, Outcome> = async {
-                set_now(&c, &s, now).await.map_err(stmt_err)?;
-                let n = c
-                    .execute(st(&s.publish)?, &[&k, &ct, &wr, &t])
-                    .await
-                    .map_err(stmt_err)?;
-                Ok(if n == 1 {
-                    Outcome::Accepted
-                } else {
-                    Outcome::Rejected
-                })
-            }
-            .await;
-            r.unwrap_or_else(|o| o).into()
+            one_row(
+                &c,
+                &s,
+                now,
+                &s.publish,
+                &[&k, &ct, &wr, &t],
+                Outcome::Accepted,
+                Outcome::Rejected,
+            )
+            .await
+            .into()
         })
     }
 

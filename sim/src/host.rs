@@ -75,16 +75,7 @@ impl DbHosts {
         if matches!(op, Op::Disconnect { .. }) {
             self.waiting.remove(&(db, conn.clone()));
         }
-        let local = locals.get(holder).copied().unwrap_or(t);
-        let actor = names
-            .get(holder)
-            .cloned()
-            .unwrap_or_else(|| Holder::new("?"));
-        let outcome = self
-            .world
-            .exec_at_local(actor, Some(conn.clone()), op, local)
-            .outcome
-            .clone();
+        let outcome = self.exec_for(t, locals, names, holder, conn.clone(), op);
         let mut replies = Vec::new();
         if outcome == Outcome::Blocked {
             self.waiting.insert((db, conn), (holder, req));
@@ -116,18 +107,30 @@ impl DbHosts {
                 break;
             };
             self.waiting.remove(&(db, conn.clone()));
-            let local = locals.get(holder).copied().unwrap_or(t);
-            let actor = names
-                .get(holder)
-                .cloned()
-                .unwrap_or_else(|| Holder::new("?"));
-            let o = self
-                .world
-                .exec_at_local(actor, Some(conn), Op::Await { db }, local)
-                .outcome
-                .clone();
+            let o = self.exec_for(t, locals, names, holder, conn, Op::Await { db });
             replies.push((holder, req, o));
         }
+    }
+
+    /// Executes `op` for holder `holder` on `conn`, recorded with that holder's name and clock.
+    fn exec_for(
+        &mut self,
+        t: Millis,
+        locals: &[Millis],
+        names: &[Holder],
+        holder: usize,
+        conn: ConnId,
+        op: Op,
+    ) -> Outcome {
+        let local = locals.get(holder).copied().unwrap_or(t);
+        let actor = names
+            .get(holder)
+            .cloned()
+            .unwrap_or_else(|| Holder::new("?"));
+        self.world
+            .exec_at_local(actor, Some(conn), op, local)
+            .outcome
+            .clone()
     }
 
     /// Records a client-side event (`check`, `pause`, `resume`, `lost`).
