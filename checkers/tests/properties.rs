@@ -349,17 +349,8 @@ fn find(config: Config, target: Check, name: &str) -> Option<(Vec<Step>, Trace)>
 }
 
 fn replays(t: &Trace) -> bool {
-    let mut w = World::new(t.config.clone());
-    for e in &t.history.events {
-        w.clock.set(e.at);
-        if w.exec_at_local(e.actor.clone(), e.conn.clone(), e.op.clone(), e.local)
-            .outcome
-            != e.outcome
-        {
-            return false;
-        }
-    }
-    check(&w.history).verdict() == t.expect
+    let r = leaselab_model::replay::reexecute(t);
+    r.divergences.is_empty() && check(&r.history).verdict() == t.expect
 }
 
 fn control(config: Config, target: Check, name: &str, bound: usize) {

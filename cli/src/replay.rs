@@ -3,22 +3,9 @@
 //! the trace's `expect` line.
 
 use leaselab_checkers::{check, Report};
-use leaselab_model::trace::{event_line, Trace};
-use leaselab_model::{Outcome, World};
+use leaselab_model::replay::{reexecute, Divergence};
+use leaselab_model::trace::Trace;
 use std::path::Path;
-
-/// A step whose replayed outcome differs from the recorded one.
-#[derive(Clone, Debug)]
-pub struct Divergence {
-    /// The recorded event's line.
-    pub line: String,
-    /// Step number.
-    pub seq: u64,
-    /// What the trace says.
-    pub recorded: Outcome,
-    /// What the model did.
-    pub replayed: Outcome,
-}
 
 /// The result of replaying one trace.
 pub struct ReplayReport {
@@ -91,32 +78,12 @@ impl ReplayReport {
     }
 }
 
-/// Replays a parsed trace against the model.
-///
-/// A recorded `indeterminate` outcome (a client that never learned the result) matches any
-/// replayed outcome: the model knows what really happened, the client did not.
+/// Replays a parsed trace against the model and judges the replayed history.
 pub fn replay(trace: &Trace) -> ReplayReport {
-    let mut w = World::new(trace.config.clone());
-    let mut divergences = Vec::new();
-    for e in &trace.history.events {
-        w.clock.set(e.at);
-        let got = w
-            .exec_at_local(e.actor.clone(), e.conn.clone(), e.op.clone(), e.local)
-            .outcome
-            .clone();
-        let matches = got == e.outcome || matches!(e.outcome, Outcome::Indeterminate(_));
-        if !matches {
-            divergences.push(Divergence {
-                line: event_line(e),
-                seq: e.seq,
-                recorded: e.outcome.clone(),
-                replayed: got,
-            });
-        }
-    }
+    let r = reexecute(trace);
     ReplayReport {
-        divergences,
-        report: check(&w.history),
+        divergences: r.divergences,
+        report: check(&r.history),
         expected: trace.expect.clone(),
         steps: trace.history.events.len(),
     }

@@ -172,7 +172,8 @@ fn the_lab_passes_on_postgres_too() {
     let pg = leaselab_pg::PgBackend::throwaway(&dir)
         .unwrap_or_else(|e| panic!("cannot start PostgreSQL: {e}"));
     let exe = std::path::PathBuf::from(env!("CARGO_BIN_EXE_leaselab"));
-    let res = lab::run_with(None, None, Some(pg), Some(exe)).expect("lab runs on PostgreSQL");
+    let res =
+        lab::run_select(None, false, None, Some(pg), Some(exe)).expect("lab runs on PostgreSQL");
     assert_eq!((res.passed, res.failed), (13, 0), "{}", res.text);
     // The real-time experiments ran: F4's A was seen stopped and its write rejected.
     assert!(res.text.contains("ok   real: after SIGSTOP /proc/<pid>/stat shows A stopped (renewer thread too) (expected=T, actual=T)"), "{}", res.text);

@@ -30,6 +30,7 @@
 //! - [`world`]: model + clock + history, the harness cases and replays drive.
 //! - [`client`]: holder-side helpers: local deadline, `LeaseGuard`.
 //! - [`trace`]: the line-oriented trace format v1.
+//! - [`replay`]: re-execute a trace against a fresh model, step by step.
 
 pub mod backend;
 pub mod client;
@@ -39,6 +40,7 @@ pub mod history;
 pub mod model;
 pub mod names;
 pub mod ops;
+pub mod replay;
 pub mod rows;
 pub mod rules;
 pub mod time;

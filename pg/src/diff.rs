@@ -99,35 +99,33 @@ pub fn diff(
         }
     }
     let (m, p) = (w.model.snapshot(), pg.snapshot()?);
-    if m.leases != p.leases {
-        report.state.push(format!(
-            "lease rows: model {:?}, postgres {:?}",
-            m.leases, p.leases
-        ));
-    }
-    if m.floors != p.floors {
-        report.state.push(format!(
-            "floors: model {:?}, postgres {:?}",
-            m.floors, p.floors
-        ));
-    }
-    if m.parts != p.parts {
-        report.state.push(format!(
-            "parts: model {:?}, postgres {:?}",
-            m.parts, p.parts
-        ));
-    }
-    if m.publishes != p.publishes {
-        report.state.push(format!(
-            "publishes: model {:?}, postgres {:?}",
-            m.publishes, p.publishes
-        ));
-    }
-    if m.attempts != p.attempts {
-        report.state.push(format!(
-            "attempt log: model {:?}, postgres {:?}",
-            m.attempts, p.attempts
-        ));
-    }
+    let mut differs = |what: &str, model: String, pg: String| {
+        if model != pg {
+            report
+                .state
+                .push(format!("{what}: model {model}, postgres {pg}"));
+        }
+    };
+    differs(
+        "lease rows",
+        format!("{:?}", m.leases),
+        format!("{:?}", p.leases),
+    );
+    differs(
+        "floors",
+        format!("{:?}", m.floors),
+        format!("{:?}", p.floors),
+    );
+    differs("parts", format!("{:?}", m.parts), format!("{:?}", p.parts));
+    differs(
+        "publishes",
+        format!("{:?}", m.publishes),
+        format!("{:?}", p.publishes),
+    );
+    differs(
+        "attempt log",
+        format!("{:?}", m.attempts),
+        format!("{:?}", p.attempts),
+    );
     Ok(report)
 }

@@ -265,7 +265,7 @@ impl HolderMachine {
                         CONN_LEASE
                     };
                     self.abandon(which, &mut out);
-                    self.abort(now, &mut out);
+                    self.abort(now);
                 }
             }
         }
@@ -342,7 +342,7 @@ impl HolderMachine {
     /// Ends the current job without finishing it: stop renewing, forget the holding, re-queue.
     /// Callers that may leave a transaction open abandon its connection first, so the server
     /// rolls it back; the job never reclaims the old holding (seed 003's LeaseGuard).
-    fn abort(&mut self, now: Millis, _out: &mut [Effect]) {
+    fn abort(&mut self, now: Millis) {
         self.stats.aborts += 1;
         self.holding = None;
         self.lost = false;
@@ -361,14 +361,14 @@ impl HolderMachine {
     /// Before each part: check the local deadline and `lost`, then begin the write.
     fn start_part(&mut self, now: Millis, part: usize, out: &mut Vec<Effect>) {
         let Some(h) = self.holding else {
-            self.abort(now, out);
+            self.abort(now);
             return;
         };
         out.push(Effect::Record(Op::Check {
             deadline: h.deadline,
         }));
         if self.lost || now >= h.deadline {
-            self.abort(now, out);
+            self.abort(now);
             return;
         }
         out.push(Effect::Point(Point::AfterCheck));
@@ -439,7 +439,7 @@ impl HolderMachine {
             Work::Writing { part, step, req: r } if r == req => {
                 if conn_error {
                     self.abandon(CONN_RES, &mut out);
-                    self.abort(now, &mut out);
+                    self.abort(now);
                     return out;
                 }
                 let scope = self.cfg.scope.clone();
@@ -499,7 +499,7 @@ impl HolderMachine {
                             self.work = Work::Releasing { req };
                         }
                     }
-                    (WStep::Rollback, _) => self.abort(now, &mut out),
+                    (WStep::Rollback, _) => self.abort(now),
                 }
             }
             Work::Releasing { req: r } if r == req => {

@@ -250,11 +250,10 @@ impl SimRun {
 
 /// Liveness: after the faults heal at `heal_ms`, some holder's write must commit within the
 /// liveness phase.
-pub fn liveness(history: &History, heal_ms: u64, liveness_ms: u64) -> Result<(), String> {
+pub fn liveness(f: &facts::Facts, heal_ms: u64, liveness_ms: u64) -> Result<(), String> {
     if liveness_ms == 0 {
         return Ok(());
     }
-    let f = facts::derive(history);
     let ok = f.writes.iter().any(|w| {
         w.certainty == facts::Certainty::Accepted
             && w.at >= heal_ms
@@ -271,8 +270,9 @@ pub fn liveness(history: &History, heal_ms: u64, liveness_ms: u64) -> Result<(),
 
 /// Builds the run's result from its history.
 pub fn finish(setup: Setup, driver: Driver, history: History, stats: Vec<HolderStats>) -> SimRun {
-    let report = leaselab_checkers::check(&history);
-    let live = liveness(&history, setup.opts.safety_ms, setup.opts.liveness_ms);
+    let facts = facts::derive(&history);
+    let report = leaselab_checkers::check_with(&history, &facts);
+    let live = liveness(&facts, setup.opts.safety_ms, setup.opts.liveness_ms);
     let mut trace = Trace::new(&format!("sim-{}", setup.seed), setup.config(), history);
     trace.title = setup.command(driver);
     trace.seed = setup.seed;

@@ -286,7 +286,7 @@ impl Client {
                 _ = sleep => None,
             };
             match got {
-                Some((db, Some(line))) => {
+                Some((_, Some(line))) => {
                     let Some((req, out)) = line.split_once(' ') else {
                         continue;
                     };
@@ -296,7 +296,6 @@ impl Client {
                     let local = self.local();
                     let effects = self.m.on_reply(local, req, &o);
                     self.feed(effects).await;
-                    let _ = db;
                 }
                 Some((db, None)) => {
                     // Connection broken (the database crashed): reconnect lazily.

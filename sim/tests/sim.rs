@@ -50,25 +50,15 @@ fn turmoil_driver_is_deterministic_and_replays() {
         );
         assert!(a.trace.history.events.len() > 100, "the holders did work");
         let back = Trace::parse(&a.trace.to_text(), "mem").expect("parses");
-        let r = leaselab_model_replay(&back);
+        let r = replays(&back);
         assert!(r, "seed {seed}: turmoil trace does not replay on the model");
     }
 }
 
-/// Replays a trace on the model (the CLI's replay lives in the binary crate; this is its core).
-fn leaselab_model_replay(t: &Trace) -> bool {
-    let mut w = leaselab_model::World::new(t.config.clone());
-    for e in &t.history.events {
-        w.clock.set(e.at);
-        let got = w
-            .exec_at_local(e.actor.clone(), e.conn.clone(), e.op.clone(), e.local)
-            .outcome
-            .clone();
-        if got != e.outcome {
-            return false;
-        }
-    }
-    leaselab_checkers::check(&w.history).verdict() == t.expect
+/// The trace reproduces on the model step by step, with its recorded verdict.
+fn replays(t: &Trace) -> bool {
+    let r = leaselab_model::replay::reexecute(t);
+    r.divergences.is_empty() && leaselab_checkers::check(&r.history).verdict() == t.expect
 }
 
 fn found_and_shrunk(fence: FenceMode, max_steps: usize) {
@@ -95,10 +85,7 @@ fn found_and_shrunk(fence: FenceMode, max_steps: usize) {
         "fence {fence}: shrunk to {} steps (bound {max_steps})",
         s.trace.history.events.len()
     );
-    assert!(
-        leaselab_model_replay(&s.trace),
-        "shrunk trace replays with its verdict"
-    );
+    assert!(replays(&s.trace), "shrunk trace replays with its verdict");
 }
 
 #[test]
@@ -178,7 +165,7 @@ fn a_failing_run_round_trips_through_its_trace() {
     let text = run.trace.to_text();
     let back = Trace::parse(&text, "saved.trace").expect("parses");
     assert_eq!(back.to_text(), text);
-    assert!(leaselab_model_replay(&back));
+    assert!(replays(&back));
     let replayed = leaselab_checkers::check(&back.history);
     let (a, b) = (
         run.report.of(Check::I3).next().expect("I3"),

@@ -2,7 +2,7 @@
 //! place of SIGSTOP: the holder simply stops issuing operations (renewer included) while the
 //! database clock runs on. Real processes and PostgreSQL come with the pg issue.
 
-use super::{Case, Lab, LabWorld};
+use super::{brief, s, Case, Lab, LabWorld};
 use leaselab_checkers::Check;
 use leaselab_model::client::LocalDeadline;
 use leaselab_model::names::defaults::{
@@ -22,24 +22,6 @@ pub(super) fn cases() -> Vec<Case> {
         Case { id: "F8", title: "database crash (immediate stop, WAL recovery): lease and floor survive, no token reuse", run: f8 },
         Case { id: "F9", title: "side effect without a token: publish deduplicated by business key, and its fix", run: f9 },
     ]
-}
-
-/// A short, comparable rendering of an outcome: `granted token=N` without the expiry.
-pub(super) fn brief(o: &Outcome) -> String {
-    match o {
-        Outcome::Granted { token, .. } => format!("granted token={token}"),
-        Outcome::Renewed { .. } => "renewed".into(),
-        Outcome::Part(Some(r)) => format!("{} by {} token={}", r.content, r.writer, r.token),
-        Outcome::Published(Some(r)) => format!("{} by {} token={}", r.content, r.writer, r.token),
-        Outcome::Lease(Some(r)) => format!("{} token={}", r.holder, r.token),
-        Outcome::Floor(Some(t)) => t.to_string(),
-        Outcome::Count(n) => n.to_string(),
-        o => o.to_string(),
-    }
-}
-
-fn s(x: &str) -> String {
-    x.to_string()
 }
 
 fn f1(lab: &mut Lab) {

@@ -1,7 +1,6 @@
 //! Cases G1–G4 from `003_6cfd396ce8eeab35.txt` (the Java teaching lab), on the model.
 
-use super::cases_f::brief;
-use super::{Case, Lab, LabWorld};
+use super::{brief, s, Case, Lab, LabWorld};
 use leaselab_checkers::Check;
 use leaselab_model::client::{client_thinks_valid, LeaseGuard, LocalDeadline};
 use leaselab_model::names::defaults::{DETAIL, HOLDER_A as A, HOLDER_B as B, SUMMARY};
@@ -14,10 +13,6 @@ pub(super) fn cases() -> Vec<Case> {
         Case { id: "G3", title: "client clock stepped back: a wall-clock deadline across machines is wrong", run: g3 },
         Case { id: "G4", title: "LeaseGuard: a failed renew sets lost; a pause between check and write is stopped only by the fence", run: g4 },
     ]
-}
-
-fn s(x: &str) -> String {
-    x.to_string()
 }
 
 fn g1(lab: &mut Lab) {

@@ -2,8 +2,7 @@
 //! the model and — with `--backend pg` — on PostgreSQL, where they pin behaviour the model must
 //! share with the real database.
 
-use super::cases_f::brief;
-use super::{Case, Lab};
+use super::{brief, s, Case, Lab};
 use leaselab_model::prelude::*;
 
 pub(super) fn cases() -> Vec<Case> {
@@ -34,10 +33,6 @@ pub(super) fn cases() -> Vec<Case> {
             run: x5,
         },
     ]
-}
-
-fn s(x: &str) -> String {
-    x.to_string()
 }
 
 fn x1(lab: &mut Lab) {

@@ -54,6 +54,28 @@ pub fn beyond_cases() -> Vec<Case> {
     cases_x::cases()
 }
 
+/// A `String` from a literal, for the expected side of `Lab::expect`.
+pub(super) fn s(x: &str) -> String {
+    x.to_string()
+}
+
+/// A short, comparable rendering of an outcome: `granted token=N` without the expiry, a row as
+/// `content by writer token=N`.
+pub(super) fn brief(o: &leaselab_model::Outcome) -> String {
+    use leaselab_model::Outcome;
+    match o {
+        Outcome::Granted { token, .. } => format!("granted token={token}"),
+        Outcome::Renewed { .. } => "renewed".into(),
+        Outcome::Part(Some(r)) | Outcome::Published(Some(r)) => {
+            format!("{} by {} token={}", r.content, r.writer, r.token)
+        }
+        Outcome::Lease(Some(r)) => format!("{} token={}", r.holder, r.token),
+        Outcome::Floor(Some(t)) => t.to_string(),
+        Outcome::Count(n) => n.to_string(),
+        o => o.to_string(),
+    }
+}
+
 /// One recorded run of a case (a case may run several: both orders, with and without fence).
 pub struct RunRecord {
     /// The trace, with the verdict the checkers gave.
@@ -225,34 +247,14 @@ pub struct LabResult {
     pub observed: BTreeMap<&'static str, String>,
 }
 
-/// Runs the cases whose id is in `only` (all when `None`) on the model.
+/// Runs the catalogue cases whose id is in `only` (all when `None`) on the model.
 pub fn run(only: Option<&str>, fence_override: Option<FenceMode>) -> Result<LabResult, String> {
-    run_on(only, fence_override, None)
+    run_select(only, false, fence_override, None, None)
 }
 
-/// Runs the cases on the model, or on PostgreSQL when `pg` is given.
-pub fn run_on(
-    only: Option<&str>,
-    fence_override: Option<FenceMode>,
-    pg: Option<PgBackend>,
-) -> Result<LabResult, String> {
-    run_with(only, fence_override, pg, None)
-}
-
-/// As [`run_on`]; on PostgreSQL with `holder_exe` (the `leaselab` binary) F3, F4 and F5 also
-/// run their real-time experiments: real `now()`, 16 real connections, two real processes
-/// stopped with SIGSTOP.
-pub fn run_with(
-    only: Option<&str>,
-    fence_override: Option<FenceMode>,
-    pg: Option<PgBackend>,
-    holder_exe: Option<std::path::PathBuf>,
-) -> Result<LabResult, String> {
-    run_select(only, false, fence_override, pg, holder_exe)
-}
-
-/// The full entry point: `beyond` adds the X cases to a run of all cases; `--case X1` always
-/// finds them.
+/// The full entry point. `beyond` adds the X cases to a run of all cases (`--case X1` always
+/// finds them); `pg` runs every case on PostgreSQL, and with `holder_exe` (the `leaselab`
+/// binary) F2, F3, F4, F5 and F8 also run their real-time experiments.
 pub fn run_select(
     only: Option<&str>,
     beyond: bool,
