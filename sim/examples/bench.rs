@@ -42,7 +42,8 @@ fn main() {
     let virtual_ms = std_opts.safety_ms + std_opts.liveness_ms;
     println!("standard scenario: 2 holders, {virtual_ms} ms virtual, all fault kinds, scope fence");
 
-    let n = 2000;
+    let only_fast = std::env::args().any(|a| a == "fast");
+    let n: u64 = std::env::var("BENCH_RUNS").ok().and_then(|v| v.parse().ok()).unwrap_or(2000);
     let t = Instant::now();
     let mut events = 0usize;
     for seed in 0..n {
@@ -60,6 +61,9 @@ fn main() {
         s * 1e9 / events as f64
     );
 
+    if only_fast {
+        return;
+    }
     for tick in [1u64, 10] {
         let opts = SimOptions {
             tick_ms: tick,

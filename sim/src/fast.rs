@@ -53,28 +53,51 @@ enum Ev {
     End,
 }
 
-/// A queued event, ordered by (time, insertion order) only: ties run first-in first-out.
-struct Queued {
-    t: u64,
+/// The event queue: a binary heap of small `(time, insertion order, slot)` keys over a slab of
+/// events, so sifting moves 24 bytes rather than whole statements. Ties run first-in first-out
+/// (the insertion order decides before the slot is ever compared).
+#[derive(Default)]
+struct Queue {
+    heap: BinaryHeap<Reverse<(u64, u64, u32)>>,
+    slab: Vec<Option<Ev>>,
+    free: Vec<u32>,
     seq: u64,
-    ev: Ev,
 }
 
-impl PartialEq for Queued {
-    fn eq(&self, o: &Self) -> bool {
-        (self.t, self.seq) == (o.t, o.seq)
+impl Queue {
+    fn push(&mut self, t: u64, ev: Ev) {
+        self.seq += 1;
+        let slot = match self.free.pop() {
+            Some(i) => {
+                self.slab[i as usize] = Some(ev);
+                i
+            }
+            None => {
+                self.slab.push(Some(ev));
+                (self.slab.len() - 1) as u32
+            }
+        };
+        self.heap.push(Reverse((t, self.seq, slot)));
+    }
+
+    fn pop(&mut self) -> Option<(u64, Ev)> {
+        loop {
+            let Reverse((t, _, slot)) = self.heap.pop()?;
+            self.free.push(slot);
+            if let Some(ev) = self.slab[slot as usize].take() {
+                return Some((t, ev));
+            }
+        }
     }
 }
-impl Eq for Queued {}
-impl PartialOrd for Queued {
-    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl Ord for Queued {
-    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
-        (self.t, self.seq).cmp(&(o.t, o.seq))
-    }
+
+/// A time window of a link fault, precomputed per link: `extra_ms` is `None` for a partition
+/// (messages are held until `end`), else the added latency.
+#[derive(Clone, Copy)]
+struct Window {
+    from: u64,
+    end: u64,
+    extra_ms: Option<u64>,
 }
 
 struct Node {
@@ -95,20 +118,25 @@ pub struct FastSim {
     hosts: DbHosts,
     nodes: Vec<Node>,
     names: Vec<Holder>,
-    queue: BinaryHeap<Reverse<Queued>>,
-    seq: u64,
+    queue: Queue,
     net: ChaCha8Rng,
-    last: BTreeMap<(usize, u8, bool), u64>,
+    /// Link fault windows, indexed by `link_index`.
+    windows: Vec<Vec<Window>>,
+    /// Last delivery time per link and direction (FIFO links), indexed by `link_index`.
+    last: Vec<[u64; 2]>,
+    /// Every holder's clock reading at the current instant (refilled per request).
+    locals: Vec<Millis>,
     healed: bool,
     pause_ids: u64,
     now: u64,
 }
 
-fn db_code(db: DbName) -> u8 {
-    match db {
-        DbName::Lease => 0,
-        DbName::Res => 1,
-    }
+fn link_index(holder: usize, db: DbName) -> usize {
+    holder * 2
+        + match db {
+            DbName::Lease => 0,
+            DbName::Res => 1,
+        }
 }
 
 impl FastSim {
@@ -135,10 +163,11 @@ impl FastSim {
             hosts: DbHosts::new(setup.config()),
             nodes,
             names,
-            queue: BinaryHeap::new(),
-            seq: 0,
+            queue: Queue::default(),
             net,
-            last: BTreeMap::new(),
+            windows: Vec::new(),
+            last: Vec::new(),
+            locals: Vec::new(),
             healed: false,
             pause_ids: 0,
             now: 0,
@@ -149,12 +178,7 @@ impl FastSim {
     }
 
     fn at(&mut self, t: u64, ev: Ev) {
-        self.seq += 1;
-        self.queue.push(Reverse(Queued {
-            t,
-            seq: self.seq,
-            ev,
-        }));
+        self.queue.push(t, ev);
     }
 
     fn plan(&mut self) {
@@ -165,7 +189,37 @@ impl FastSim {
         {
             n.clock = c;
         }
+        let links = self.nodes.len() * 2;
+        self.windows = vec![Vec::new(); links];
+        self.last = vec![[0; 2]; links];
+        let safety = self.setup.opts.safety_ms;
         let faults = self.setup.plan.faults.clone();
+        for f in &faults {
+            match *f {
+                Fault::Partition {
+                    holder,
+                    db,
+                    at_ms,
+                    dur_ms,
+                } => self.windows[link_index(holder, db)].push(Window {
+                    from: at_ms,
+                    end: (at_ms + dur_ms).min(safety),
+                    extra_ms: None,
+                }),
+                Fault::Delay {
+                    holder,
+                    db,
+                    at_ms,
+                    dur_ms,
+                    extra_ms,
+                } => self.windows[link_index(holder, db)].push(Window {
+                    from: at_ms,
+                    end: at_ms + dur_ms,
+                    extra_ms: Some(extra_ms),
+                }),
+                _ => {}
+            }
+        }
         for f in faults {
             match f {
                 Fault::Step { holder, at_ms, .. } => self.at(at_ms, Ev::Wake { holder }),
@@ -199,48 +253,24 @@ impl FastSim {
         self.at(end, Ev::End);
     }
 
-    fn locals(&self, t: u64) -> Vec<Millis> {
-        self.nodes
-            .iter()
-            .map(|n| n.clock.local(Millis(t)))
-            .collect()
-    }
-
     /// Sends over the (holder, db) link in one direction; returns the delivery time.
     fn link(&mut self, t: u64, holder: usize, db: DbName, to_db: bool) -> u64 {
         let (lo, hi) = self.setup.latency_ms;
         let mut deliver = t + self.net.random_range(lo..=hi);
+        let li = link_index(holder, db);
         if !self.healed {
-            for f in &self.setup.plan.faults {
-                match f {
-                    Fault::Partition {
-                        holder: h,
-                        db: d,
-                        at_ms,
-                        dur_ms,
-                    } if *h == holder && *d == db => {
-                        let end = (at_ms + dur_ms).min(self.setup.opts.safety_ms);
-                        if *at_ms <= t && t < end {
-                            deliver = deliver.max(end + lo);
-                        }
+            for w in &self.windows[li] {
+                if w.from <= t && t < w.end {
+                    match w.extra_ms {
+                        None => deliver = deliver.max(w.end + lo),
+                        Some(extra) => deliver += extra,
                     }
-                    Fault::Delay {
-                        holder: h,
-                        db: d,
-                        at_ms,
-                        dur_ms,
-                        extra_ms,
-                    } if *h == holder && *d == db && *at_ms <= t && t < at_ms + dur_ms => {
-                        deliver += extra_ms;
-                    }
-                    _ => {}
                 }
             }
         }
-        let key = (holder, db_code(db), to_db);
-        let last = self.last.get(&key).copied().unwrap_or(0);
-        let deliver = deliver.max(last);
-        self.last.insert(key, deliver);
+        let last = &mut self.last[li][usize::from(to_db)];
+        let deliver = deliver.max(*last);
+        *last = deliver;
         deliver
     }
 
@@ -383,7 +413,7 @@ impl FastSim {
 
     /// Runs to the end and judges the history.
     pub fn run(mut self) -> SimRun {
-        while let Some(Reverse(Queued { t, ev, .. })) = self.queue.pop() {
+        while let Some((t, ev)) = self.queue.pop() {
             self.now = t;
             match ev {
                 Ev::End => break,
@@ -394,10 +424,12 @@ impl FastSim {
                     op,
                 } => {
                     let db = op.db().unwrap_or(DbName::Res);
-                    let locals = self.locals(t);
+                    self.locals.clear();
+                    self.locals
+                        .extend(self.nodes.iter().map(|n| n.clock.local(Millis(t))));
                     let replies = self.hosts.request(
                         Millis(t),
-                        &locals,
+                        &self.locals,
                         &self.names,
                         Request {
                             holder,

@@ -134,6 +134,8 @@ pub struct HolderMachine {
     cfg: HolderCfg,
     work: Work,
     holding: Option<Holding>,
+    /// What the current holding writes into every part (formatted once per grant).
+    content: String,
     lost: bool,
     renew_at: Option<Millis>,
     renew_inflight: Option<u64>,
@@ -166,6 +168,7 @@ impl HolderMachine {
             cfg,
             work: Work::Idle { until: start },
             holding: None,
+            content: String::new(),
             lost: false,
             renew_at: None,
             renew_inflight: None,
@@ -352,10 +355,9 @@ impl HolderMachine {
         };
     }
 
-    fn write_args(&self, part: usize) -> (Part, String, Token) {
-        let token = self.holding.map(|h| h.token).unwrap_or_default();
-        let content = format!("{}-t{}-j{}", self.cfg.name, token, self.job);
-        (self.cfg.parts[part].clone(), content, token)
+    /// The token of the current holding (0 when none: such a write is refused by any fence).
+    fn token(&self) -> Token {
+        self.holding.map(|h| h.token).unwrap_or_default()
     }
 
     /// Before each part: check the local deadline and `lost`, then begin the write.
@@ -423,6 +425,8 @@ impl HolderMachine {
                         token: *token,
                         deadline,
                     });
+                    // Who wrote a part, with which token, in which job.
+                    self.content = format!("{}-t{}-j{}", self.cfg.name, token, self.job);
                     self.lost = false;
                     self.renew_at = Some(now.plus(self.cfg.renew_ms));
                     self.start_part(now, 0, &mut out);
@@ -445,7 +449,7 @@ impl HolderMachine {
                 let scope = self.cfg.scope.clone();
                 match (step, outcome) {
                     (WStep::Begin, _) => {
-                        let (_, _, token) = self.write_args(part);
+                        let token = self.token();
                         self.step(
                             now,
                             part,
@@ -456,12 +460,11 @@ impl HolderMachine {
                     }
                     (WStep::Fence, Outcome::Passed) => {
                         out.push(Effect::Point(Point::AfterFence));
-                        let (p, content, token) = self.write_args(part);
                         let op = Op::Upsert {
                             scope,
-                            part: p,
-                            content,
-                            token,
+                            part: self.cfg.parts[part].clone(),
+                            content: self.content.clone(),
+                            token: self.token(),
                         };
                         self.step(now, part, WStep::Upsert, op, &mut out);
                     }
