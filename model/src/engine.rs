@@ -136,7 +136,13 @@ impl<T, X: Default> Default for Engine<T, X> {
 impl<T: Clone, X: Default> Engine<T, X> {
     /// The connection, created on first use (a client connects lazily).
     pub fn conn(&mut self, id: &ConnId) -> &mut Conn<T, X> {
-        self.conns.entry(id.clone()).or_default()
+        // Look up before inserting: `entry` would clone the name on every call.
+        if !self.conns.contains_key(id) {
+            return self.conns.entry(id.clone()).or_default();
+        }
+        self.conns
+            .get_mut(id)
+            .expect("present: checked just above")
     }
 
     /// Whether `key` is locked by a connection other than `id`.

@@ -20,8 +20,32 @@ macro_rules! name_type {
         ///
         /// Shared (`Arc<str>`): names are cloned into every event of a history, so a clone is
         /// a reference-count increment, not an allocation.
-        #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        #[derive(Clone, Debug, Hash)]
         pub struct $name(Arc<str>);
+
+        // Names in a run are clones of a few shared strings, so most comparisons are of a name
+        // with itself: a pointer test answers those without touching the bytes. The order is
+        // still the text's, so every map iterates the same way whatever shared what.
+        impl PartialEq for $name {
+            fn eq(&self, o: &Self) -> bool {
+                Arc::ptr_eq(&self.0, &o.0) || self.0 == o.0
+            }
+        }
+        impl Eq for $name {}
+        impl PartialOrd for $name {
+            fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+                Some(self.cmp(o))
+            }
+        }
+        impl Ord for $name {
+            fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+                if Arc::ptr_eq(&self.0, &o.0) {
+                    std::cmp::Ordering::Equal
+                } else {
+                    self.0.cmp(&o.0)
+                }
+            }
+        }
 
         impl $name {
             /// Wraps a string.

@@ -126,6 +126,9 @@ pub struct FastSim {
     last: Vec<[u64; 2]>,
     /// Every holder's clock reading at the current instant (refilled per request).
     locals: Vec<Millis>,
+    /// Reused buffers: a holder's effects, a database's replies.
+    effects: Vec<Effect>,
+    replies: Vec<Reply>,
     healed: bool,
     pause_ids: u64,
     now: u64,
@@ -168,6 +171,8 @@ impl FastSim {
             windows: Vec::new(),
             last: Vec::new(),
             locals: Vec::new(),
+            effects: Vec::new(),
+            replies: Vec::new(),
             healed: false,
             pause_ids: 0,
             now: 0,
@@ -274,8 +279,8 @@ impl FastSim {
         deliver
     }
 
-    fn reply(&mut self, t: u64, replies: Vec<Reply>, db: DbName) {
-        for (holder, req, outcome) in replies {
+    fn reply(&mut self, t: u64, replies: &mut Vec<Reply>, db: DbName) {
+        for (holder, req, outcome) in replies.drain(..) {
             let when = self.link(t, holder, db, false);
             self.at(
                 when,
@@ -315,8 +320,8 @@ impl FastSim {
     }
 
     /// Executes a holder's effects in order; a matching point pause stops it right there.
-    fn feed(&mut self, h: usize, effects: Vec<Effect>) {
-        let mut it = effects.into_iter();
+    fn feed(&mut self, h: usize, effects: &mut Vec<Effect>) {
+        let mut it = effects.drain(..);
         while let Some(e) = it.next() {
             match e {
                 Effect::Send { req, db, conn, op } => {
@@ -390,15 +395,14 @@ impl FastSim {
         // A frozen clock jumps to the right time on thaw.
         n.clock.frozen_since = None;
         self.record(h, Op::Resume);
-        let stash = std::mem::take(&mut self.nodes[h].stash);
-        self.feed(h, stash);
+        let mut stash = std::mem::take(&mut self.nodes[h].stash);
+        self.feed(h, &mut stash);
         while self.nodes[h].paused.is_none() {
             let Some((req, outcome)) = self.nodes[h].inbox.pop_front() else {
                 break;
             };
             let local = self.nodes[h].clock.local(Millis(self.now));
-            let effects = self.nodes[h].m.on_reply(local, req, &outcome);
-            self.feed(h, effects);
+            self.on_reply(h, local, req, &outcome);
         }
         if self.nodes[h].paused.is_none() {
             self.timer(h);
@@ -407,8 +411,17 @@ impl FastSim {
 
     fn timer(&mut self, h: usize) {
         let local = self.nodes[h].clock.local(Millis(self.now));
-        let effects = self.nodes[h].m.on_timer(local);
-        self.feed(h, effects);
+        let mut buf = std::mem::take(&mut self.effects);
+        self.nodes[h].m.on_timer_into(local, &mut buf);
+        self.feed(h, &mut buf);
+        self.effects = buf;
+    }
+
+    fn on_reply(&mut self, h: usize, local: Millis, req: u64, outcome: &Outcome) {
+        let mut buf = std::mem::take(&mut self.effects);
+        self.nodes[h].m.on_reply_into(local, req, outcome, &mut buf);
+        self.feed(h, &mut buf);
+        self.effects = buf;
     }
 
     /// Runs to the end and judges the history.
@@ -427,7 +440,8 @@ impl FastSim {
                     self.locals.clear();
                     self.locals
                         .extend(self.nodes.iter().map(|n| n.clock.local(Millis(t))));
-                    let replies = self.hosts.request(
+                    let mut replies = std::mem::take(&mut self.replies);
+                    self.hosts.request_into(
                         Millis(t),
                         &self.locals,
                         &self.names,
@@ -437,8 +451,10 @@ impl FastSim {
                             conn,
                             op,
                         },
+                        &mut replies,
                     );
-                    self.reply(t, replies, db);
+                    self.reply(t, &mut replies, db);
+                    self.replies = replies;
                 }
                 Ev::ToHolder {
                     holder,
@@ -449,8 +465,7 @@ impl FastSim {
                         self.nodes[holder].inbox.push_back((req, outcome));
                     } else {
                         let local = self.nodes[holder].clock.local(Millis(t));
-                        let effects = self.nodes[holder].m.on_reply(local, req, &outcome);
-                        self.feed(holder, effects);
+                        self.on_reply(holder, local, req, &outcome);
                     }
                 }
                 Ev::Wake { holder } => {
@@ -481,8 +496,8 @@ impl FastSim {
                 }
                 Ev::Crash { db, down_ms } => {
                     if !self.healed {
-                        let replies = self.hosts.crash(Millis(t), db);
-                        self.reply(t, replies, db);
+                        let mut replies = self.hosts.crash(Millis(t), db);
+                        self.reply(t, &mut replies, db);
                         self.at(t + down_ms, Ev::Restart { db });
                     }
                 }

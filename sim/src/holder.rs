@@ -242,6 +242,12 @@ impl HolderMachine {
     /// Handles every timer due at local time `now`.
     pub fn on_timer(&mut self, now: Millis) -> Vec<Effect> {
         let mut out = Vec::new();
+        self.on_timer_into(now, &mut out);
+        out
+    }
+
+    /// [`on_timer`](Self::on_timer), appending to a buffer the driver reuses.
+    pub fn on_timer_into(&mut self, now: Millis, out: &mut Vec<Effect>) {
         // Timed-out requests first: their connections are abandoned.
         let expired: Vec<(u64, Pending)> = self
             .pending
@@ -257,9 +263,9 @@ impl HolderMachine {
             self.pending.remove(&req);
             match p {
                 Pending::Renew { .. } => {
-                    self.abandon(CONN_RENEW, &mut out);
+                    self.abandon(CONN_RENEW, out);
                     self.renew_inflight = None;
-                    self.mark_lost(&mut out);
+                    self.mark_lost(out);
                 }
                 Pending::Work { db, .. } => {
                     let which = if db == DbName::Res {
@@ -267,14 +273,14 @@ impl HolderMachine {
                     } else {
                         CONN_LEASE
                     };
-                    self.abandon(which, &mut out);
+                    self.abandon(which, out);
                     self.abort(now);
                 }
             }
         }
         if let Work::Idle { until } = self.work {
             if until <= now {
-                self.start_acquire(now, &mut out);
+                self.start_acquire(now, out);
             }
         }
         if let Some(r) = self.renew_at {
@@ -287,12 +293,11 @@ impl HolderMachine {
                         token: h.token,
                         ttl_ms: self.cfg.ttl_ms,
                     };
-                    let req = self.send(now, CONN_RENEW, op, &mut out);
+                    let req = self.send(now, CONN_RENEW, op, out);
                     self.renew_inflight = Some(req);
                 }
             }
         }
-        out
     }
 
     fn abandon(&mut self, which: usize, out: &mut Vec<Effect>) {
@@ -390,8 +395,14 @@ impl HolderMachine {
     /// Handles the reply to request `req` at local time `now`.
     pub fn on_reply(&mut self, now: Millis, req: u64, outcome: &Outcome) -> Vec<Effect> {
         let mut out = Vec::new();
+        self.on_reply_into(now, req, outcome, &mut out);
+        out
+    }
+
+    /// [`on_reply`](Self::on_reply), appending to a buffer the driver reuses.
+    pub fn on_reply_into(&mut self, now: Millis, req: u64, outcome: &Outcome, out: &mut Vec<Effect>) {
         let Some(p) = self.pending.remove(&req) else {
-            return out; // abandoned or unknown: ignore
+            return; // abandoned or unknown: ignore
         };
         if let Pending::Renew { sent, token, .. } = p {
             self.renew_inflight = None;
@@ -405,13 +416,13 @@ impl HolderMachine {
                 }
                 (_, Some(h)) if h.token == token => {
                     if matches!(outcome, Outcome::Error(_)) {
-                        self.abandon(CONN_RENEW, &mut out);
+                        self.abandon(CONN_RENEW, out);
                     }
-                    self.mark_lost(&mut out);
+                    self.mark_lost(out);
                 }
                 _ => {}
             }
-            return out;
+            return;
         }
         let conn_error = matches!(
             outcome,
@@ -429,11 +440,11 @@ impl HolderMachine {
                     self.content = format!("{}-t{}-j{}", self.cfg.name, token, self.job);
                     self.lost = false;
                     self.renew_at = Some(now.plus(self.cfg.renew_ms));
-                    self.start_part(now, 0, &mut out);
+                    self.start_part(now, 0, out);
                 }
                 _ => {
                     if conn_error {
-                        self.abandon(CONN_LEASE, &mut out);
+                        self.abandon(CONN_LEASE, out);
                     }
                     self.work = Work::Idle {
                         until: now.plus(self.cfg.retry_ms),
@@ -442,9 +453,9 @@ impl HolderMachine {
             },
             Work::Writing { part, step, req: r } if r == req => {
                 if conn_error {
-                    self.abandon(CONN_RES, &mut out);
+                    self.abandon(CONN_RES, out);
                     self.abort(now);
-                    return out;
+                    return;
                 }
                 let scope = self.cfg.scope.clone();
                 match (step, outcome) {
@@ -455,7 +466,7 @@ impl HolderMachine {
                             part,
                             WStep::Fence,
                             Op::Fence { scope, token },
-                            &mut out,
+                            out,
                         );
                     }
                     (WStep::Fence, Outcome::Passed) => {
@@ -466,7 +477,7 @@ impl HolderMachine {
                             content: self.content.clone(),
                             token: self.token(),
                         };
-                        self.step(now, part, WStep::Upsert, op, &mut out);
+                        self.step(now, part, WStep::Upsert, op, out);
                     }
                     (WStep::Upsert, Outcome::Ok | Outcome::Accepted) => {
                         out.push(Effect::Point(Point::BeforeCommit));
@@ -475,7 +486,7 @@ impl HolderMachine {
                             part,
                             WStep::Commit,
                             Op::Commit { db: DbName::Res },
-                            &mut out,
+                            out,
                         );
                     }
                     (WStep::Fence | WStep::Upsert, _) => {
@@ -485,20 +496,20 @@ impl HolderMachine {
                             part,
                             WStep::Rollback,
                             Op::Rollback { db: DbName::Res },
-                            &mut out,
+                            out,
                         );
                     }
                     (WStep::Commit, _) => {
                         self.stats.commits += 1;
                         if part + 1 < self.cfg.parts.len() {
-                            self.start_part(now, part + 1, &mut out);
+                            self.start_part(now, part + 1, out);
                         } else if let Some(h) = self.holding {
                             let op = Op::Release {
                                 lease: self.cfg.lease.clone(),
                                 holder: self.cfg.name.clone(),
                                 token: h.token,
                             };
-                            let req = self.send(now, CONN_LEASE, op, &mut out);
+                            let req = self.send(now, CONN_LEASE, op, out);
                             self.work = Work::Releasing { req };
                         }
                     }
@@ -507,7 +518,7 @@ impl HolderMachine {
             }
             Work::Releasing { req: r } if r == req => {
                 if conn_error {
-                    self.abandon(CONN_LEASE, &mut out);
+                    self.abandon(CONN_LEASE, out);
                 }
                 self.stats.jobs += 1;
                 self.holding = None;
@@ -519,6 +530,5 @@ impl HolderMachine {
             }
             _ => {}
         }
-        out
     }
 }

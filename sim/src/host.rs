@@ -43,8 +43,12 @@ fn idx(db: DbName) -> usize {
 impl DbHosts {
     /// Fresh databases.
     pub fn new(config: Config) -> Self {
+        let mut world = World::new(config);
+        // A standard run records about 2,000 events: growing the history by doubling would copy
+        // it a dozen times.
+        world.history.events.reserve(4096);
         DbHosts {
-            world: World::new(config),
+            world,
             waiting: BTreeMap::new(),
             down: [false; 2],
         }
@@ -64,6 +68,20 @@ impl DbHosts {
         names: &[Holder],
         r: Request,
     ) -> Vec<Reply> {
+        let mut replies = Vec::new();
+        self.request_into(t, locals, names, r, &mut replies);
+        replies
+    }
+
+    /// [`request`](Self::request), appending the replies to a buffer the driver reuses.
+    pub fn request_into(
+        &mut self,
+        t: Millis,
+        locals: &[Millis],
+        names: &[Holder],
+        r: Request,
+        replies: &mut Vec<Reply>,
+    ) {
         let Request {
             holder,
             req,
@@ -76,14 +94,14 @@ impl DbHosts {
             self.waiting.remove(&(db, conn.clone()));
         }
         let outcome = self.exec_for(t, locals, names, holder, conn.clone(), op);
-        let mut replies = Vec::new();
         if outcome == Outcome::Blocked {
             self.waiting.insert((db, conn), (holder, req));
         } else {
             replies.push((holder, req, outcome));
         }
-        self.collect_finished(t, locals, names, &mut replies);
-        replies
+        if !self.waiting.is_empty() {
+            self.collect_finished(t, locals, names, replies);
+        }
     }
 
     /// Answers every waiting statement that has finished, recording its `await`.
