@@ -8,7 +8,7 @@
 //! only when A's window ends before B's begins — the Jepsen stance on concurrent operations.
 
 use leaselab_model::{
-    ConnId, DbName, Event, History, Holder, LeaseName, Op, Outcome, Part, Scope, Token,
+    DbName, Event, History, Holder, LeaseName, Op, Outcome, Part, Scope, Token,
 };
 use std::collections::BTreeMap;
 
@@ -108,13 +108,15 @@ pub struct Facts {
 }
 
 #[derive(Clone, Debug)]
-struct Pending {
-    op: Op,
-    actor: Holder,
+struct Pending<'h> {
+    op: &'h Op,
+    actor: &'h Holder,
     since: u64,
 }
 
-type ConnKey = (DbName, ConnId);
+/// Per-connection state is keyed by borrowed names: no allocation per event.
+type ConnKey<'h> = (DbName, &'h str);
+type Drafts<'h> = BTreeMap<&'h str, Vec<(&'h Op, &'h Holder, u64)>>;
 
 /// Derives the facts of a history.
 pub fn derive(h: &History) -> Facts {
@@ -122,33 +124,33 @@ pub fn derive(h: &History) -> Facts {
     // Statements that blocked, per (db, connection): resolved by the next `await`.
     let mut blocked: BTreeMap<ConnKey, Pending> = BTreeMap::new();
     // Upserts done inside an open transaction, per connection: accepted at commit.
-    let mut drafts: BTreeMap<ConnId, Vec<(Op, Holder, u64)>> = BTreeMap::new();
+    let mut drafts: Drafts = BTreeMap::new();
     for e in &h.events {
-        let conn = e.conn_id();
+        let conn = e.conn_str();
         match (&e.op, &e.outcome) {
             (Op::Await { db }, out) => {
-                if let Some(p) = blocked.remove(&(*db, conn.clone())) {
+                if let Some(p) = blocked.remove(&(*db, conn)) {
                     let w = Window {
                         earliest: p.since + 1,
                         latest: e.seq,
                     };
-                    record(&mut f, &mut drafts, &conn, &p.op, &p.actor, out, w, e);
+                    record(&mut f, &mut drafts, conn, p.op, p.actor, out, w, e);
                 }
             }
             (op, Outcome::Blocked) => {
                 if let Some(db) = op.db() {
                     blocked.insert(
-                        (db, conn.clone()),
+                        (db, conn),
                         Pending {
-                            op: op.clone(),
-                            actor: e.actor.clone(),
+                            op,
+                            actor: &e.actor,
                             since: e.seq,
                         },
                     );
                 }
             }
             (Op::Commit { db: DbName::Res }, out) => {
-                let ds = drafts.remove(&conn).unwrap_or_default();
+                let ds = drafts.remove(conn).unwrap_or_default();
                 let certainty = match out {
                     Outcome::Ok => Some(Certainty::Accepted),
                     Outcome::Indeterminate(_) => Some(Certainty::Maybe),
@@ -156,12 +158,12 @@ pub fn derive(h: &History) -> Facts {
                 };
                 if let Some(c) = certainty {
                     for (op, actor, _) in ds {
-                        push_write(&mut f, &op, &actor, Window::at(e.seq), e.at.0, c);
+                        push_write(&mut f, op, actor, Window::at(e.seq), e.at.0, c);
                     }
                 }
             }
             (Op::Rollback { db: DbName::Res }, _) => {
-                drafts.remove(&conn);
+                drafts.remove(conn);
             }
             (Op::Crash { db: DbName::Res }, Outcome::Ok) => {
                 drafts.clear();
@@ -173,7 +175,7 @@ pub fn derive(h: &History) -> Facts {
             (op, out) => record(
                 &mut f,
                 &mut drafts,
-                &conn,
+                conn,
                 op,
                 &e.actor,
                 out,
@@ -183,7 +185,7 @@ pub fn derive(h: &History) -> Facts {
         }
         if let Outcome::Error(r) = &e.outcome {
             if r == "conn-lost" {
-                drafts.remove(&conn);
+                drafts.remove(conn);
             }
         }
     }
@@ -191,12 +193,12 @@ pub fn derive(h: &History) -> Facts {
 }
 
 #[allow(clippy::too_many_arguments)]
-fn record(
+fn record<'h>(
     f: &mut Facts,
-    drafts: &mut BTreeMap<ConnId, Vec<(Op, Holder, u64)>>,
-    conn: &ConnId,
-    op: &Op,
-    actor: &Holder,
+    drafts: &mut Drafts<'h>,
+    conn: &'h str,
+    op: &'h Op,
+    actor: &'h Holder,
     out: &Outcome,
     w: Window,
     e: &Event,
@@ -211,10 +213,7 @@ fn record(
             push_write(f, op, actor, w, at, Certainty::Maybe)
         }
         (Op::Upsert { .. }, Outcome::Ok) => {
-            drafts
-                .entry(conn.clone())
-                .or_default()
-                .push((op.clone(), actor.clone(), w.latest));
+            drafts.entry(conn).or_default().push((op, actor, w.latest));
         }
         (Op::Acquire { lease, holder, .. }, Outcome::Granted { token, .. }) => {
             f.grants.push(GrantFact {

@@ -4,9 +4,9 @@
 use crate::facts::{Certainty, Facts, WriteFact};
 use crate::{Check, Violation};
 use leaselab_model::{
-    ConnId, DbName, Expiry, History, Holder, LeaseName, Op, Outcome, Scope, Token,
+    DbName, Expiry, History, Holder, LeaseName, Op, Outcome, Scope, Token,
 };
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 fn describe_write(w: &WriteFact) -> String {
     format!(
@@ -35,23 +35,22 @@ pub fn i1(h: &History, out: &mut Vec<Violation>) {
         seq: u64,
     }
     let mut cur: BTreeMap<LeaseName, Holding> = BTreeMap::new();
-    let mut blocked: BTreeMap<(DbName, ConnId), Op> = BTreeMap::new();
+    let mut blocked: BTreeMap<(DbName, &str), &Op> = BTreeMap::new();
     for e in &h.events {
-        let conn = e.conn_id();
         let op = match (&e.op, &e.outcome) {
-            (Op::Await { db }, _) => match blocked.remove(&(*db, conn)) {
+            (Op::Await { db }, _) => match blocked.remove(&(*db, e.conn_str())) {
                 Some(op) => op,
                 None => continue,
             },
             (op, Outcome::Blocked) => {
                 if let Some(db) = op.db() {
-                    blocked.insert((db, conn), op.clone());
+                    blocked.insert((db, e.conn_str()), op);
                 }
                 continue;
             }
-            (op, _) => op.clone(),
+            (op, _) => op,
         };
-        match (&op, &e.outcome) {
+        match (op, &e.outcome) {
             (Op::Acquire { lease, holder, .. }, Outcome::Granted { token, expires }) => {
                 if let Some(c) = cur.get(lease) {
                     if !c.expires.is_expired_at(e.at) {
@@ -98,30 +97,61 @@ pub fn i1(h: &History, out: &mut Vec<Violation>) {
 /// I2: per lease, granted tokens strictly increase and are never handed out twice — a crash
 /// included (the model's unlogged lease table is the negative control).
 pub fn i2(f: &Facts, out: &mut Vec<Violation>) {
+    // A grant is recorded when its outcome is known, so `window.latest` ascends and the grants
+    // definitely before g form a prefix. Per lease, the tokens seen so far and a running maximum
+    // by position tell whether g violates without comparing all pairs; only then does the
+    // pairwise scan run, to name the first culprit. Out-of-order windows (not produced by
+    // `derive`) fall back to the pairwise scan for every grant.
+    let ascending = f
+        .grants
+        .windows(2)
+        .all(|w| w[0].window.latest <= w[1].window.latest);
+    let mut seen: BTreeSet<(&LeaseName, Token)> = BTreeSet::new();
+    let mut prefix: BTreeMap<&LeaseName, Vec<(u64, Token)>> = BTreeMap::new();
     for (j, g) in f.grants.iter().enumerate() {
-        for p in f.grants[..j].iter().filter(|p| p.lease == g.lease) {
-            let reused = p.token == g.token;
-            let decreased = p.window.before(&g.window) && p.token > g.token;
-            if reused || decreased {
-                out.push(Violation {
-                    check: Check::I2,
-                    message: format!(
-                        "lease {}: token {} granted to {} at t={} (event #{}) {} token {} granted to {} at t={} (event #{})",
-                        g.lease,
-                        g.token,
-                        g.holder,
-                        g.at,
-                        g.window.latest,
-                        if reused { "reuses" } else { "is below" },
-                        p.token,
-                        p.holder,
-                        p.at,
-                        p.window.latest
-                    ),
-                    events: vec![p.window.latest, g.window.latest],
-                });
-                break;
+        if ascending {
+            let reused = seen.contains(&(&g.lease, g.token));
+            let decreased = prefix.get(&g.lease).is_some_and(|v| {
+                let k = v.partition_point(|(latest, _)| *latest < g.window.earliest);
+                k > 0 && v[k - 1].1 > g.token
+            });
+            seen.insert((&g.lease, g.token));
+            let v = prefix.entry(&g.lease).or_default();
+            let max = v.last().map_or(g.token, |(_, m)| (*m).max(g.token));
+            v.push((g.window.latest, max));
+            if !reused && !decreased {
+                continue;
             }
+        }
+        i2_culprit(f, j, out);
+    }
+}
+
+/// The first earlier grant that grant `j` reuses the token of or lies below, reported.
+fn i2_culprit(f: &Facts, j: usize, out: &mut Vec<Violation>) {
+    let g = &f.grants[j];
+    for p in f.grants[..j].iter().filter(|p| p.lease == g.lease) {
+        let reused = p.token == g.token;
+        let decreased = p.window.before(&g.window) && p.token > g.token;
+        if reused || decreased {
+            out.push(Violation {
+                check: Check::I2,
+                message: format!(
+                    "lease {}: token {} granted to {} at t={} (event #{}) {} token {} granted to {} at t={} (event #{})",
+                    g.lease,
+                    g.token,
+                    g.holder,
+                    g.at,
+                    g.window.latest,
+                    if reused { "reuses" } else { "is below" },
+                    p.token,
+                    p.holder,
+                    p.at,
+                    p.window.latest
+                ),
+                events: vec![p.window.latest, g.window.latest],
+            });
+            return;
         }
     }
 }

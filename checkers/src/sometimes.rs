@@ -65,9 +65,9 @@ impl fmt::Display for Counts {
 pub fn count(h: &History, f: &Facts) -> Counts {
     let mut c = Counts::default();
     c.0.extend(ALL.iter().map(|n| (*n, 0)));
-    let mut checked: BTreeMap<Holder, bool> = BTreeMap::new();
-    let mut expiry: BTreeMap<Holder, Expiry> = BTreeMap::new();
-    let mut paused_at: BTreeMap<Holder, (u64, Expiry)> = BTreeMap::new();
+    let mut checked: BTreeMap<&Holder, bool> = BTreeMap::new();
+    let mut expiry: BTreeMap<&Holder, Expiry> = BTreeMap::new();
+    let mut paused_at: BTreeMap<&Holder, (u64, Expiry)> = BTreeMap::new();
     let mut max_granted = Token(0);
     for g in &f.grants {
         if g.token.0 > 1 {
@@ -80,14 +80,14 @@ pub fn count(h: &History, f: &Facts) -> Counts {
         }
         match (&e.op, &e.outcome) {
             (Op::Check { .. }, o) => {
-                checked.insert(e.actor.clone(), *o == Outcome::Valid);
+                checked.insert(&e.actor, *o == Outcome::Valid);
             }
             (Op::Pause, _) => {
                 if checked.get(&e.actor).copied().unwrap_or(false) {
                     c.bump(PAUSE_BETWEEN_CHECK_AND_WRITE);
                 }
                 let exp = expiry.get(&e.actor).copied().unwrap_or(Expiry::NegInfinity);
-                paused_at.insert(e.actor.clone(), (e.at.0, exp));
+                paused_at.insert(&e.actor, (e.at.0, exp));
             }
             (Op::Resume, _) => {
                 if let Some((t1, Expiry::At(x))) = paused_at.remove(&e.actor) {
@@ -97,11 +97,11 @@ pub fn count(h: &History, f: &Facts) -> Counts {
                 }
             }
             (Op::Acquire { holder, .. }, Outcome::Granted { token, expires }) => {
-                expiry.insert(holder.clone(), *expires);
+                expiry.insert(holder, *expires);
                 max_granted = max_granted.max(*token);
             }
             (Op::Renew { holder, .. }, Outcome::Renewed { expires }) => {
-                expiry.insert(holder.clone(), *expires);
+                expiry.insert(holder, *expires);
             }
             (Op::Restart { .. }, Outcome::Ok) => c.bump(DB_RESTART),
             _ => {}
@@ -114,7 +114,7 @@ pub fn count(h: &History, f: &Facts) -> Counts {
             _ => None,
         };
         if let Some(t) = token {
-            checked.insert(e.actor.clone(), false);
+            checked.insert(&e.actor, false);
             if t < max_granted
                 && matches!(
                     e.op,

@@ -303,6 +303,15 @@ impl Event {
             None => ConnId::new(self.actor.as_str()),
         }
     }
+
+    /// The connection's name, borrowed: what checkers key their per-connection state by
+    /// (no allocation per event).
+    pub fn conn_str(&self) -> &str {
+        match &self.conn {
+            Some(c) => c.as_str(),
+            None => self.actor.as_str(),
+        }
+    }
 }
 
 /// An ordered list of events.

@@ -43,6 +43,25 @@ fn main() {
     println!("standard scenario: 2 holders, {virtual_ms} ms virtual, all fault kinds, scope fence");
 
     let only_fast = std::env::args().any(|a| a == "fast");
+    // Profiling aids: `floor` runs only the idle floor, `turmoil` only the turmoil driver.
+    let tick: u64 = std::env::var("BENCH_TICK_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1);
+    if std::env::args().any(|a| a == "floor") {
+        println!("idle floor: {:.3} s/run", idle_floor(tick, virtual_ms));
+        return;
+    }
+    if std::env::args().any(|a| a == "turmoil") {
+        let t = Instant::now();
+        let opts = SimOptions {
+            tick_ms: tick,
+            ..std_opts.clone()
+        };
+        run_seed(1, &opts, Driver::Turmoil);
+        println!("turmoil driver: {:.3} s/run", t.elapsed().as_secs_f64());
+        return;
+    }
     let n: u64 = std::env::var("BENCH_RUNS").ok().and_then(|v| v.parse().ok()).unwrap_or(2000);
     let t = Instant::now();
     let mut events = 0usize;
