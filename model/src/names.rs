@@ -20,8 +20,15 @@ macro_rules! name_type {
         ///
         /// Shared (`Arc<str>`): names are cloned into every event of a history, so a clone is
         /// a reference-count increment, not an allocation.
-        #[derive(Clone, Debug, Hash)]
+        #[derive(Clone, Debug)]
         pub struct $name(Arc<str>);
+
+        // Hashes the text, as equality compares it (the pointer test is only a shortcut).
+        impl std::hash::Hash for $name {
+            fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+                self.0.hash(h)
+            }
+        }
 
         // Names in a run are clones of a few shared strings, so most comparisons are of a name
         // with itself: a pointer test answers those without touching the bytes. The order is
