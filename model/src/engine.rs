@@ -21,7 +21,7 @@
 use crate::names::{ConnId, LeaseName, Part, Scope};
 use crate::rows::{LeaseRow, PartRow};
 use crate::time::Millis;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 /// The primary key of a row; row locks are taken per key, existing or not (an uncommitted
 /// insert locks its key just like an update locks its row).
@@ -46,10 +46,11 @@ pub(crate) enum Row {
 pub(crate) struct Txn {
     /// `now()` for every statement of the transaction.
     pub start: Millis,
-    /// Uncommitted row versions (`None` = deleted).
-    pub overlay: BTreeMap<Key, Option<Row>>,
-    /// Keys locked by this transaction.
-    pub locks: BTreeSet<Key>,
+    /// Uncommitted row versions (`None` = deleted), one per key. A transaction touches two or
+    /// three keys, so a list beats a tree here.
+    pub overlay: Vec<(Key, Option<Row>)>,
+    /// Keys locked by this transaction, each once.
+    pub locks: Vec<Key>,
     /// REPEATABLE READ (else READ COMMITTED).
     pub repeatable: bool,
     /// The commit sequence number at the transaction's first statement (REPEATABLE READ).
@@ -153,7 +154,7 @@ impl<T: Clone, X: Default> Engine<T, X> {
     /// The row as `id` sees it: its own uncommitted version, else the committed one.
     pub fn read(&self, id: &ConnId, key: &Key) -> Option<Row> {
         if let Some(txn) = self.conns.get(id).and_then(|c| c.txn.as_ref()) {
-            if let Some(v) = txn.overlay.get(key) {
+            if let Some((_, v)) = txn.overlay.iter().find(|(k, _)| k == key) {
                 return v.clone();
             }
         }
@@ -180,7 +181,10 @@ impl<T: Clone, X: Default> Engine<T, X> {
             (Effect::Write(row), true) => {
                 self.lock(id, key.clone());
                 if let Some(txn) = self.conn(id).txn.as_mut() {
-                    txn.overlay.insert(key, row);
+                    match txn.overlay.iter_mut().find(|(k, _)| *k == key) {
+                        Some((_, v)) => *v = row,
+                        None => txn.overlay.push((key, row)),
+                    }
                 }
             }
         }
@@ -189,7 +193,9 @@ impl<T: Clone, X: Default> Engine<T, X> {
     fn lock(&mut self, id: &ConnId, key: Key) {
         self.locks.insert(key.clone(), id.clone());
         if let Some(txn) = self.conn(id).txn.as_mut() {
-            txn.locks.insert(key);
+            if !txn.locks.contains(&key) {
+                txn.locks.push(key);
+            }
         }
     }
 
@@ -211,8 +217,8 @@ impl<T: Clone, X: Default> Engine<T, X> {
     pub fn begin(&mut self, id: &ConnId, now: Millis, repeatable: bool) {
         self.conn(id).txn = Some(Txn {
             start: now,
-            overlay: BTreeMap::new(),
-            locks: BTreeSet::new(),
+            overlay: Vec::new(),
+            locks: Vec::new(),
             repeatable,
             snapshot: None,
             aborted: false,
@@ -263,7 +269,10 @@ impl<T: Clone, X: Default> Engine<T, X> {
             return;
         };
         if commit {
-            for (k, v) in txn.overlay {
+            // In key order, as a tree would give them: commit sequence numbers stay the same.
+            let mut overlay = txn.overlay;
+            overlay.sort_by(|a, b| a.0.cmp(&b.0));
+            for (k, v) in overlay {
                 self.commit_row(k, v);
             }
         }
