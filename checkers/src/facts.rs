@@ -7,9 +7,7 @@
 //! that complete in one event have a window of one position. A checker reports "A before B"
 //! only when A's window ends before B's begins — the Jepsen stance on concurrent operations.
 
-use leaselab_model::{
-    DbName, Event, History, Holder, LeaseName, Op, Outcome, Part, Scope, Token,
-};
+use leaselab_model::{DbName, Event, History, Holder, LeaseName, Op, Outcome, Part, Scope, Token};
 use std::collections::BTreeMap;
 
 /// Where a fact took effect, as history positions (event `seq`).

@@ -3,9 +3,7 @@
 
 use crate::facts::{Certainty, Facts, WriteFact};
 use crate::{Check, Violation};
-use leaselab_model::{
-    DbName, Expiry, History, Holder, LeaseName, Op, Outcome, Scope, Token,
-};
+use leaselab_model::{DbName, Expiry, History, Holder, LeaseName, Op, Outcome, Scope, Token};
 use std::collections::{BTreeMap, BTreeSet};
 
 fn describe_write(w: &WriteFact) -> String {

@@ -141,9 +141,7 @@ impl<T: Clone, X: Default> Engine<T, X> {
         if !self.conns.contains_key(id) {
             return self.conns.entry(id.clone()).or_default();
         }
-        self.conns
-            .get_mut(id)
-            .expect("present: checked just above")
+        self.conns.get_mut(id).expect("present: checked just above")
     }
 
     /// Whether `key` is locked by a connection other than `id`.

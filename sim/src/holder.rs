@@ -400,7 +400,13 @@ impl HolderMachine {
     }
 
     /// [`on_reply`](Self::on_reply), appending to a buffer the driver reuses.
-    pub fn on_reply_into(&mut self, now: Millis, req: u64, outcome: &Outcome, out: &mut Vec<Effect>) {
+    pub fn on_reply_into(
+        &mut self,
+        now: Millis,
+        req: u64,
+        outcome: &Outcome,
+        out: &mut Vec<Effect>,
+    ) {
         let Some(p) = self.pending.remove(&req) else {
             return; // abandoned or unknown: ignore
         };
@@ -461,13 +467,7 @@ impl HolderMachine {
                 match (step, outcome) {
                     (WStep::Begin, _) => {
                         let token = self.token();
-                        self.step(
-                            now,
-                            part,
-                            WStep::Fence,
-                            Op::Fence { scope, token },
-                            out,
-                        );
+                        self.step(now, part, WStep::Fence, Op::Fence { scope, token }, out);
                     }
                     (WStep::Fence, Outcome::Passed) => {
                         out.push(Effect::Point(Point::AfterFence));
