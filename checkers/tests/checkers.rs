@@ -133,3 +133,84 @@ fn every_check_can_fire() {
     let r = check(&h);
     assert_eq!(r.verdict(), vec!["final".to_string()]);
 }
+
+/// A hand-written history (no database hands out tokens like this): grants of 5 then 3 by the
+/// database's word. The second lies below the first without reusing it, the case I2 finds by its
+/// running maximum rather than by the set of tokens seen.
+fn grants(blocked_first: bool) -> History {
+    let mut h = History::default();
+    let grant = |token| Outcome::Granted {
+        token: Token(token),
+        expires: Expiry::At(Millis(10_000)),
+    };
+    let a = Holder::new("holder-a");
+    let b = Holder::new("holder-b");
+    if blocked_first {
+        // holder-a's grant of 5 is only collected after holder-b's grant of 3: the history cannot
+        // order the two, so no decrease may be claimed.
+        h.push(
+            Millis(1),
+            Millis(1),
+            a.clone(),
+            None,
+            Op::acquire("holder-a", 1000),
+            Outcome::Blocked,
+        );
+        h.push(
+            Millis(2),
+            Millis(2),
+            b,
+            None,
+            Op::acquire("holder-b", 1000),
+            grant(3),
+        );
+        h.push(
+            Millis(3),
+            Millis(3),
+            a,
+            None,
+            Op::Await { db: DbName::Lease },
+            grant(5),
+        );
+    } else {
+        h.push(
+            Millis(1),
+            Millis(1),
+            a,
+            None,
+            Op::acquire("holder-a", 1000),
+            grant(5),
+        );
+        h.push(
+            Millis(2),
+            Millis(2),
+            b,
+            None,
+            Op::acquire("holder-b", 1000),
+            grant(3),
+        );
+    }
+    h
+}
+
+#[test]
+fn i2_fires_on_a_token_below_an_earlier_grant() {
+    let r = check(&grants(false));
+    let v = r
+        .of(Check::I2)
+        .next()
+        .expect("I2 must fire on a decreasing token");
+    assert!(
+        v.message.contains("token 3 granted to holder-b"),
+        "{}",
+        v.message
+    );
+    assert!(v.message.contains("is below token 5"), "{}", v.message);
+    assert_eq!(v.events, vec![1, 2]);
+}
+
+#[test]
+fn i2_stays_quiet_when_the_grants_cannot_be_ordered() {
+    let r = check(&grants(true));
+    assert!(!r.violated(Check::I2), "{:?}", r.violations);
+}

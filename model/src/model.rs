@@ -560,35 +560,24 @@ impl Model {
     /// Whether `conn`'s statement on `db` is still waiting for a row lock. A server host uses
     /// this to know when to answer a blocked client (it then records an `await`).
     pub fn is_blocked(&self, db: DbName, conn: &ConnId) -> bool {
-        let waiting = |c: Option<bool>| c.unwrap_or(false);
-        match db {
-            DbName::Lease => waiting(
-                self.lease
-                    .engine
-                    .conns
-                    .get(conn)
-                    .map(|c| c.waiting.is_some()),
-            ),
-            DbName::Res => waiting(self.res.engine.conns.get(conn).map(|c| c.waiting.is_some())),
-        }
+        self.conn_has(db, conn, |waiting, _| waiting)
     }
 
     /// Whether `conn` on `db` has a finished result that nobody collected yet.
     pub fn has_result(&self, db: DbName, conn: &ConnId) -> bool {
-        let has = |c: Option<bool>| c.unwrap_or(false);
+        self.conn_has(db, conn, |_, finished| finished)
+    }
+
+    /// Asks `f(waiting, finished)` of `conn` on `db` (false for an unknown connection).
+    fn conn_has(&self, db: DbName, conn: &ConnId, f: impl Fn(bool, bool) -> bool) -> bool {
+        fn probe<T, X>(e: &Engine<T, X>, conn: &ConnId, f: impl Fn(bool, bool) -> bool) -> bool {
+            e.conns
+                .get(conn)
+                .is_some_and(|c| f(c.waiting.is_some(), c.finished.is_some()))
+        }
         match db {
-            DbName::Lease => has(self
-                .lease
-                .engine
-                .conns
-                .get(conn)
-                .map(|c| c.finished.is_some())),
-            DbName::Res => has(self
-                .res
-                .engine
-                .conns
-                .get(conn)
-                .map(|c| c.finished.is_some())),
+            DbName::Lease => probe(&self.lease.engine, conn, f),
+            DbName::Res => probe(&self.res.engine, conn, f),
         }
     }
 

@@ -319,6 +319,28 @@ async fn one_row(
     r.unwrap_or_else(|o| o)
 }
 
+/// A statement returning at most one row, run at virtual time `now`: `found` reads the row,
+/// `none` is the answer when no row came back.
+async fn opt_row(
+    c: &Client,
+    s: &Stmts,
+    now: Option<Millis>,
+    stmt: &Option<Statement>,
+    params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
+    found: impl FnOnce(&tokio_postgres::Row) -> Result<Outcome, Outcome>,
+    none: Outcome,
+) -> Outcome {
+    let r: Result<Outcome, Outcome> = async {
+        set_now(c, s, now).await.map_err(stmt_err)?;
+        match c.query_opt(st(stmt)?, params).await.map_err(stmt_err)? {
+            Some(row) => found(&row),
+            None => Ok(none),
+        }
+    }
+    .await;
+    r.unwrap_or_else(|o| o)
+}
+
 fn flatten<T>(r: Result<T, Outcome>) -> Result<T, Out> {
     r.map_err(Out::from)
 }
@@ -937,25 +959,25 @@ impl LeaseStore for PgBackend {
         let now = self.now_for(in_txn, cx.now);
         let (name, h) = (lease.to_string(), holder.to_string());
         self.run(DbName::Lease, cx.conn, async move {
-            let r: Result<Outcome, Outcome> = async {
-                set_now(&c, &s, now).await.map_err(stmt_err)?;
-                let row = c
-                    .query_opt(st(&s.acquire)?, &[&name, &h, &(ttl_ms as f64)])
-                    .await
-                    .map_err(stmt_err)?;
-                Ok(match row {
-                    Some(r) => {
-                        let t: i64 = r.get(0);
-                        Outcome::Granted {
-                            token: Token(t as u64),
-                            expires: ms_of_us(r.get(1))?,
-                        }
-                    }
-                    None => Outcome::Refused,
+            let grant = |r: &tokio_postgres::Row| {
+                let t: i64 = r.get(0);
+                Ok(Outcome::Granted {
+                    token: Token(t as u64),
+                    expires: ms_of_us(r.get(1))?,
                 })
-            }
-            .await;
-            r.unwrap_or_else(|o| o).into()
+            };
+            let ttl = ttl_ms as f64;
+            opt_row(
+                &c,
+                &s,
+                now,
+                &s.acquire,
+                &[&name, &h, &ttl],
+                grant,
+                Outcome::Refused,
+            )
+            .await
+            .into()
         })
     }
 
@@ -971,21 +993,23 @@ impl LeaseStore for PgBackend {
         let now = self.now_for(in_txn, cx.now);
         let (name, h, t) = (lease.to_string(), holder.to_string(), token.0 as i64);
         self.run(DbName::Lease, cx.conn, async move {
-            let r: Result<Outcome, Outcome> = async {
-                set_now(&c, &s, now).await.map_err(stmt_err)?;
-                let row = c
-                    .query_opt(st(&s.renew)?, &[&(ttl_ms as f64), &name, &h, &t])
-                    .await
-                    .map_err(stmt_err)?;
-                Ok(match row {
-                    Some(r) => Outcome::Renewed {
-                        expires: ms_of_us(r.get(0))?,
-                    },
-                    None => Outcome::Refused,
+            let renewed = |r: &tokio_postgres::Row| {
+                Ok(Outcome::Renewed {
+                    expires: ms_of_us(r.get(0))?,
                 })
-            }
-            .await;
-            r.unwrap_or_else(|o| o).into()
+            };
+            let ttl = ttl_ms as f64;
+            opt_row(
+                &c,
+                &s,
+                now,
+                &s.renew,
+                &[&ttl, &name, &h, &t],
+                renewed,
+                Outcome::Refused,
+            )
+            .await
+            .into()
         })
     }
 

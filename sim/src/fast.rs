@@ -7,7 +7,7 @@
 //! arrives after it); a delay window adds latency.
 
 use crate::clock::{NodeClock, PauseKind};
-use crate::faults::{Fault, Point};
+use crate::faults::{Fault, LinkWindow, Point};
 use crate::holder::{Effect, HolderMachine};
 use crate::host::{DbHosts, Reply, Request};
 use crate::scenario::{finish, Driver, Setup, SimRun};
@@ -91,15 +91,6 @@ impl Queue {
     }
 }
 
-/// A time window of a link fault, precomputed per link: `extra_ms` is `None` for a partition
-/// (messages are held until `end`), else the added latency.
-#[derive(Clone, Copy)]
-struct Window {
-    from: u64,
-    end: u64,
-    extra_ms: Option<u64>,
-}
-
 struct Node {
     m: HolderMachine,
     name: Holder,
@@ -121,7 +112,7 @@ pub struct FastSim {
     queue: Queue,
     net: ChaCha8Rng,
     /// Link fault windows, indexed by `link_index`.
-    windows: Vec<Vec<Window>>,
+    windows: Vec<Vec<LinkWindow>>,
     /// Last delivery time per link and direction (FIFO links), indexed by `link_index`.
     last: Vec<[u64; 2]>,
     /// Every holder's clock reading at the current instant (refilled per request).
@@ -197,33 +188,12 @@ impl FastSim {
         let links = self.nodes.len() * 2;
         self.windows = vec![Vec::new(); links];
         self.last = vec![[0; 2]; links];
-        let safety = self.setup.opts.safety_ms;
         let faults = self.setup.plan.faults.clone();
-        for f in &faults {
-            match *f {
-                Fault::Partition {
-                    holder,
-                    db,
-                    at_ms,
-                    dur_ms,
-                } => self.windows[link_index(holder, db)].push(Window {
-                    from: at_ms,
-                    end: (at_ms + dur_ms).min(safety),
-                    extra_ms: None,
-                }),
-                Fault::Delay {
-                    holder,
-                    db,
-                    at_ms,
-                    dur_ms,
-                    extra_ms,
-                } => self.windows[link_index(holder, db)].push(Window {
-                    from: at_ms,
-                    end: at_ms + dur_ms,
-                    extra_ms: Some(extra_ms),
-                }),
-                _ => {}
-            }
+        for w in faults
+            .iter()
+            .filter_map(|f| f.link_window(self.setup.opts.safety_ms))
+        {
+            self.windows[link_index(w.holder, w.db)].push(w);
         }
         for f in faults {
             match f {
@@ -412,14 +382,14 @@ impl FastSim {
     fn timer(&mut self, h: usize) {
         let local = self.nodes[h].clock.local(Millis(self.now));
         let mut buf = std::mem::take(&mut self.effects);
-        self.nodes[h].m.on_timer_into(local, &mut buf);
+        self.nodes[h].m.on_timer(local, &mut buf);
         self.feed(h, &mut buf);
         self.effects = buf;
     }
 
     fn on_reply(&mut self, h: usize, local: Millis, req: u64, outcome: &Outcome) {
         let mut buf = std::mem::take(&mut self.effects);
-        self.nodes[h].m.on_reply_into(local, req, outcome, &mut buf);
+        self.nodes[h].m.on_reply(local, req, outcome, &mut buf);
         self.feed(h, &mut buf);
         self.effects = buf;
     }
@@ -441,7 +411,7 @@ impl FastSim {
                     self.locals
                         .extend(self.nodes.iter().map(|n| n.clock.local(Millis(t))));
                     let mut replies = std::mem::take(&mut self.replies);
-                    self.hosts.request_into(
+                    self.hosts.request(
                         Millis(t),
                         &self.locals,
                         &self.names,

@@ -180,7 +180,51 @@ pub enum Fault {
     },
 }
 
+/// The time window in which a link fault acts, as both drivers carry it out: from its start
+/// until it ends or the faults heal, whichever is first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LinkWindow {
+    /// Holder index.
+    pub holder: usize,
+    /// Database.
+    pub db: DbName,
+    /// First affected instant.
+    pub from: u64,
+    /// First unaffected instant (capped at the heal).
+    pub end: u64,
+    /// `None`: a partition (messages are held until `end`); `Some(ms)`: a delay adding `ms`.
+    pub extra_ms: Option<u64>,
+}
+
 impl Fault {
+    /// The window of a partition or delay that starts before `heal_ms`; `None` for other
+    /// faults and for link faults planned after the heal.
+    pub fn link_window(&self, heal_ms: u64) -> Option<LinkWindow> {
+        let (holder, db, at_ms, dur_ms, extra_ms) = match *self {
+            Fault::Partition {
+                holder,
+                db,
+                at_ms,
+                dur_ms,
+            } => (holder, db, at_ms, dur_ms, None),
+            Fault::Delay {
+                holder,
+                db,
+                at_ms,
+                dur_ms,
+                extra_ms,
+            } => (holder, db, at_ms, dur_ms, Some(extra_ms)),
+            _ => return None,
+        };
+        (at_ms < heal_ms).then_some(LinkWindow {
+            holder,
+            db,
+            from: at_ms,
+            end: (at_ms + dur_ms).min(heal_ms),
+            extra_ms,
+        })
+    }
+
     /// The kind.
     pub fn kind(&self) -> FaultKind {
         match self {

@@ -239,15 +239,9 @@ impl HolderMachine {
         req
     }
 
-    /// Handles every timer due at local time `now`.
-    pub fn on_timer(&mut self, now: Millis) -> Vec<Effect> {
-        let mut out = Vec::new();
-        self.on_timer_into(now, &mut out);
-        out
-    }
-
-    /// [`on_timer`](Self::on_timer), appending to a buffer the driver reuses.
-    pub fn on_timer_into(&mut self, now: Millis, out: &mut Vec<Effect>) {
+    /// Handles every timer due at local time `now`, appending the effects to `out` (a buffer
+    /// the driver may reuse).
+    pub fn on_timer(&mut self, now: Millis, out: &mut Vec<Effect>) {
         // Timed-out requests first: their connections are abandoned.
         let expired: Vec<(u64, Pending)> = self
             .pending
@@ -352,12 +346,15 @@ impl HolderMachine {
     /// rolls it back; the job never reclaims the old holding (seed 003's LeaseGuard).
     fn abort(&mut self, now: Millis) {
         self.stats.aborts += 1;
+        self.end_job(now.plus(self.cfg.retry_ms));
+    }
+
+    /// Forgets the holding, stops renewing and waits until `until` for the next job.
+    fn end_job(&mut self, until: Millis) {
         self.holding = None;
         self.lost = false;
         self.renew_at = None;
-        self.work = Work::Idle {
-            until: now.plus(self.cfg.retry_ms),
-        };
+        self.work = Work::Idle { until };
     }
 
     /// The token of the current holding (0 when none: such a write is refused by any fence).
@@ -392,21 +389,8 @@ impl HolderMachine {
         self.work = Work::Writing { part, step, req };
     }
 
-    /// Handles the reply to request `req` at local time `now`.
-    pub fn on_reply(&mut self, now: Millis, req: u64, outcome: &Outcome) -> Vec<Effect> {
-        let mut out = Vec::new();
-        self.on_reply_into(now, req, outcome, &mut out);
-        out
-    }
-
-    /// [`on_reply`](Self::on_reply), appending to a buffer the driver reuses.
-    pub fn on_reply_into(
-        &mut self,
-        now: Millis,
-        req: u64,
-        outcome: &Outcome,
-        out: &mut Vec<Effect>,
-    ) {
+    /// Handles the reply to request `req` at local time `now`, appending the effects to `out`.
+    pub fn on_reply(&mut self, now: Millis, req: u64, outcome: &Outcome, out: &mut Vec<Effect>) {
         let Some(p) = self.pending.remove(&req) else {
             return; // abandoned or unknown: ignore
         };
@@ -521,12 +505,7 @@ impl HolderMachine {
                     self.abandon(CONN_LEASE, out);
                 }
                 self.stats.jobs += 1;
-                self.holding = None;
-                self.lost = false;
-                self.renew_at = None;
-                self.work = Work::Idle {
-                    until: now.plus(self.cfg.job_gap_ms),
-                };
+                self.end_job(now.plus(self.cfg.job_gap_ms));
             }
             _ => {}
         }

@@ -60,21 +60,9 @@ impl DbHosts {
     }
 
     /// Executes a request arriving at authority time `t`. `locals[i]` is holder i's clock at `t`
-    /// (recorded with each event), `names[i]` its name.
+    /// (recorded with each event), `names[i]` its name. The replies (the request's own, unless
+    /// it blocked, and those of waiters it released) are appended to `replies`.
     pub fn request(
-        &mut self,
-        t: Millis,
-        locals: &[Millis],
-        names: &[Holder],
-        r: Request,
-    ) -> Vec<Reply> {
-        let mut replies = Vec::new();
-        self.request_into(t, locals, names, r, &mut replies);
-        replies
-    }
-
-    /// [`request`](Self::request), appending the replies to a buffer the driver reuses.
-    pub fn request_into(
         &mut self,
         t: Millis,
         locals: &[Millis],

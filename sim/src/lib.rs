@@ -33,7 +33,7 @@ pub mod scenario;
 pub mod sweep;
 pub mod turmoil_driver;
 
-pub use faults::{Fault, FaultKind, FaultPlan, Point};
+pub use faults::{Fault, FaultKind, FaultPlan, LinkWindow, Point};
 pub use scenario::{Driver, Setup, SimOptions, SimRun};
 
 /// Runs one setup with the chosen driver.

@@ -111,7 +111,8 @@ async fn serve_conn(sh: Sh, db: DbName, stream: TcpStream) {
         let mut s = sh.borrow_mut();
         let ls = locals(&s, t);
         let names = s.names.clone();
-        let replies = s.hosts.request(
+        let mut replies = Vec::new();
+        s.hosts.request(
             Millis(t),
             &ls,
             &names,
@@ -121,6 +122,7 @@ async fn serve_conn(sh: Sh, db: DbName, stream: TcpStream) {
                 conn: ConnId::new(conn),
                 op,
             },
+            &mut replies,
         );
         route(&s, db, replies);
     }
@@ -219,7 +221,9 @@ impl Client {
                 Effect::Send { req, db, conn, op } => {
                     if let Some(o) = self.send(req, db, &conn, &op).await {
                         let local = self.local();
-                        queue.extend(self.m.on_reply(local, req, &o));
+                        let mut more = Vec::new();
+                        self.m.on_reply(local, req, &o, &mut more);
+                        queue.extend(more);
                     }
                 }
                 Effect::Abandon { db, conn } => {
@@ -294,7 +298,8 @@ impl Client {
                         continue;
                     };
                     let local = self.local();
-                    let effects = self.m.on_reply(local, req, &o);
+                    let mut effects = Vec::new();
+                    self.m.on_reply(local, req, &o, &mut effects);
                     self.feed(effects).await;
                 }
                 Some((db, None)) => {
@@ -303,7 +308,8 @@ impl Client {
                 }
                 None => {
                     let local = self.local();
-                    let effects = self.m.on_timer(local);
+                    let mut effects = Vec::new();
+                    self.m.on_timer(local, &mut effects);
                     self.feed(effects).await;
                 }
             }
@@ -405,34 +411,19 @@ pub fn run(setup: Setup) -> SimRun {
                 push(at_ms, Ctl::Crash(db), &mut ctl);
                 push((at_ms + down_ms).min(heal_ms), Ctl::Restart(db), &mut ctl);
             }
-            Fault::Partition {
-                holder,
-                db,
-                at_ms,
-                dur_ms,
-            } if at_ms < heal_ms => {
-                push(at_ms, Ctl::Hold(holder, db), &mut ctl);
-                push(
-                    (at_ms + dur_ms).min(heal_ms),
-                    Ctl::Release(holder, db),
-                    &mut ctl,
-                );
+            _ => {
+                if let Some(w) = f.link_window(heal_ms) {
+                    let (on, off) = match w.extra_ms {
+                        None => (Ctl::Hold(w.holder, w.db), Ctl::Release(w.holder, w.db)),
+                        Some(extra) => (
+                            Ctl::Slow(w.holder, w.db, hi + extra),
+                            Ctl::Slow(w.holder, w.db, hi),
+                        ),
+                    };
+                    push(w.from, on, &mut ctl);
+                    push(w.end, off, &mut ctl);
+                }
             }
-            Fault::Delay {
-                holder,
-                db,
-                at_ms,
-                dur_ms,
-                extra_ms,
-            } if at_ms < heal_ms => {
-                push(at_ms, Ctl::Slow(holder, db, hi + extra_ms), &mut ctl);
-                push(
-                    (at_ms + dur_ms).min(heal_ms),
-                    Ctl::Slow(holder, db, hi),
-                    &mut ctl,
-                );
-            }
-            _ => {}
         }
     }
     push(heal_ms, Ctl::Heal, &mut ctl);
