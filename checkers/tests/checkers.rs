@@ -139,56 +139,23 @@ fn every_check_can_fire() {
 /// running maximum rather than by the set of tokens seen.
 fn grants(blocked_first: bool) -> History {
     let mut h = History::default();
+    let mut ev = |t: u64, actor: &str, op: Op, out: Outcome| {
+        h.push(Millis(t), Millis(t), Holder::new(actor), None, op, out);
+    };
     let grant = |token| Outcome::Granted {
         token: Token(token),
         expires: Expiry::At(Millis(10_000)),
     };
-    let a = Holder::new("holder-a");
-    let b = Holder::new("holder-b");
+    let (acq_a, acq_b) = (Op::acquire("holder-a", 1000), Op::acquire("holder-b", 1000));
     if blocked_first {
         // holder-a's grant of 5 is only collected after holder-b's grant of 3: the history cannot
         // order the two, so no decrease may be claimed.
-        h.push(
-            Millis(1),
-            Millis(1),
-            a.clone(),
-            None,
-            Op::acquire("holder-a", 1000),
-            Outcome::Blocked,
-        );
-        h.push(
-            Millis(2),
-            Millis(2),
-            b,
-            None,
-            Op::acquire("holder-b", 1000),
-            grant(3),
-        );
-        h.push(
-            Millis(3),
-            Millis(3),
-            a,
-            None,
-            Op::Await { db: DbName::Lease },
-            grant(5),
-        );
+        ev(1, "holder-a", acq_a, Outcome::Blocked);
+        ev(2, "holder-b", acq_b, grant(3));
+        ev(3, "holder-a", Op::Await { db: DbName::Lease }, grant(5));
     } else {
-        h.push(
-            Millis(1),
-            Millis(1),
-            a,
-            None,
-            Op::acquire("holder-a", 1000),
-            grant(5),
-        );
-        h.push(
-            Millis(2),
-            Millis(2),
-            b,
-            None,
-            Op::acquire("holder-b", 1000),
-            grant(3),
-        );
+        ev(1, "holder-a", acq_a, grant(5));
+        ev(2, "holder-b", acq_b, grant(3));
     }
     h
 }
