@@ -396,8 +396,10 @@ impl FastSim {
 
     /// Runs to the end and judges the history.
     pub fn run(mut self) -> SimRun {
+        let mut delivered = 0u64;
         while let Some((t, ev)) = self.queue.pop() {
             self.now = t;
+            delivered += 1;
             match ev {
                 Ev::End => break,
                 Ev::ToDb {
@@ -485,6 +487,8 @@ impl FastSim {
         }
         let stats = self.nodes.iter().map(|n| n.m.stats).collect();
         let history = self.hosts.world.history;
-        finish(self.setup, Driver::Fast, history, stats)
+        let mut run = finish(self.setup, Driver::Fast, history, stats);
+        run.queue_events = delivered;
+        run
     }
 }

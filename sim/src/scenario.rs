@@ -231,6 +231,9 @@ pub struct SimRun {
     pub liveness: Result<(), String>,
     /// Per-holder counts.
     pub stats: Vec<HolderStats>,
+    /// Events the fast driver's queue delivered (0 under turmoil, whose scheduler is its own):
+    /// the figure the benchmark's bare-loop floor is sized by.
+    pub queue_events: u64,
 }
 
 impl SimRun {
@@ -285,5 +288,6 @@ pub fn finish(setup: Setup, driver: Driver, history: History, stats: Vec<HolderS
         report,
         liveness: live,
         stats,
+        queue_events: 0,
     }
 }
