@@ -42,10 +42,6 @@ impl Counts {
         self.0.get(name).copied().unwrap_or(0)
     }
 
-    fn bump(&mut self, name: &'static str) {
-        *self.0.entry(name).or_insert(0) += 1;
-    }
-
     /// Adds another run's counts (for sweeps).
     pub fn add(&mut self, other: &Counts) {
         for (k, v) in &other.0 {
@@ -61,10 +57,25 @@ impl fmt::Display for Counts {
     }
 }
 
+/// Per-run tallies indexed like [`ALL`]: bumped once per event, so a plain array rather than a
+/// map keyed by the names (the map is built once at the end).
+#[derive(Default)]
+struct Tally([u64; ALL.len()]);
+
+impl Tally {
+    fn bump(&mut self, name: &'static str) {
+        if let Some(i) = ALL
+            .iter()
+            .position(|n| std::ptr::eq(*n, name) || *n == name)
+        {
+            self.0[i] += 1;
+        }
+    }
+}
+
 /// Counts the `sometimes` properties of a history.
 pub fn count(h: &History, f: &Facts) -> Counts {
-    let mut c = Counts::default();
-    c.0.extend(ALL.iter().map(|n| (*n, 0)));
+    let mut c = Tally::default();
     let mut checked: BTreeMap<&Holder, bool> = BTreeMap::new();
     let mut expiry: BTreeMap<&Holder, Expiry> = BTreeMap::new();
     let mut paused_at: BTreeMap<&Holder, (u64, Expiry)> = BTreeMap::new();
@@ -129,5 +140,5 @@ pub fn count(h: &History, f: &Facts) -> Counts {
             }
         }
     }
-    c
+    Counts(ALL.iter().copied().zip(c.0).collect())
 }

@@ -316,6 +316,10 @@ struct SimArgs {
     /// Single seed: print settings and verdict only, no timeline.
     #[arg(long)]
     quiet: bool,
+    /// Worker threads for a sweep [default: one per core]. The result and the saved traces
+    /// are the same for any number; only the wall time changes.
+    #[arg(long)]
+    jobs: Option<usize>,
 }
 
 /// Returns whether a check failed.
@@ -359,7 +363,11 @@ fn run_sim(a: SimArgs) -> Result<bool, String> {
         (None, Some(r)) => {
             let (start, end) = leaselab::sim_cmd::parse_range(&r)?;
             let seeds = leaselab_sim::sweep::Seeds { start, end, shard };
-            leaselab::sim_cmd::many(seeds, &opts, driver, &a.out, !a.no_shrink)
+            let jobs = a.jobs.unwrap_or_else(leaselab_sim::sweep::default_jobs);
+            if jobs == 0 {
+                return Err("--jobs: expected at least 1, found 0".into());
+            }
+            leaselab::sim_cmd::many(seeds, &opts, driver, &a.out, !a.no_shrink, jobs)
         }
         (None, None) => Err("give --seed N or --seeds A..B".into()),
     }

@@ -108,6 +108,7 @@ pub fn many(
     driver: Driver,
     out: &Path,
     shrink: bool,
+    jobs: usize,
 ) -> Result<bool, String> {
     let mut last_pct = u64::MAX;
     let mut progress = |done: u64, total: u64, failing: usize| {
@@ -121,7 +122,7 @@ pub fn many(
             let _ = std::io::stderr().flush();
         }
     };
-    let res = sweep(seeds, opts, driver, shrink, &mut progress);
+    let res = sweep(seeds, opts, driver, shrink, jobs, &mut progress);
     eprintln!();
     for f in &res.failures {
         let r = &f.run;

@@ -12,7 +12,6 @@
 
 use crate::faults::Point;
 use leaselab_model::{ConnId, DbName, Holder, LeaseName, Millis, Op, Outcome, Part, Scope, Token};
-use std::collections::BTreeMap;
 
 /// Parameters of a holder.
 #[derive(Clone, Debug)]
@@ -139,7 +138,9 @@ pub struct HolderMachine {
     lost: bool,
     renew_at: Option<Millis>,
     renew_inflight: Option<u64>,
-    pending: BTreeMap<u64, Pending>,
+    /// Requests awaiting a reply, in request order (ids only grow, so pushing keeps the order;
+    /// there are at most a few, so a list beats a map).
+    pending: Vec<(u64, Pending)>,
     next_req: u64,
     /// Connection generations: a new connection replaces an abandoned one.
     gen: [u32; 3],
@@ -172,7 +173,7 @@ impl HolderMachine {
             lost: false,
             renew_at: None,
             renew_inflight: None,
-            pending: BTreeMap::new(),
+            pending: Vec::new(),
             next_req: 1,
             gen: [0; 3],
             conns: [0, 1, 2].map(|w| conn_name(&cfg_name, w, 0)),
@@ -196,7 +197,7 @@ impl HolderMachine {
         if let Some(r) = self.renew_at {
             min(r);
         }
-        for p in self.pending.values() {
+        for (_, p) in &self.pending {
             match p {
                 Pending::Work { timeout_at, .. } | Pending::Renew { timeout_at, .. } => {
                     min(*timeout_at)
@@ -204,6 +205,11 @@ impl HolderMachine {
             }
         }
         t
+    }
+
+    fn take_pending(&mut self, req: u64) -> Option<Pending> {
+        let i = self.pending.iter().position(|(r, _)| *r == req)?;
+        Some(self.pending.remove(i).1)
     }
 
     fn conn(&self, which: usize) -> ConnId {
@@ -229,7 +235,7 @@ impl HolderMachine {
         } else {
             Pending::Work { timeout_at, db }
         };
-        self.pending.insert(req, p);
+        self.pending.push((req, p));
         out.push(Effect::Send {
             req,
             db,
@@ -254,7 +260,7 @@ impl HolderMachine {
             .map(|(k, p)| (*k, *p))
             .collect();
         for (req, p) in expired {
-            self.pending.remove(&req);
+            self.take_pending(req);
             match p {
                 Pending::Renew { .. } => {
                     self.abandon(CONN_RENEW, out);
@@ -317,7 +323,7 @@ impl HolderMachine {
             .map(|(k, _)| *k)
             .collect();
         for k in stale {
-            self.pending.remove(&k);
+            self.take_pending(k);
         }
     }
 
@@ -391,7 +397,7 @@ impl HolderMachine {
 
     /// Handles the reply to request `req` at local time `now`, appending the effects to `out`.
     pub fn on_reply(&mut self, now: Millis, req: u64, outcome: &Outcome, out: &mut Vec<Effect>) {
-        let Some(p) = self.pending.remove(&req) else {
+        let Some(p) = self.take_pending(req) else {
             return; // abandoned or unknown: ignore
         };
         if let Pending::Renew { sent, token, .. } = p {

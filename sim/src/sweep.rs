@@ -8,6 +8,8 @@ use crate::faults::FaultPlan;
 use crate::run_setup;
 use crate::scenario::{Driver, Setup, SimOptions, SimRun};
 use leaselab_checkers::sometimes::Counts;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
 
 /// Which seeds a sweep runs: `range`, every `of`-th from `index` (`--shard index/of`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -57,37 +59,89 @@ pub struct SweepResult {
     pub events: u64,
 }
 
-/// Runs every seed; `progress(done, total, failures)` is called after each run.
+/// What one seed contributes to a sweep (a passing run keeps only its counts).
+struct SeedResult {
+    events: u64,
+    sometimes: Counts,
+    failure: Option<Failure>,
+}
+
+fn run_one(seed: u64, opts: &SimOptions, driver: Driver, shrink_failures: bool) -> SeedResult {
+    let run = run_setup(Setup::derive(seed, opts), driver);
+    let events = run.trace.history.events.len() as u64;
+    let sometimes = run.report.sometimes.clone();
+    let failure = run.failed().then(|| {
+        let shrunk = shrink_failures.then(|| shrink(&run));
+        Failure { run, shrunk }
+    });
+    SeedResult {
+        events,
+        sometimes,
+        failure,
+    }
+}
+
+/// Runs every seed on `jobs` worker threads; `progress(done, total, failures)` is called on
+/// the calling thread after each run. Seeds are independent and each is deterministic, and the
+/// results are folded in seed order, so the result is the same for any `jobs`: only the
+/// wall time changes.
 pub fn sweep(
     seeds: Seeds,
     opts: &SimOptions,
     driver: Driver,
     shrink_failures: bool,
+    jobs: usize,
     progress: &mut dyn FnMut(u64, u64, usize),
 ) -> SweepResult {
-    let total = seeds.count();
+    let list: Vec<u64> = seeds.iter().collect();
+    let total = list.len() as u64;
+    let jobs = jobs.clamp(1, list.len().max(1));
+    let mut slots: Vec<Option<SeedResult>> = Vec::new();
+    slots.resize_with(list.len(), || None);
+    let next = AtomicUsize::new(0);
+    let (tx, rx) = mpsc::channel::<(usize, SeedResult)>();
+    std::thread::scope(|scope| {
+        for _ in 0..jobs {
+            let tx = tx.clone();
+            let (list, next) = (&list, &next);
+            scope.spawn(move || loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(&seed) = list.get(i) else { break };
+                if tx
+                    .send((i, run_one(seed, opts, driver, shrink_failures)))
+                    .is_err()
+                {
+                    break;
+                }
+            });
+        }
+        drop(tx);
+        let (mut done, mut failing) = (0u64, 0usize);
+        for (i, r) in rx {
+            done += 1;
+            failing += usize::from(r.failure.is_some());
+            slots[i] = Some(r);
+            progress(done, total, failing);
+        }
+    });
     let mut res = SweepResult::default();
-    for seed in seeds.iter() {
-        let run = run_setup(Setup::derive(seed, opts), driver);
+    for r in slots.into_iter().flatten() {
         res.runs += 1;
-        res.events += run.trace.history.events.len() as u64;
-        res.sometimes.add(&run.report.sometimes);
-        for (k, v) in &run.report.sometimes.0 {
+        res.events += r.events;
+        res.sometimes.add(&r.sometimes);
+        for (k, v) in &r.sometimes.0 {
             if *v > 0 {
                 *res.runs_with.0.entry(k).or_insert(0) += 1;
             }
         }
-        if run.failed() {
-            let shrunk = if shrink_failures {
-                Some(shrink(&run))
-            } else {
-                None
-            };
-            res.failures.push(Failure { run, shrunk });
-        }
-        progress(res.runs, total, res.failures.len());
+        res.failures.extend(r.failure);
     }
     res
+}
+
+/// Worker threads for a sweep when the user does not say: one per core.
+pub fn default_jobs() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 fn still_fails(run: &SimRun, target: &str) -> bool {

@@ -5,7 +5,7 @@
 use leaselab_checkers::{sometimes, Check};
 use leaselab_model::trace::Trace;
 use leaselab_model::{FenceMode, LeaseDurability};
-use leaselab_sim::sweep::{shrink, sweep, Seeds};
+use leaselab_sim::sweep::{default_jobs, shrink, sweep, Seeds};
 use leaselab_sim::{run_seed, Driver, FaultKind, SimOptions};
 
 fn opts(fence: FenceMode) -> SimOptions {
@@ -67,6 +67,7 @@ fn found_and_shrunk(fence: FenceMode, max_steps: usize) {
         &opts(fence),
         Driver::Fast,
         false,
+        default_jobs(),
         &mut |_, _, _| {},
     );
     let first = res
@@ -110,6 +111,7 @@ fn scope_fence_holds_over_many_seeds() {
         &opts(FenceMode::Scope),
         Driver::Fast,
         false,
+        default_jobs(),
         &mut |_, _, _| {},
     );
     let bad: Vec<String> = res
@@ -146,7 +148,14 @@ fn unlogged_lease_table_is_found_to_reuse_tokens() {
         faults: vec![FaultKind::Crash],
         ..opts(FenceMode::Scope)
     };
-    let res = sweep(seeds(0, 50), &o, Driver::Fast, false, &mut |_, _, _| {});
+    let res = sweep(
+        seeds(0, 50),
+        &o,
+        Driver::Fast,
+        false,
+        default_jobs(),
+        &mut |_, _, _| {},
+    );
     assert!(
         res.failures
             .iter()
@@ -207,5 +216,51 @@ fn no_faults_means_no_failures_and_steady_progress() {
         run.stats.iter().map(|s| s.jobs).sum::<u64>() > 20,
         "{:?}",
         run.stats
+    );
+}
+
+#[test]
+fn a_sweep_gives_the_same_result_on_any_number_of_threads() {
+    let o = opts(FenceMode::Off);
+    let run = |jobs| {
+        let mut calls = 0u64;
+        let res = sweep(
+            seeds(0, 60),
+            &o,
+            Driver::Fast,
+            true,
+            jobs,
+            &mut |done, total, _| {
+                calls += 1;
+                assert!(done <= total);
+            },
+        );
+        assert_eq!(calls, 60, "progress is reported once per seed");
+        res
+    };
+    let (one, three) = (run(1), run(3));
+    assert!(
+        !one.failures.is_empty(),
+        "the unfenced sweep must fail somewhere"
+    );
+    assert_eq!(one.runs, three.runs);
+    assert_eq!(one.events, three.events);
+    assert_eq!(one.sometimes, three.sometimes);
+    assert_eq!(one.runs_with, three.runs_with);
+    let texts = |r: &leaselab_sim::sweep::SweepResult| -> Vec<(String, Option<String>)> {
+        r.failures
+            .iter()
+            .map(|f| {
+                (
+                    f.run.trace.to_text(),
+                    f.shrunk.as_ref().map(|s| s.trace.to_text()),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(
+        texts(&one),
+        texts(&three),
+        "same failures, in seed order, same bytes"
     );
 }
