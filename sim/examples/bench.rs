@@ -40,7 +40,13 @@ fn bare_loop(seed: u64, events: u64, (lo, hi): (u64, u64)) -> u64 {
     acc
 }
 
-fn idle_floor(tick_ms: u64, virtual_ms: u64) -> f64 {
+/// turmoil's idle floor: the same four hosts, doing nothing, for the same virtual time. With
+/// `connected`, each holder first opens the TCP connections the driver opens (one to each
+/// database) and then idles on them: turmoil's per-tick cost grows with the links that exist
+/// (each step walks every link for every host), whether or not a message is sent, so that is
+/// the floor of a run that talks at all.
+fn idle_floor(tick_ms: u64, virtual_ms: u64, connected: bool) -> f64 {
+    use turmoil::net::{TcpListener, TcpStream};
     let start = Instant::now();
     let mut sim = turmoil::Builder::new()
         .rng_seed(1)
@@ -49,7 +55,14 @@ fn idle_floor(tick_ms: u64, virtual_ms: u64) -> f64 {
         .simulation_duration(Duration::from_millis(virtual_ms + 60_000))
         .build();
     for h in ["lease-db", "res-db"] {
-        sim.host(h, || async {
+        sim.host(h, move || async move {
+            let mut held = Vec::new();
+            if connected {
+                let listener = TcpListener::bind(("0.0.0.0", 5432)).await?;
+                while held.len() < 2 {
+                    held.push(listener.accept().await?.0);
+                }
+            }
             loop {
                 tokio::time::sleep(Duration::from_secs(3600)).await;
             }
@@ -57,10 +70,17 @@ fn idle_floor(tick_ms: u64, virtual_ms: u64) -> f64 {
     }
     for c in ["holder-a", "holder-b"] {
         sim.client(c, async move {
+            let mut held = Vec::new();
+            if connected {
+                for db in ["lease-db", "res-db"] {
+                    held.push(TcpStream::connect((db, 5432)).await?);
+                }
+            }
             let end = Duration::from_millis(virtual_ms);
             while turmoil::elapsed() < end {
                 tokio::time::sleep(Duration::from_millis(400)).await;
             }
+            drop(held);
             Ok(())
         });
     }
@@ -106,7 +126,17 @@ fn main() {
     // floor, `turmoil` only the turmoil driver, at BENCH_TICK_MS (default 1).
     let tick = env_u64("BENCH_TICK_MS", 1);
     if arg("floor") {
-        println!("idle floor: {:.3} s/run", idle_floor(tick, virtual_ms));
+        println!(
+            "idle floor: {:.3} s/run",
+            idle_floor(tick, virtual_ms, false)
+        );
+        return;
+    }
+    if arg("floor-connected") {
+        println!(
+            "idle floor, connected: {:.3} s/run",
+            idle_floor(tick, virtual_ms, true)
+        );
         return;
     }
     if arg("turmoil") {
@@ -161,20 +191,25 @@ fn main() {
         return;
     }
 
-    // turmoil driver against turmoil's idle floor, interleaved so both see the same machine.
-    for (tick, pairs) in [(1u64, 5usize), (10, 15)] {
+    // turmoil driver against turmoil's idle floors, interleaved so all see the same machine.
+    for (tick, rounds) in [(1u64, 5usize), (10, 15)] {
         let mut drv = Vec::new();
         let mut floor = Vec::new();
-        for _ in 0..pairs {
-            floor.push(idle_floor(tick, virtual_ms));
+        let mut conn = Vec::new();
+        for _ in 0..rounds {
+            floor.push(idle_floor(tick, virtual_ms, false));
+            conn.push(idle_floor(tick, virtual_ms, true));
             drv.push(turmoil_run(&std_opts, tick));
         }
         let (dmin, dmed) = min_median(drv);
         let (fmin, fmed) = min_median(floor);
+        let (cmin, cmed) = min_median(conn);
         println!(
-            "turmoil driver, tick {tick} ms, {pairs} interleaved pairs: driver min {dmin:.3} / median {dmed:.3} s/run; idle floor min {fmin:.3} / median {fmed:.3} s/run; ratio of minima {:.2}, of medians {:.2}",
+            "turmoil driver, tick {tick} ms, {rounds} interleaved rounds: driver min {dmin:.3} / median {dmed:.3} s/run; idle floor min {fmin:.3} / median {fmed:.3} (ratio of minima {:.2}, of medians {:.2}); connected idle floor min {cmin:.3} / median {cmed:.3} (ratio of minima {:.2}, of medians {:.2})",
             dmin / fmin,
-            dmed / fmed
+            dmed / fmed,
+            dmin / cmin,
+            dmed / cmed
         );
     }
 
