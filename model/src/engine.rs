@@ -150,13 +150,15 @@ impl<T: Clone, X: Default> Engine<T, X> {
     }
 
     /// The row as `id` sees it: its own uncommitted version, else the committed one.
-    pub fn read(&self, id: &ConnId, key: &Key) -> Option<Row> {
+    /// Borrowed: most statements only look at a token in the row, and a part row carries its
+    /// content text.
+    pub fn read(&self, id: &ConnId, key: &Key) -> Option<&Row> {
         if let Some(txn) = self.conns.get(id).and_then(|c| c.txn.as_ref()) {
             if let Some((_, v)) = txn.overlay.iter().find(|(k, _)| k == key) {
-                return v.clone();
+                return v.as_ref();
             }
         }
-        self.committed.get(key).cloned()
+        self.committed.get(key)
     }
 
     /// `now()` for a statement of `id` starting at `now`.

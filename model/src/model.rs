@@ -197,7 +197,7 @@ impl Db for LeaseDb {
         }
         let t = self.engine.stmt_now(id, now);
         let row = match self.engine.read(id, &key) {
-            Some(Row::Lease(r)) => Some(r),
+            Some(Row::Lease(r)) => Some(r.clone()),
             _ => None,
         };
         let lease_row = |r: LeaseRow| Effect::Write(Some(Row::Lease(r)));
@@ -281,7 +281,7 @@ impl ResDb {
                     return Ok(None);
                 }
                 let floor = match self.engine.read(id, &key) {
-                    Some(Row::Floor(f)) => Some(f),
+                    Some(Row::Floor(f)) => Some(*f),
                     _ => None,
                 };
                 let pass = rules::floor_passes(self.fence, floor, w.token);
@@ -298,7 +298,7 @@ impl ResDb {
             // time the client acts on it — which is the whole point of F6a.
             FenceMode::CheckThenWrite => {
                 let floor = match self.engine.read(id, &key) {
-                    Some(Row::Floor(f)) => Some(f),
+                    Some(Row::Floor(f)) => Some(*f),
                     _ => None,
                 };
                 Ok(Some(rules::floor_passes(self.fence, floor, w.token)))
@@ -614,7 +614,7 @@ impl Model {
         if let Some(o) = self.res.admit(id).or_else(|| self.res.aborted(id)) {
             return Some(o);
         }
-        let row = self.res.engine.read(id, &key);
+        let row = self.res.engine.read(id, &key).cloned();
         Some(match (key, row) {
             (Key::Floor(_), Some(Row::Floor(t))) => Outcome::Floor(Some(t)),
             (Key::Floor(_), _) => Outcome::Floor(None),
@@ -679,7 +679,7 @@ impl LeaseStore for Model {
             return o;
         }
         match self.lease.engine.read(cx.conn, &Key::Lease(lease.clone())) {
-            Some(Row::Lease(r)) => Outcome::Lease(Some(r)),
+            Some(Row::Lease(r)) => Outcome::Lease(Some(r.clone())),
             _ => Outcome::Lease(None),
         }
     }
