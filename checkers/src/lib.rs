@@ -21,8 +21,10 @@
 //! - [`facts`]: accepted writes, grants and publishes with their commit windows.
 //! - [`safety`]: the `always` checks I1, I2, I3, acceptance, final state.
 //! - [`sometimes`]: counts of the events that show faults landed.
+//! - [`replay`]: re-executes a trace on the model and judges it against its `expect` line.
 
 pub mod facts;
+pub mod replay;
 pub mod safety;
 pub mod sometimes;
 

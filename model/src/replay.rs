@@ -37,11 +37,7 @@ pub fn reexecute(trace: &Trace) -> Reexecution {
     let mut w = World::new(trace.config.clone());
     let mut divergences = Vec::new();
     for e in &trace.history.events {
-        w.clock.set(e.at);
-        let got = w
-            .exec_at_local(e.actor.clone(), e.conn.clone(), e.op.clone(), e.local)
-            .outcome
-            .clone();
+        let got = w.rerun(e);
         if got != e.outcome && !matches!(e.outcome, Outcome::Indeterminate(_)) {
             divergences.push(Divergence {
                 line: event_line(e),

@@ -102,4 +102,14 @@ impl<B: Backend> World<B> {
         let outcome = apply(&mut self.model, &cx, &op);
         self.history.push(now, local, actor, conn, op, outcome)
     }
+
+    /// Runs a recorded event again as it was recorded: at its time, by its actor, on its
+    /// connection, with its local clock reading; returns the new outcome. Replay and the
+    /// PostgreSQL differential both step a trace this way.
+    pub fn rerun(&mut self, e: &Event) -> Outcome {
+        self.clock.set(e.at);
+        self.exec_at_local(e.actor.clone(), e.conn.clone(), e.op.clone(), e.local)
+            .outcome
+            .clone()
+    }
 }

@@ -93,14 +93,24 @@ fn malformed_input_names_file_line_and_field() {
 }
 
 #[test]
-fn garbage_never_panics() {
-    for text in [
-        "",
-        "\n",
-        "leaselab-trace v1\nevents\n1 t=x",
-        "leaselab-trace v1\nevents\n1 t=0 local=0 a => ok\nend",
-        "\u{0}\u{ff}",
+fn garbage_is_an_error_not_a_panic() {
+    for (text, line, field) in [
+        ("", 1, "header"),
+        ("\n", 1, "header"),
+        ("leaselab-trace v1\nevents\n1 t=x", 3, "outcome"),
+        (
+            "leaselab-trace v1\nevents\n1 t=0 local=0 a => ok\nend",
+            3,
+            "event",
+        ),
+        ("\u{0}\u{ff}", 1, "header"),
     ] {
-        let _ = Trace::parse(text, "g.trace");
+        match Trace::parse(text, "g.trace") {
+            Ok(_) => panic!("{text:?} parsed as a trace"),
+            Err(e) => {
+                assert_eq!(e.file, "g.trace", "{text:?}");
+                assert_eq!((e.line, e.field.as_str()), (line, field), "{text:?}: {e}");
+            }
+        }
     }
 }

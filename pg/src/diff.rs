@@ -4,6 +4,7 @@
 //! reported with both sides.
 
 use crate::adapter::{PgBackend, PgError};
+use leaselab_model::model::Snapshot;
 use leaselab_model::trace::{event_line, Trace};
 use leaselab_model::{apply, Config, Ctx, Outcome, World};
 
@@ -74,11 +75,7 @@ pub fn diff(
         state: Vec::new(),
     };
     for e in &trace.history.events {
-        w.clock.set(e.at);
-        let model = w
-            .exec_at_local(e.actor.clone(), e.conn.clone(), e.op.clone(), e.local)
-            .outcome
-            .clone();
+        let model = w.rerun(e);
         let conn = e.conn_id();
         let cx = Ctx {
             now: e.at,
@@ -98,34 +95,44 @@ pub fn diff(
             return Ok(report);
         }
     }
-    let (m, p) = (w.model.snapshot(), pg.snapshot()?);
-    let mut differs = |what: &str, model: String, pg: String| {
-        if model != pg {
-            report
-                .state
-                .push(format!("{what}: model {model}, postgres {pg}"));
-        }
-    };
-    differs(
-        "lease rows",
-        format!("{:?}", m.leases),
-        format!("{:?}", p.leases),
-    );
-    differs(
-        "floors",
-        format!("{:?}", m.floors),
-        format!("{:?}", p.floors),
-    );
-    differs("parts", format!("{:?}", m.parts), format!("{:?}", p.parts));
-    differs(
-        "publishes",
-        format!("{:?}", m.publishes),
-        format!("{:?}", p.publishes),
-    );
-    differs(
-        "attempt log",
-        format!("{:?}", m.attempts),
-        format!("{:?}", p.attempts),
-    );
+    report.state = state_differences(&w.model.snapshot(), &pg.snapshot()?);
     Ok(report)
+}
+
+/// Where the model's committed state and PostgreSQL's differ, one line per table.
+pub fn state_differences(m: &Snapshot, p: &Snapshot) -> Vec<String> {
+    fn differs<T: PartialEq + std::fmt::Debug>(out: &mut Vec<String>, what: &str, m: &T, p: &T) {
+        if m != p {
+            out.push(format!("{what}: model {m:?}, postgres {p:?}"));
+        }
+    }
+    let mut out = Vec::new();
+    differs(&mut out, "lease rows", &m.leases, &p.leases);
+    differs(&mut out, "floors", &m.floors, &p.floors);
+    differs(&mut out, "parts", &m.parts, &p.parts);
+    differs(&mut out, "publishes", &m.publishes, &p.publishes);
+    differs(&mut out, "attempt log", &m.attempts, &p.attempts);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use leaselab_model::{Scope, Token};
+
+    #[test]
+    fn a_final_state_difference_is_reported_by_table() {
+        let mut w = World::new(Config::default());
+        w.run("holder-a", leaselab_model::Op::acquire("holder-a", 100));
+        w.run("holder-a", leaselab_model::Op::write("summary", "x", 1));
+        let m = w.model.snapshot();
+        assert!(m.floors.len() == 1 && m.parts.len() == 1, "{m:?}");
+        assert!(state_differences(&m, &m.clone()).is_empty());
+        let mut p = m.clone();
+        p.floors = vec![(Scope::new("daily-report"), Token(7))];
+        let d = state_differences(&m, &p);
+        assert_eq!(d.len(), 1, "{d:?}");
+        assert!(d[0].starts_with("floors: model "), "{d:?}");
+        assert!(d[0].contains("Token(7)"), "{d:?}");
+    }
 }
