@@ -9,11 +9,23 @@
 //!   rolls back it re-evaluates its condition against the newly committed row;
 //! - uncommitted changes are visible only to their own connection;
 //! - waiters are served first come, first served. PostgreSQL does the same for waiters on an
-//!   existing row (they queue on its tuple lock), but when a transaction that *inserted* a key
-//!   ends, all its waiters wake at once and race; a trace whose outcome depends on that race
-//!   order cannot be replayed deterministically against PostgreSQL (F3 therefore races single
-//!   autocommit statements, as the source's threads do);
-//! - a crash drops every open transaction and every waiting statement; committed rows survive.
+//!   existing row (they queue on its tuple lock, `heap_lock_tuple` in
+//!   `src/backend/access/heap/heapam.c`), but waiters on a key that another transaction
+//!   *inserted* wait on that transaction's id (`XactLockTableWait` from
+//!   `check_exclusion_or_unique_constraint`), and when it ends they all wake at once and race.
+//!   Where that happens the engine asks its [`Choices`] for the order: by default the FIFO one
+//!   (so the simulation and the lab stay deterministic); the PostgreSQL differential enumerates
+//!   every order and accepts whichever PostgreSQL took;
+//! - a crash drops every open transaction and every waiting statement; committed rows survive;
+//! - REPEATABLE READ reads come from the snapshot taken at the transaction's first statement
+//!   (manual 13.2.2: "a query in a repeatable read transaction sees a snapshot as of the start
+//!   of the first non-transaction-control statement in the transaction");
+//! - a client that goes away while its statement waits is not noticed until the statement
+//!   ends (the backend only reads the socket between statements, `PostgresMain` in
+//!   `src/backend/tcop/postgres.c`): the statement stays in the lock queue as an *orphan*, and
+//!   when it gets its lock an autocommit statement runs and commits, while a transaction rolls
+//!   back (the backend then reads EOF and aborts it, `AbortCurrentTransaction` in
+//!   `proc_exit`'s path).
 //!
 //! Statements are tasks that can stop at a lock and resume later, so a one-shot fenced write
 //! (begin, fence, upsert, commit) and its step-by-step form share one implementation.
@@ -55,6 +67,9 @@ pub(crate) struct Txn {
     pub repeatable: bool,
     /// The commit sequence number at the transaction's first statement (REPEATABLE READ).
     pub snapshot: Option<u64>,
+    /// The committed rows at that moment: what every read of a REPEATABLE READ transaction sees
+    /// (besides its own changes). The tables hold a handful of rows, so a copy is cheap.
+    pub snapshot_rows: Option<BTreeMap<Key, Row>>,
     /// An error aborted the transaction: statements fail until ROLLBACK (or COMMIT, which
     /// then rolls back).
     pub aborted: bool,
@@ -80,6 +95,8 @@ pub(crate) struct Conn<T, X> {
     pub finished: Option<crate::history::Outcome>,
     /// The server went away while this connection had work open: the next call reports it.
     pub lost: bool,
+    /// The client went away while a statement of this connection waited (see the module doc).
+    pub orphan: bool,
 }
 
 impl<T, X: Default> Default for Conn<T, X> {
@@ -90,6 +107,7 @@ impl<T, X: Default> Default for Conn<T, X> {
             waiting: None,
             finished: None,
             lost: false,
+            orphan: false,
         }
     }
 }
@@ -118,6 +136,49 @@ pub(crate) struct Engine<T, X> {
     /// "concurrent update" rule).
     pub commit_seq: u64,
     pub key_seq: BTreeMap<Key, u64>,
+    /// Locked keys whose lock holder inserted them (no committed row when it locked): their
+    /// waiters race when the holder ends.
+    pub insert_locks: Vec<Key>,
+    /// Who wins such a race.
+    pub choices: Choices,
+    /// Orphans made so far (their connection names must not collide).
+    pub orphans: u64,
+    /// A deliberately wrong rule (negative control): REPEATABLE READ reads the newest
+    /// committed rows instead of its snapshot.
+    pub rr_reads_latest: bool,
+}
+
+/// The source of the engine's nondeterministic decisions: the order in which the waiters of an
+/// ended inserting transaction proceed. Each decision with `n` waiters picks one of the `n!`
+/// orders; `script` gives the picks in sequence (missing picks are 0, the FIFO order) and
+/// `seen` records the number of orders of every decision made, so a caller can enumerate the
+/// alternatives.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Choices {
+    /// Picks to use, in order.
+    pub script: Vec<usize>,
+    /// The number of alternatives of each decision taken so far.
+    pub seen: Vec<usize>,
+}
+
+impl Choices {
+    fn pick(&mut self, n: usize) -> usize {
+        let i = self.seen.len();
+        self.seen.push(n);
+        self.script.get(i).copied().filter(|p| *p < n).unwrap_or(0)
+    }
+}
+
+/// The `k`-th permutation (in lexicographic order) of `items`.
+fn permute<T>(mut items: Vec<T>, mut k: usize) -> Vec<T> {
+    let mut out = Vec::with_capacity(items.len());
+    while !items.is_empty() {
+        let f: usize = (1..items.len()).product();
+        let i = (k / f.max(1)).min(items.len() - 1);
+        k %= f.max(1);
+        out.push(items.remove(i));
+    }
+    out
 }
 
 impl<T, X: Default> Default for Engine<T, X> {
@@ -130,6 +191,10 @@ impl<T, X: Default> Default for Engine<T, X> {
             up: true,
             commit_seq: 0,
             key_seq: BTreeMap::new(),
+            insert_locks: Vec::new(),
+            choices: Choices::default(),
+            orphans: 0,
+            rr_reads_latest: false,
         }
     }
 }
@@ -156,6 +221,9 @@ impl<T: Clone, X: Default> Engine<T, X> {
         if let Some(txn) = self.conns.get(id).and_then(|c| c.txn.as_ref()) {
             if let Some((_, v)) = txn.overlay.iter().find(|(k, _)| k == key) {
                 return v.as_ref();
+            }
+            if let Some(rows) = txn.snapshot_rows.as_ref().filter(|_| !self.rr_reads_latest) {
+                return rows.get(key);
             }
         }
         self.committed.get(key)
@@ -191,6 +259,9 @@ impl<T: Clone, X: Default> Engine<T, X> {
     }
 
     fn lock(&mut self, id: &ConnId, key: Key) {
+        if !self.committed.contains_key(&key) && !self.insert_locks.contains(&key) {
+            self.insert_locks.push(key.clone());
+        }
         self.locks.insert(key.clone(), id.clone());
         if let Some(txn) = self.conn(id).txn.as_mut() {
             if !txn.locks.contains(&key) {
@@ -221,6 +292,7 @@ impl<T: Clone, X: Default> Engine<T, X> {
             locks: Vec::new(),
             repeatable,
             snapshot: None,
+            snapshot_rows: None,
             aborted: false,
         });
     }
@@ -228,9 +300,16 @@ impl<T: Clone, X: Default> Engine<T, X> {
     /// A REPEATABLE READ transaction takes its snapshot at its first statement.
     pub fn take_snapshot(&mut self, id: &ConnId) {
         let seq = self.commit_seq;
-        if let Some(t) = self.conn(id).txn.as_mut() {
-            if t.repeatable && t.snapshot.is_none() {
+        let needs = self
+            .conns
+            .get(id)
+            .and_then(|c| c.txn.as_ref())
+            .is_some_and(|t| t.repeatable && t.snapshot.is_none());
+        if needs {
+            let rows = self.committed.clone();
+            if let Some(t) = self.conn(id).txn.as_mut() {
                 t.snapshot = Some(seq);
+                t.snapshot_rows = Some(rows);
             }
         }
     }
@@ -279,8 +358,56 @@ impl<T: Clone, X: Default> Engine<T, X> {
         for k in txn.locks {
             if self.locks.get(&k) == Some(id) {
                 self.locks.remove(&k);
+                if let Some(p) = self.insert_locks.iter().position(|x| *x == k) {
+                    self.insert_locks.remove(p);
+                    self.race(&k);
+                }
             }
         }
+    }
+
+    /// The waiters of an inserted key whose inserter just ended all wake at once: their order
+    /// in the queue becomes the [`Choices`]' pick.
+    fn race(&mut self, key: &Key) {
+        let racers: Vec<usize> = (0..self.queue.len())
+            .filter(|&i| {
+                self.conns
+                    .get(&self.queue[i])
+                    .and_then(|c| c.waiting.as_ref())
+                    .is_some_and(|w| w.key == *key)
+            })
+            .collect();
+        if racers.len() < 2 {
+            return;
+        }
+        let n: usize = (1..=racers.len()).product();
+        let k = self.choices.pick(n);
+        let ids: Vec<ConnId> = racers.iter().map(|&i| self.queue[i].clone()).collect();
+        for (slot, id) in racers.iter().zip(permute(ids, k)) {
+            self.queue[*slot] = id;
+        }
+    }
+
+    /// The client of `id` went away while its statement waits: the statement stays queued
+    /// under a fresh name (so the client's name can be used again by a new connection), with
+    /// its transaction and locks. Returns the orphan's name.
+    pub fn orphan(&mut self, id: &ConnId) -> Option<ConnId> {
+        let mut c = self.conns.remove(id)?;
+        self.orphans += 1;
+        let new = ConnId::new(format!("{}\u{1}orphan{}", id.as_str(), self.orphans));
+        c.orphan = true;
+        for owner in self.locks.values_mut() {
+            if owner == id {
+                *owner = new.clone();
+            }
+        }
+        for q in self.queue.iter_mut() {
+            if q == id {
+                *q = new.clone();
+            }
+        }
+        self.conns.insert(new.clone(), c);
+        Some(new)
     }
 
     /// Drops a connection whose client went away: its waiting statement leaves the lock queue.
@@ -318,7 +445,9 @@ impl<T: Clone, X: Default> Engine<T, X> {
     pub fn crash(&mut self) -> Vec<ConnId> {
         self.up = false;
         self.locks.clear();
+        self.insert_locks.clear();
         self.queue.clear();
+        self.conns.retain(|_, c| !c.orphan);
         let mut cut = Vec::new();
         for (id, c) in self.conns.iter_mut() {
             if c.waiting.take().is_some() {

@@ -4,6 +4,7 @@
 
 use crate::backend::{Admin, Ctx, FencedResource, LeaseStore, SessionStep};
 use crate::config::{Config, FenceMode, LeaseDurability, PublishMode};
+pub use crate::engine::Choices;
 use crate::engine::{Effect, Engine, Key, Row, Waiting};
 use crate::history::{DbName, Outcome};
 use crate::names::{ConnId, Holder, LeaseName, Part, Scope, Token};
@@ -75,6 +76,8 @@ pub(crate) enum ResTask {
 pub(crate) struct Drafts {
     accepted: Vec<WriteArgs>,
     rejected: Vec<WriteArgs>,
+    /// The length of `write_attempt` when a REPEATABLE READ transaction took its snapshot.
+    attempts_at_snapshot: Option<usize>,
 }
 
 /// How one step ended: an outcome, or a wait on a key with the continuation.
@@ -87,6 +90,15 @@ trait Db {
     type Extra: Default;
     fn engine(&mut self) -> &mut Engine<Self::Task, Self::Extra>;
     fn step(&mut self, id: &ConnId, task: Self::Task, now: Millis) -> Step<Self::Task>;
+    /// A statement of `id` starts: a REPEATABLE READ transaction takes its snapshot now.
+    fn snapshot(&mut self, id: &ConnId) {
+        self.engine().take_snapshot(id);
+    }
+    /// Runs `step` for a statement whose client is gone: nothing of it reaches the client, so
+    /// nothing is logged on the client's behalf.
+    fn step_unlogged(&mut self, id: &ConnId, task: Self::Task, now: Millis) -> Step<Self::Task> {
+        self.step(id, task, now)
+    }
 
     /// Common admission: down → `Unavailable`; a connection cut by a crash reports it once;
     /// one statement at a time per connection.
@@ -121,7 +133,7 @@ trait Db {
         if let Some(o) = self.aborted(id) {
             return o;
         }
-        self.engine().take_snapshot(id);
+        self.snapshot(id);
         let out = match self.step(id, task, now) {
             Ok(o) => o,
             Err((key, task)) => {
@@ -136,6 +148,18 @@ trait Db {
     /// Runs every waiter whose lock became free, earliest first, until none can move.
     fn wake(&mut self) {
         while let Some((id, w)) = self.engine().next_runnable() {
+            if self.engine().conns.get(&id).is_some_and(|c| c.orphan) {
+                // The orphan got its lock. In a transaction the statement runs and the backend
+                // then finds the socket closed and rolls back: nothing stays. In autocommit the
+                // statement commits (its Sync was already read).
+                let in_txn = self.engine().conn(&id).txn.is_some();
+                if !in_txn {
+                    let _ = self.step_unlogged(&id, w.task, w.now);
+                }
+                self.engine().end(&id, false);
+                self.engine().forget(&id);
+                continue;
+            }
             match self.step(&id, w.task, w.now) {
                 Ok(o) => self.engine().conn(&id).finished = Some(o),
                 Err((key, task)) => self.engine().park(
@@ -176,6 +200,7 @@ pub struct LeaseDb {
     engine: Engine<LeaseTask, ()>,
     durability: LeaseDurability,
     renew_after_expiry: bool,
+    wrong: Option<WrongRule>,
 }
 
 impl Db for LeaseDb {
@@ -192,10 +217,38 @@ impl Db for LeaseDb {
             | LeaseTask::Release { lease, .. } => lease.clone(),
         };
         let key = Key::Lease(lease);
-        if self.engine.locked_by_other(id, &key) {
-            return Err((key, task));
-        }
         let t = self.engine.stmt_now(id, now);
+        let is_update = !matches!(task, LeaseTask::Acquire { .. });
+        if self.engine.locked_by_other(id, &key) {
+            // A plain UPDATE evaluates its WHERE against the row version it can see first and
+            // waits for the row lock only if that version qualifies (manual 13.2.1: "the
+            // second updater … will wait for the first updating transaction to commit or roll
+            // back" applies to rows "found by the search condition"; `ExecScan` filters before
+            // `ExecUpdate` locks). INSERT … ON CONFLICT always waits: the conflict is found by
+            // the unique index, before any WHERE (`ExecOnConflictUpdate`).
+            let qualifies = |row: Option<&LeaseRow>| match &task {
+                LeaseTask::Acquire { .. } => true,
+                LeaseTask::Renew {
+                    holder,
+                    token,
+                    ttl_ms,
+                    ..
+                } => {
+                    rules::renew(row, holder, *token, *ttl_ms, t, self.renew_after_expiry).is_some()
+                }
+                LeaseTask::Release { holder, token, .. } => {
+                    rules::release(row, holder, *token).is_some()
+                }
+            };
+            let seen = match self.engine.read(id, &key) {
+                Some(Row::Lease(r)) => Some(r),
+                _ => None,
+            };
+            if self.wrong == Some(WrongRule::UpdateWaitsBeforeWhere) || qualifies(seen) {
+                return Err((key, task));
+            }
+            return Ok(Outcome::Refused);
+        }
         let row = match self.engine.read(id, &key) {
             Some(Row::Lease(r)) => Some(r.clone()),
             _ => None,
@@ -243,6 +296,19 @@ impl Db for LeaseDb {
                 }
             }
         };
+        // REPEATABLE READ: a row another transaction changed since the snapshot cannot be
+        // updated or locked (SQLSTATE 40001, manual 13.2.2) — for an UPDATE only when the
+        // snapshot's version qualified (otherwise it was never a target); for ON CONFLICT
+        // whenever the conflicting row is newer than the snapshot (`ExecCheckTupleVisible`).
+        let targets = !matches!(effect, Effect::None) || !is_update;
+        if targets && row.is_some() && self.engine.serialization_conflict(id, &key) {
+            self.engine.abort_txn(id);
+            return Ok(Outcome::Error("sqlstate-40001".into()));
+        }
+        if !is_update && row.is_none() && self.engine.serialization_conflict(id, &key) {
+            self.engine.abort_txn(id);
+            return Ok(Outcome::Error("sqlstate-40001".into()));
+        }
         self.engine.apply(id, key, effect);
         Ok(out)
     }
@@ -255,9 +321,19 @@ pub struct ResDb {
     fence: FenceMode,
     publish: PublishMode,
     attempts: Vec<Attempt>,
+    wrong: Option<WrongRule>,
+    /// Set while an orphaned statement runs: its client, which logs attempts, is gone.
+    quiet: bool,
 }
 
 impl ResDb {
+    /// Appends to `write_attempt` (the client logs it, so an orphan logs nothing).
+    fn log(&mut self, a: Attempt) {
+        if !self.quiet {
+            self.attempts.push(a);
+        }
+    }
+
     /// Check-then-write runs every statement in autocommit, as the source's F6a does.
     fn uses_txn(&self) -> bool {
         self.fence != FenceMode::CheckThenWrite
@@ -271,8 +347,27 @@ impl ResDb {
     /// refused, `Ok(None)` a REPEATABLE READ serialization failure (SQLSTATE 40001).
     fn fence_stmt(&mut self, id: &ConnId, w: &WriteArgs) -> Result<Option<bool>, Key> {
         let key = Key::Floor(w.scope.clone());
+        let floor_of = |r: Option<&Row>| match r {
+            Some(Row::Floor(f)) => Some(*f),
+            _ => None,
+        };
         match self.fence {
-            FenceMode::Scope | FenceMode::Strict | FenceMode::ScopeUpsert => {
+            FenceMode::Scope | FenceMode::Strict => {
+                // A plain UPDATE: the WHERE is evaluated on the version this statement can see
+                // (the newest committed one, or the REPEATABLE READ snapshot); only a
+                // qualifying row is locked, waited for, and re-checked after the wait
+                // (EvalPlanQual, manual 13.2.1). A stale token against a committed floor fails
+                // at once even while another writer holds the floor.
+                let seen = floor_of(self.engine.read(id, &key));
+                let pass = rules::floor_passes(self.fence, seen, w.token);
+                if !pass {
+                    if self.wrong == Some(WrongRule::UpdateWaitsBeforeWhere)
+                        && self.engine.locked_by_other(id, &key)
+                    {
+                        return Err(key);
+                    }
+                    return Ok(Some(false));
+                }
                 if self.engine.locked_by_other(id, &key) {
                     return Err(key);
                 }
@@ -280,16 +375,27 @@ impl ResDb {
                     self.engine.abort_txn(id);
                     return Ok(None);
                 }
-                let floor = match self.engine.read(id, &key) {
-                    Some(Row::Floor(f)) => Some(*f),
-                    _ => None,
-                };
+                self.engine
+                    .apply(id, key, Effect::Write(Some(Row::Floor(w.token))));
+                Ok(Some(true))
+            }
+            FenceMode::ScopeUpsert => {
+                // INSERT … ON CONFLICT: the unique index finds the conflicting row whatever
+                // the WHERE says, so it always waits for a locked floor, and locks it even
+                // when the WHERE is false.
+                if self.engine.locked_by_other(id, &key) {
+                    return Err(key);
+                }
+                if self.engine.serialization_conflict(id, &key) {
+                    self.engine.abort_txn(id);
+                    return Ok(None);
+                }
+                let floor = floor_of(self.engine.read(id, &key));
                 let pass = rules::floor_passes(self.fence, floor, w.token);
                 if pass {
                     self.engine
                         .apply(id, key, Effect::Write(Some(Row::Floor(w.token))));
-                } else if self.fence == FenceMode::ScopeUpsert && floor.is_some() {
-                    // ON CONFLICT locks the conflicting row even when its WHERE is false.
+                } else if floor.is_some() {
                     self.engine.apply(id, key, Effect::LockOnly);
                 }
                 Ok(Some(pass))
@@ -297,10 +403,7 @@ impl ResDb {
             // A plain SELECT: never waits, takes no lock, and its answer can be stale by the
             // time the client acts on it — which is the whole point of F6a.
             FenceMode::CheckThenWrite => {
-                let floor = match self.engine.read(id, &key) {
-                    Some(Row::Floor(f)) => Some(*f),
-                    _ => None,
-                };
+                let floor = floor_of(self.engine.read(id, &key));
                 Ok(Some(rules::floor_passes(self.fence, floor, w.token)))
             }
             FenceMode::Row | FenceMode::Off => Ok(Some(true)),
@@ -314,13 +417,16 @@ impl ResDb {
         id: &ConnId,
         w: &WriteArgs,
         floor_set: bool,
-    ) -> Result<bool, (Key, bool)> {
+    ) -> Result<Option<bool>, (Key, bool)> {
         if self.fence == FenceMode::CheckThenWrite && !floor_set {
             let fkey = Key::Floor(w.scope.clone());
-            if self.engine.locked_by_other(id, &fkey) {
+            // `UPDATE fence_floor SET max_token = $1 WHERE scope = $2`: its WHERE qualifies
+            // any existing floor row, so it waits whenever the row is locked.
+            let exists = matches!(self.engine.read(id, &fkey), Some(Row::Floor(_)));
+            if exists && self.engine.locked_by_other(id, &fkey) {
                 return Err((fkey, false));
             }
-            if matches!(self.engine.read(id, &fkey), Some(Row::Floor(_))) {
+            if exists {
                 self.engine
                     .apply(id, fkey, Effect::Write(Some(Row::Floor(w.token))));
             }
@@ -328,6 +434,10 @@ impl ResDb {
         let key = Key::Part(w.scope.clone(), w.part.clone());
         if self.engine.locked_by_other(id, &key) {
             return Err((key, true));
+        }
+        if self.engine.serialization_conflict(id, &key) {
+            self.engine.abort_txn(id);
+            return Ok(None);
         }
         let new = Row::Part(PartRow {
             content: w.content.clone(),
@@ -346,17 +456,17 @@ impl ResDb {
             Effect::LockOnly
         };
         self.engine.apply(id, key, effect);
-        Ok(pass)
+        Ok(Some(pass))
     }
 
     /// Ends a one-shot write's transaction and logs the attempt.
     fn finish_write(&mut self, id: &ConnId, w: &WriteArgs, accepted: bool) -> Outcome {
         self.engine.end(id, accepted);
         if accepted {
-            self.attempts.push(w.attempt(AttemptOutcome::Accepted));
+            self.log(w.attempt(AttemptOutcome::Accepted));
             Outcome::Accepted
         } else {
-            self.attempts.push(w.attempt(AttemptOutcome::Rejected));
+            self.log(w.attempt(AttemptOutcome::Rejected));
             Outcome::Rejected
         }
     }
@@ -410,48 +520,54 @@ impl Db for ResDb {
 
     // The resource's statements do not read the clock (only `written_at`, which is not
     // modelled), so `now` is unused here.
-    fn step(&mut self, id: &ConnId, task: ResTask, _now: Millis) -> Step<ResTask> {
+    fn step(&mut self, id: &ConnId, task: ResTask, now: Millis) -> Step<ResTask> {
+        const SERIALIZATION: &str = "sqlstate-40001";
         match task {
             ResTask::WriteFence(w) => match self.fence_stmt(id, &w) {
                 Err(k) => Err((k, ResTask::WriteFence(w))),
                 Ok(None) => {
                     self.engine.end(id, false);
-                    Ok(Outcome::Error("sqlstate-40001".into()))
+                    Ok(Outcome::Error(SERIALIZATION.into()))
                 }
                 Ok(Some(false)) => Ok(self.finish_write(id, &w, false)),
-                Ok(Some(true)) => self.step(id, ResTask::WriteUpsert(w, false), _now),
+                Ok(Some(true)) => self.step(id, ResTask::WriteUpsert(w, false), now),
             },
             ResTask::WriteUpsert(w, floor_set) => match self.upsert_stmt(id, &w, floor_set) {
                 Err((k, fs)) => Err((k, ResTask::WriteUpsert(w, fs))),
-                Ok(pass) => Ok(self.finish_write(id, &w, pass)),
+                Ok(None) => {
+                    self.engine.end(id, false);
+                    Ok(Outcome::Error(SERIALIZATION.into()))
+                }
+                Ok(Some(pass)) => Ok(self.finish_write(id, &w, pass)),
             },
             ResTask::Fence(w) => match self.fence_stmt(id, &w) {
                 Err(k) => Err((k, ResTask::Fence(w))),
-                Ok(None) => Ok(Outcome::Error("sqlstate-40001".into())),
+                Ok(None) => Ok(Outcome::Error(SERIALIZATION.into())),
                 Ok(Some(true)) => Ok(Outcome::Passed),
                 Ok(Some(false)) if self.in_txn(id) => {
                     self.draft(id, w, false);
                     Ok(Outcome::Failed)
                 }
                 Ok(Some(false)) => {
-                    self.attempts.push(w.attempt(AttemptOutcome::Rejected));
+                    self.log(w.attempt(AttemptOutcome::Rejected));
                     Ok(Outcome::Failed)
                 }
             },
             ResTask::Upsert(w, floor_set) => match self.upsert_stmt(id, &w, floor_set) {
                 Err((k, fs)) => Err((k, ResTask::Upsert(w, fs))),
-                Ok(pass) if self.in_txn(id) => {
+                Ok(None) => Ok(Outcome::Error(SERIALIZATION.into())),
+                Ok(Some(pass)) if self.in_txn(id) => {
                     self.draft(id, w, pass);
                     Ok(if pass { Outcome::Ok } else { Outcome::Failed })
                 }
                 // Autocommit (always so for check-then-write): the upsert is the commit.
-                Ok(pass) => {
+                Ok(Some(pass)) => {
                     let o = if pass {
                         AttemptOutcome::Accepted
                     } else {
                         AttemptOutcome::Rejected
                     };
-                    self.attempts.push(w.attempt(o));
+                    self.log(w.attempt(o));
                     Ok(if pass {
                         Outcome::Accepted
                     } else {
@@ -463,6 +579,12 @@ impl Db for ResDb {
                 let k = Key::Publish(key.clone());
                 if self.engine.locked_by_other(id, &k) {
                     return Err((k, ResTask::Publish { key, row }));
+                }
+                // REPEATABLE READ: a conflicting row newer than the snapshot is a
+                // serialization failure for DO NOTHING too (`ExecCheckTIDVisible`).
+                if self.engine.serialization_conflict(id, &k) {
+                    self.engine.abort_txn(id);
+                    return Ok(Outcome::Error(SERIALIZATION.into()));
                 }
                 let old = self.engine.read(id, &k);
                 let pass = match (self.publish, old) {
@@ -484,6 +606,24 @@ impl Db for ResDb {
                 })
             }
         }
+    }
+
+    fn snapshot(&mut self, id: &ConnId) {
+        self.engine.take_snapshot(id);
+        let n = self.attempts.len();
+        if let Some(c) = self.engine.conns.get_mut(id) {
+            let rr = c.txn.as_ref().is_some_and(|t| t.snapshot.is_some());
+            if rr && c.extra.attempts_at_snapshot.is_none() {
+                c.extra.attempts_at_snapshot = Some(n);
+            }
+        }
+    }
+
+    fn step_unlogged(&mut self, id: &ConnId, task: ResTask, now: Millis) -> Step<ResTask> {
+        self.quiet = true;
+        let r = self.step(id, task, now);
+        self.quiet = false;
+        r
     }
 }
 
@@ -509,6 +649,19 @@ pub struct Model {
     config: Config,
     lease: LeaseDb,
     res: ResDb,
+    wrong: Option<WrongRule>,
+}
+
+/// A deliberately wrong database rule, switched on only by the negative controls of the
+/// differential (never by a trace): each must make the model diverge from PostgreSQL.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WrongRule {
+    /// A plain `UPDATE … WHERE …` waits for a locked row before evaluating its WHERE.
+    UpdateWaitsBeforeWhere,
+    /// A REPEATABLE READ transaction reads the newest committed rows, not its snapshot.
+    RepeatableReadReadsLatest,
+    /// A statement waiting on a lock is dropped when its client disconnects.
+    DisconnectDropsWaiter,
 }
 
 impl Model {
@@ -519,6 +672,8 @@ impl Model {
             fence: config.fence,
             publish: config.publish,
             attempts: Vec::new(),
+            wrong: None,
+            quiet: false,
         };
         for s in &config.scopes {
             res.engine
@@ -530,10 +685,45 @@ impl Model {
                 engine: Engine::default(),
                 durability: config.lease_table,
                 renew_after_expiry: config.renew_after_expiry,
+                wrong: None,
             },
             res,
             config,
+            wrong: None,
         }
+    }
+
+    /// The same model with one deliberately wrong database rule: the negative controls of the
+    /// PostgreSQL differential, which must find it.
+    pub fn with_wrong_rule(mut self, rule: WrongRule) -> Self {
+        self.wrong = Some(rule);
+        self.lease.wrong = Some(rule);
+        self.res.wrong = Some(rule);
+        let rr = rule == WrongRule::RepeatableReadReadsLatest;
+        self.lease.engine.rr_reads_latest = rr;
+        self.res.engine.rr_reads_latest = rr;
+        self
+    }
+
+    /// Sets the picks for the engine's nondeterministic decisions from now on, and forgets the
+    /// decisions taken so far (see [`Choices`]).
+    pub fn set_choices(&mut self, script: Vec<usize>) {
+        self.lease.engine.choices = Choices {
+            script: script.clone(),
+            seen: Vec::new(),
+        };
+        self.res.engine.choices = Choices {
+            script,
+            seen: Vec::new(),
+        };
+    }
+
+    /// The decisions taken since [`Model::set_choices`]: for each, how many alternatives it had.
+    /// At most one database moves per operation, so at most one of the two lists is non-empty.
+    pub fn choices_seen(&self) -> Vec<usize> {
+        let mut v = self.lease.engine.choices.seen.clone();
+        v.extend_from_slice(&self.res.engine.choices.seen);
+        v
     }
 
     /// The configuration.
@@ -581,6 +771,13 @@ impl Model {
         }
     }
 
+    fn is_aborted(&self, db: DbName, id: &ConnId) -> bool {
+        match db {
+            DbName::Lease => self.lease.engine.is_aborted(id),
+            DbName::Res => self.res.engine.is_aborted(id),
+        }
+    }
+
     /// The committed state of both databases.
     pub fn snapshot(&self) -> Snapshot {
         let mut s = Snapshot::default();
@@ -614,6 +811,7 @@ impl Model {
         if let Some(o) = self.res.admit(id).or_else(|| self.res.aborted(id)) {
             return Some(o);
         }
+        self.res.snapshot(id);
         let row = self.res.engine.read(id, &key).cloned();
         Some(match (key, row) {
             (Key::Floor(_), Some(Row::Floor(t))) => Outcome::Floor(Some(t)),
@@ -675,9 +873,14 @@ impl LeaseStore for Model {
     }
 
     fn read_lease(&mut self, cx: &Ctx<'_>, lease: &LeaseName) -> Outcome {
-        if let Some(o) = self.lease.admit(cx.conn) {
+        if let Some(o) = self
+            .lease
+            .admit(cx.conn)
+            .or_else(|| self.lease.aborted(cx.conn))
+        {
             return o;
         }
+        self.lease.engine.take_snapshot(cx.conn);
         match self.lease.engine.read(cx.conn, &Key::Lease(lease.clone())) {
             Some(Row::Lease(r)) => Outcome::Lease(Some(r.clone())),
             _ => Outcome::Lease(None),
@@ -758,12 +961,23 @@ impl FencedResource for Model {
         writer: &Holder,
         outcome: AttemptOutcome,
     ) -> Outcome {
-        if let Some(o) = self.res.admit(cx.conn) {
+        if let Some(o) = self
+            .res
+            .admit(cx.conn)
+            .or_else(|| self.res.aborted(cx.conn))
+        {
             return o;
         }
-        let n = self
+        self.res.snapshot(cx.conn);
+        // The log only grows, so a REPEATABLE READ snapshot of it is a prefix.
+        let seen = self
             .res
-            .attempts
+            .engine
+            .conns
+            .get(cx.conn)
+            .and_then(|c| c.extra.attempts_at_snapshot)
+            .unwrap_or(self.res.attempts.len());
+        let n = self.res.attempts[..seen]
             .iter()
             .filter(|a| &a.writer == writer && a.outcome == outcome)
             .count();
@@ -782,15 +996,33 @@ impl Admin for Model {
             if !up {
                 return Outcome::Unavailable;
             }
+            // The client closed its socket. Idle (in a transaction or not), the backend reads
+            // EOF at once and rolls back. Waiting on a lock, it notices only when the statement
+            // ends: the statement stays queued as an orphan (see the engine's module doc).
+            let waiting =
+                self.is_blocked(db, id) && self.wrong != Some(WrongRule::DisconnectDropsWaiter);
             match db {
                 DbName::Lease => {
-                    self.lease.engine.end(id, false);
-                    self.lease.engine.forget(id);
+                    if waiting {
+                        self.lease.engine.orphan(id);
+                    } else {
+                        self.lease.engine.end(id, false);
+                        self.lease.engine.forget(id);
+                    }
                     self.lease.wake();
                 }
                 DbName::Res => {
-                    self.res.end_txn(id, false);
-                    self.res.engine.forget(id);
+                    // The client logs its rejected attempts as it leaves, in both cases.
+                    let drafts = std::mem::take(&mut self.res.engine.conn(id).extra);
+                    for w in &drafts.rejected {
+                        self.res.log(w.attempt(AttemptOutcome::Rejected));
+                    }
+                    if waiting {
+                        self.res.engine.orphan(id);
+                    } else {
+                        self.res.engine.end(id, false);
+                        self.res.engine.forget(id);
+                    }
                     self.res.wake();
                 }
             }
@@ -812,7 +1044,13 @@ impl Admin for Model {
         // Check-then-write keeps no transaction: BEGIN/COMMIT are markers for it.
         let txn_db = db == DbName::Lease || self.res.uses_txn();
         let out = match step {
+            SessionStep::Now if self.is_aborted(db, id) => Outcome::Error("sqlstate-25P02".into()),
             SessionStep::Now => {
+                // `SELECT now()` is a statement: a REPEATABLE READ snapshot is taken here.
+                match db {
+                    DbName::Lease => self.lease.snapshot(id),
+                    DbName::Res => self.res.snapshot(id),
+                }
                 let t = match db {
                     DbName::Lease => self.lease.engine.stmt_now(id, cx.now),
                     DbName::Res => self.res.engine.stmt_now(id, cx.now),
