@@ -2,7 +2,7 @@
 
 use leaselab_model::trace::Trace;
 use leaselab_model::FenceMode;
-use leaselab_pg::{diff, PgBackend};
+use leaselab_pg::{diff, diff_schedule, PgBackend};
 use leaselab_sim::{run_seed, Driver, SimOptions};
 use std::path::{Path, PathBuf};
 
@@ -58,4 +58,119 @@ pub fn run(
     }
     println!("SUMMARY diffed={} divergences={bad}", ok + bad);
     Ok(bad == 0)
+}
+
+/// What `diff --gen` found.
+pub struct GenOutcome {
+    /// Schedules run (the shrinking runs not counted).
+    pub schedules: u64,
+    /// Steps run on both sides.
+    pub steps: u64,
+    /// The shrunk divergence: its trace file and description.
+    pub divergence: Option<(PathBuf, String)>,
+}
+
+/// The proptest runner of the differential: `cases` schedules from `seed`, deterministic.
+pub fn gen_runner(cases: u32, seed: u64) -> proptest::test_runner::TestRunner {
+    use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
+    let mut bytes = [0u8; 32];
+    bytes[..8].copy_from_slice(&seed.to_le_bytes());
+    let config = Config {
+        cases,
+        failure_persistence: None,
+        max_shrink_iters: 2_000,
+        ..Config::default()
+    };
+    TestRunner::new_with_rng(config, TestRng::from_seed(RngAlgorithm::ChaCha, &bytes))
+}
+
+/// Runs `n` generated schedules against the model (with `wrong`, if given) and PostgreSQL;
+/// shrinks the first divergence, writes it to `out/gen-<seed>.trace`.
+pub fn run_gen(
+    pg: &mut PgBackend,
+    n: u32,
+    seed: u64,
+    steps: usize,
+    wrong: Option<leaselab_model::model::WrongRule>,
+    out: &Path,
+    progress: bool,
+) -> Result<GenOutcome, String> {
+    use proptest::test_runner::{TestCaseError, TestError};
+    use std::cell::RefCell;
+    let pg = RefCell::new(pg);
+    let counts = RefCell::new((0u64, 0u64));
+    let infra: RefCell<Option<String>> = RefCell::new(None);
+    let mut runner = gen_runner(n, seed);
+    let result = runner.run(&leaselab_gen::schedule(steps), |s| {
+        let mut pg = pg.borrow_mut();
+        let r = match diff_schedule(&mut pg, &s, wrong, "gen") {
+            Ok(r) => r,
+            Err(e) => {
+                *infra.borrow_mut() = Some(e.to_string());
+                return Err(TestCaseError::fail("postgres failed"));
+            }
+        };
+        let mut c = counts.borrow_mut();
+        c.0 += 1;
+        c.1 += r.report.steps as u64;
+        if progress && c.0 % 100 == 0 {
+            eprint!("\r  {} schedules, {} steps", c.0, c.1);
+        }
+        if r.report.ok() {
+            Ok(())
+        } else {
+            Err(TestCaseError::fail(r.report.describe()))
+        }
+    });
+    if progress {
+        eprintln!();
+    }
+    if let Some(e) = infra.into_inner() {
+        return Err(format!("postgres: {e}"));
+    }
+    let (schedules, steps_run) = counts.into_inner();
+    let divergence = match result {
+        Ok(()) => None,
+        Err(TestError::Abort(why)) => return Err(format!("generator aborted: {why}")),
+        Err(TestError::Fail(_, minimal)) => {
+            let mut pg = pg.borrow_mut();
+            let name = format!("gen-{seed}");
+            let r = diff_schedule(&mut pg, &minimal, wrong, &name).map_err(|e| e.to_string())?;
+            let mut t = Trace::new(&name, r.config.clone(), r.history.clone());
+            t.seed = seed;
+            t.title = format!("diff --gen divergence, shrunk: {}", r.report.describe().lines().next().unwrap_or(""));
+            t.expect = leaselab_checkers::check(&t.history).verdict();
+            std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+            let file = out.join(format!("{name}.trace"));
+            std::fs::write(&file, t.to_text()).map_err(|e| format!("{}: {e}", file.display()))?;
+            Some((file, r.report.describe()))
+        }
+    };
+    Ok(GenOutcome {
+        schedules,
+        steps: steps_run,
+        divergence,
+    })
+}
+
+/// `leaselab diff --gen N`: prints the figures and the reproduce command of a divergence.
+pub fn run_gen_cmd(n: u32, seed: u64, steps: usize, out: &Path, pg_dir: &Path) -> Result<bool, String> {
+    let mut pg = PgBackend::throwaway(pg_dir).map_err(|e| e.to_string())?;
+    let t0 = std::time::Instant::now();
+    let r = run_gen(&mut pg, n, seed, steps, None, out, std::io::IsTerminal::is_terminal(&std::io::stderr()))?;
+    let secs = t0.elapsed().as_secs_f64().max(1e-9);
+    if let Some((file, what)) = &r.divergence {
+        println!("DIVERGENCE (shrunk) :: {what}");
+        println!("trace: {}", file.display());
+        println!("reproduce: leaselab diff {}", file.display());
+    }
+    println!(
+        "SUMMARY generated={} steps={} divergences={} schedules/s={:.1} steps/s={:.0}",
+        r.schedules,
+        r.steps,
+        usize::from(r.divergence.is_some()),
+        r.schedules as f64 / secs,
+        r.steps as f64 / secs
+    );
+    Ok(r.divergence.is_none())
 }

@@ -57,12 +57,25 @@ enum Cmd {
         /// Fence for --sim-seeds: scope, strict, scope-upsert, row, check-then-write, off.
         #[arg(long, default_value = "scope")]
         fence: FenceMode,
-        /// Safety phase length for --sim-seeds, virtual ms.
-        #[arg(long, default_value_t = 10_000)]
-        safety_ms: u64,
-        /// Liveness phase length for --sim-seeds, virtual ms.
-        #[arg(long, default_value_t = 5_000)]
-        liveness_ms: u64,
+        /// Safety phase length for --sim-seeds, virtual ms [default: as `sim`, 50000].
+        #[arg(long)]
+        safety_ms: Option<u64>,
+        /// Liveness phase length for --sim-seeds, virtual ms [default: as `sim`, 10000].
+        #[arg(long)]
+        liveness_ms: Option<u64>,
+        /// Run N generated multi-session schedules against the model and PostgreSQL; shrink
+        /// the first divergence and write it as a trace (see --out).
+        #[arg(long, value_name = "N")]
+        gen: Option<u32>,
+        /// Seed of the generated schedules (same seed, same schedules).
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Most intents per generated schedule.
+        #[arg(long, default_value_t = 40)]
+        steps: usize,
+        /// Where a shrunk divergence of --gen is written.
+        #[arg(long, default_value = "diff-failures", value_name = "DIR")]
+        out: PathBuf,
         /// Run the model side with this fence instead of the trace's (a deliberately wrong rule).
         #[arg(long)]
         model_fence: Option<FenceMode>,
@@ -171,22 +184,33 @@ fn main() -> ExitCode {
             liveness_ms,
             model_fence,
             pg_dir,
-        } => match leaselab::diff_cmd::run(
-            &files,
-            sim_seeds.as_deref(),
-            fence,
-            safety_ms,
-            liveness_ms,
-            model_fence,
-            &pg_dir,
-        ) {
-            Ok(true) => ExitCode::SUCCESS,
-            Ok(false) => ExitCode::FAILURE,
-            Err(e) => {
-                eprintln!("leaselab diff: {e}");
-                ExitCode::from(2)
+            gen,
+            seed,
+            steps,
+            out,
+        } => {
+            let d = leaselab_sim::SimOptions::default();
+            let r = match gen {
+                Some(n) => leaselab::diff_cmd::run_gen_cmd(n, seed, steps, &out, &pg_dir),
+                None => leaselab::diff_cmd::run(
+                    &files,
+                    sim_seeds.as_deref(),
+                    fence,
+                    safety_ms.unwrap_or(d.safety_ms),
+                    liveness_ms.unwrap_or(d.liveness_ms),
+                    model_fence,
+                    &pg_dir,
+                ),
+            };
+            match r {
+                Ok(true) => ExitCode::SUCCESS,
+                Ok(false) => ExitCode::from(4),
+                Err(e) => {
+                    eprintln!("leaselab diff: {e}");
+                    ExitCode::from(2)
+                }
             }
-        },
+        }
         Cmd::Sim(args) => match run_sim(args) {
             Ok(true) => ExitCode::FAILURE,
             Ok(false) => ExitCode::SUCCESS,

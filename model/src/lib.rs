@@ -31,7 +31,9 @@
 //! - [`client`]: holder-side helpers: local deadline, `LeaseGuard`.
 //! - [`trace`]: the line-oriented trace format v1.
 //! - [`replay`]: re-execute a trace against a fresh model, step by step.
+//! - [`allowed`]: every model state a run can be in where PostgreSQL races.
 
+pub mod allowed;
 pub mod backend;
 pub mod client;
 pub mod config;

@@ -771,6 +771,12 @@ impl Model {
         }
     }
 
+    /// Whether the next operation may make the database decide a race: only when two or more
+    /// statements already wait (an operation adds at most one waiter).
+    pub fn race_possible(&self) -> bool {
+        self.lease.engine.queue.len() + self.res.engine.queue.len() >= 2
+    }
+
     fn is_aborted(&self, db: DbName, id: &ConnId) -> bool {
         match db {
             DbName::Lease => self.lease.engine.is_aborted(id),

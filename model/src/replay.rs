@@ -2,6 +2,7 @@
 //! `leaselab replay`, the trace tests, the simulation and property tests). The second half —
 //! judging the replayed history — is the checkers' job.
 
+use crate::allowed::Allowed;
 use crate::history::{History, Outcome};
 use crate::trace::{event_line, Trace};
 use crate::world::World;
@@ -31,24 +32,26 @@ pub struct Reexecution {
 /// Replays `trace` on a model configured as the trace says: each event at its recorded time,
 /// on its recorded connection, with its recorded local clock.
 ///
+/// Where PostgreSQL races, any outcome an allowed order gives matches ([`Allowed`]).
+///
 /// A recorded `indeterminate` outcome (a client that never learned the result) matches any
 /// replayed outcome: the model knows what really happened, the client did not.
 pub fn reexecute(trace: &Trace) -> Reexecution {
-    let mut w = World::new(trace.config.clone());
+    let mut worlds = Allowed::new(World::new(trace.config.clone()));
     let mut divergences = Vec::new();
     for e in &trace.history.events {
-        let got = w.rerun(e);
-        if got != e.outcome && !matches!(e.outcome, Outcome::Indeterminate(_)) {
+        let accept = |got: &Outcome| *got == e.outcome || matches!(e.outcome, Outcome::Indeterminate(_));
+        if let Err(allowed) = worlds.step(e, accept) {
             divergences.push(Divergence {
                 line: event_line(e),
                 seq: e.seq,
                 recorded: e.outcome.clone(),
-                replayed: got,
+                replayed: allowed.into_iter().next().unwrap_or(Outcome::Ok),
             });
         }
     }
     Reexecution {
-        history: w.history,
+        history: worlds.first().history.clone(),
         divergences,
     }
 }

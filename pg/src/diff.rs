@@ -4,9 +4,11 @@
 //! reported with both sides.
 
 use crate::adapter::{PgBackend, PgError};
-use leaselab_model::model::Snapshot;
+use leaselab_gen::{Client, Schedule};
+use leaselab_model::allowed::Allowed;
+use leaselab_model::model::{Snapshot, WrongRule};
 use leaselab_model::trace::{event_line, Trace};
-use leaselab_model::{apply, Config, Ctx, Outcome, World};
+use leaselab_model::{apply, Config, Ctx, Event, History, Model, Outcome, World};
 
 /// The first step where the two sides disagree.
 #[derive(Clone, Debug)]
@@ -62,20 +64,42 @@ pub fn diff(
     trace: &Trace,
     model_config: Option<&Config>,
 ) -> Result<DiffReport, PgError> {
-    pg.reset(&trace.config)?;
-    let mut w = World::new(
-        model_config
-            .cloned()
-            .unwrap_or_else(|| trace.config.clone()),
-    );
-    let mut report = DiffReport {
-        name: trace.name.clone(),
-        steps: 0,
-        first: None,
-        state: Vec::new(),
-    };
+    let cfg = model_config.unwrap_or(&trace.config);
+    let mut run = Lockstep::start(pg, &trace.config, Model::new(cfg.clone()), &trace.name)?;
     for e in &trace.history.events {
-        let model = w.rerun(e);
+        if run.step(pg, e).is_err() {
+            break;
+        }
+    }
+    run.finish(pg)
+}
+
+/// One run on both sides at once: every step is executed on PostgreSQL and compared with every
+/// outcome the model allows there ([`Allowed`]).
+struct Lockstep {
+    worlds: Allowed,
+    report: DiffReport,
+    /// The steps with PostgreSQL's outcomes.
+    history: History,
+}
+
+impl Lockstep {
+    fn start(pg: &mut PgBackend, config: &Config, model: Model, name: &str) -> Result<Self, PgError> {
+        pg.reset(config)?;
+        Ok(Lockstep {
+            worlds: Allowed::new(World::with_backend(model)),
+            report: DiffReport {
+                name: name.to_string(),
+                steps: 0,
+                first: None,
+                state: Vec::new(),
+            },
+            history: History::default(),
+        })
+    }
+
+    /// Runs `e` on both sides; `Err` with PostgreSQL's outcome at the first divergence.
+    fn step(&mut self, pg: &mut PgBackend, e: &Event) -> Result<Outcome, Outcome> {
         let conn = e.conn_id();
         let cx = Ctx {
             now: e.at,
@@ -84,19 +108,85 @@ pub fn diff(
             conn: &conn,
         };
         let got = apply(pg, &cx, &e.op);
-        report.steps += 1;
-        if got != model {
-            report.first = Some(StepDiff {
-                seq: e.seq,
-                line: event_line(e),
-                model,
-                pg: got,
-            });
-            return Ok(report);
+        self.report.steps += 1;
+        let mut recorded = e.clone();
+        recorded.outcome = got.clone();
+        self.history.events.push(recorded);
+        match self.worlds.step(e, |m| *m == got) {
+            Ok(_) => Ok(got),
+            Err(allowed) => {
+                self.report.first = Some(StepDiff {
+                    seq: e.seq,
+                    line: event_line(e),
+                    model: allowed.into_iter().next().unwrap_or(Outcome::Ok),
+                    pg: got.clone(),
+                });
+                Err(got)
+            }
         }
     }
-    report.state = state_differences(&w.model.snapshot(), &pg.snapshot()?);
-    Ok(report)
+
+    /// Compares the final committed state (when every step agreed): equal to any allowed world.
+    fn finish(mut self, pg: &mut PgBackend) -> Result<DiffReport, PgError> {
+        if self.report.first.is_none() {
+            let p = pg.snapshot()?;
+            let mut best: Option<Vec<String>> = None;
+            for w in self.worlds.worlds() {
+                let d = state_differences(&w.model.snapshot(), &p);
+                if d.is_empty() || best.is_none() {
+                    best = Some(d.clone());
+                }
+                if d.is_empty() {
+                    break;
+                }
+            }
+            self.report.state = best.unwrap_or_default();
+        }
+        Ok(self.report)
+    }
+}
+
+/// A generated schedule run on both sides.
+pub struct ScheduleRun {
+    /// The comparison.
+    pub report: DiffReport,
+    /// What ran, with PostgreSQL's outcomes (up to and including a diverging step): written as
+    /// a trace, it reproduces the run with `leaselab diff FILE`.
+    pub history: History,
+    /// The configuration.
+    pub config: Config,
+}
+
+/// Runs a generated schedule step by step on PostgreSQL and the model; the client turns each
+/// intent into an operation from PostgreSQL's answers so far. `wrong` switches on a
+/// deliberately wrong rule on the model side (the generator's negative controls).
+pub fn diff_schedule(
+    pg: &mut PgBackend,
+    schedule: &Schedule,
+    wrong: Option<WrongRule>,
+    name: &str,
+) -> Result<ScheduleRun, PgError> {
+    let mut model = Model::new(schedule.config.clone());
+    if let Some(r) = wrong {
+        model = model.with_wrong_rule(r);
+    }
+    let mut run = Lockstep::start(pg, &schedule.config, model, name)?;
+    let mut client = Client::new(schedule.actors);
+    for intent in &schedule.intents {
+        let Some(e) = client.event(intent) else {
+            continue;
+        };
+        match run.step(pg, &e) {
+            Ok(got) => client.observe(&e, &got),
+            Err(_) => break,
+        }
+    }
+    let history = run.history.clone();
+    Ok(ScheduleRun {
+        report: run.finish(pg)?,
+        history,
+        config: schedule.config.clone(),
+    })
 }
 
 /// Where the model's committed state and PostgreSQL's differ, one line per table.

@@ -23,4 +23,4 @@ pub mod real;
 pub mod sql;
 
 pub use adapter::{PgBackend, PgError};
-pub use diff::{diff, DiffReport};
+pub use diff::{diff, diff_schedule, DiffReport, ScheduleRun};

@@ -1,0 +1,408 @@
+//! # leaselab-gen
+//!
+//! Multi-session schedules for the PostgreSQL differential (`leaselab diff --gen`) and for the
+//! checkers' second oracle: 2–4 sessions per database issuing every operation of the trace
+//! format — lease statements in autocommit and inside `begin db=lease` transactions, one-shot
+//! and step-wise writes under READ COMMITTED and REPEATABLE READ, publishes, every read,
+//! `now`, `await`, `disconnect` (idle, in a transaction, while waiting on a lock), crash and
+//! restart of either database (also while statements wait), clock advances that land exactly
+//! on an expiry — under every fence mode, both lease tables and both publish modes.
+//!
+//! A schedule is a list of *intents* ([`Intent`]), which proptest draws and shrinks. A
+//! [`Client`] turns each intent into a concrete operation from what the client has seen so far
+//! (its grants, which of its statements wait, which transactions are open, which database is
+//! down), so every schedule is valid by construction: a session whose statement waits is asked
+//! to `await` or `disconnect`, a `begin` inside a transaction becomes a `commit`, a crash of a
+//! database that is down becomes its restart. Shrinking removes intents; the client keeps the
+//! rest valid.
+
+use leaselab_model::names::defaults;
+use leaselab_model::{
+    AttemptOutcome, Config, DbName, Event, FenceMode, Holder, LeaseDurability, LeaseName, Millis,
+    Op, Outcome, Part, PublishMode, Scope, Token,
+};
+use proptest::prelude::*;
+
+/// What a session means to do next; the [`Client`] makes it concrete.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// `acquire`.
+    Acquire,
+    /// `renew`.
+    Renew,
+    /// `release`.
+    Release,
+    /// `begin db=lease` (READ COMMITTED or, with an odd argument, REPEATABLE READ).
+    BeginLease,
+    /// `commit db=lease` (or `rollback`, with an odd argument).
+    EndLease,
+    /// One-shot fenced `write`.
+    Write,
+    /// `begin db=res`.
+    BeginRes,
+    /// `fence`.
+    Fence,
+    /// `upsert`.
+    Upsert,
+    /// `commit db=res` (or `rollback`).
+    EndRes,
+    /// `publish`.
+    Publish,
+    /// A read: lease, floor, part, publish or attempt count.
+    Read,
+    /// `now`.
+    Now,
+    /// `await`.
+    Await,
+    /// `disconnect`.
+    Disconnect,
+    /// `crash` (or `restart` when the database is down).
+    Crash,
+    /// The clock moves: by a step, or exactly onto the expiry the client last saw.
+    Advance,
+}
+
+/// One drawn intent: who, what, and two small arguments the client interprets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Intent {
+    /// Which session (an index into the schedule's actors).
+    pub actor: u8,
+    /// What.
+    pub kind: Kind,
+    /// First argument (token choice, TTL, isolation, database…).
+    pub a: u8,
+    /// Second argument (part, scope, key…).
+    pub b: u8,
+}
+
+/// A generated schedule: the databases' configuration, the sessions, the intents.
+#[derive(Clone, Debug)]
+pub struct Schedule {
+    /// Configuration of both databases.
+    pub config: Config,
+    /// Number of sessions per database (2–4), named `holder-a`…
+    pub actors: usize,
+    /// The intents in order.
+    pub intents: Vec<Intent>,
+}
+
+const NAMES: [&str; 4] = ["holder-a", "holder-b", "holder-c", "holder-d"];
+const TTLS: [u64; 3] = [100, 300, 1500];
+const STEPS: [u64; 8] = [0, 1, 50, 99, 100, 299, 300, 1500];
+
+fn kind() -> impl Strategy<Value = Kind> {
+    prop_oneof![
+        8 => Just(Kind::Acquire),
+        4 => Just(Kind::Renew),
+        3 => Just(Kind::Release),
+        3 => Just(Kind::BeginLease),
+        3 => Just(Kind::EndLease),
+        4 => Just(Kind::Write),
+        5 => Just(Kind::BeginRes),
+        6 => Just(Kind::Fence),
+        6 => Just(Kind::Upsert),
+        5 => Just(Kind::EndRes),
+        2 => Just(Kind::Publish),
+        4 => Just(Kind::Read),
+        1 => Just(Kind::Now),
+        4 => Just(Kind::Await),
+        2 => Just(Kind::Disconnect),
+        1 => Just(Kind::Crash),
+        6 => Just(Kind::Advance),
+    ]
+}
+
+/// A configuration drawn from every fence mode, both lease tables, both publish modes, with
+/// and without the renew-after-expiry mistake.
+pub fn config() -> impl Strategy<Value = Config> {
+    (
+        prop::sample::select(FenceMode::ALL.to_vec()),
+        any::<bool>(),
+        any::<bool>(),
+        prop::bool::weighted(0.15),
+    )
+        .prop_map(|(fence, unlogged, versioned, rae)| Config {
+            fence,
+            lease_table: if unlogged {
+                LeaseDurability::Unlogged
+            } else {
+                LeaseDurability::Logged
+            },
+            publish: if versioned {
+                PublishMode::Versioned
+            } else {
+                PublishMode::BusinessKey
+            },
+            renew_after_expiry: rae,
+            ..Config::default()
+        })
+}
+
+/// Schedules of 2–4 sessions and up to `max_steps` intents.
+pub fn schedule(max_steps: usize) -> impl Strategy<Value = Schedule> {
+    (config(), 2usize..=4).prop_flat_map(move |(config, actors)| {
+        let intent = (0..actors as u8, kind(), any::<u8>(), any::<u8>())
+            .prop_map(|(actor, kind, a, b)| Intent { actor, kind, a, b });
+        prop::collection::vec(intent, 1..=max_steps.max(1)).prop_map(move |intents| Schedule {
+            config: config.clone(),
+            actors,
+            intents,
+        })
+    })
+}
+
+#[derive(Clone, Debug, Default)]
+struct Session {
+    /// The statement of this session on this database waits.
+    blocked: bool,
+    /// A transaction is open (as far as the client knows).
+    in_txn: bool,
+}
+
+/// The client side of a schedule: turns intents into operations from what was observed.
+#[derive(Clone, Debug)]
+pub struct Client {
+    actors: usize,
+    now: u64,
+    seq: u64,
+    /// Per actor: its last grant's token and the expiry it last saw.
+    grant: Vec<Option<(u64, Option<u64>)>>,
+    /// Per actor, per database.
+    sessions: Vec<[Session; 2]>,
+    down: [bool; 2],
+    max_token: u64,
+    written: u64,
+}
+
+fn di(db: DbName) -> usize {
+    match db {
+        DbName::Lease => 0,
+        DbName::Res => 1,
+    }
+}
+
+impl Client {
+    /// A client for `actors` sessions at time 0.
+    pub fn new(actors: usize) -> Self {
+        let actors = actors.clamp(1, NAMES.len());
+        Client {
+            actors,
+            now: 0,
+            seq: 0,
+            grant: vec![None; actors],
+            sessions: vec![Default::default(); actors],
+            down: [false; 2],
+            max_token: 0,
+            written: 0,
+        }
+    }
+
+    fn token(&self, actor: usize, a: u8) -> Token {
+        match (a % 4, self.grant[actor]) {
+            (0..=1, Some((t, _))) => Token(t),
+            (2, _) => Token(self.max_token.saturating_sub(u64::from(a / 4 % 2))),
+            _ => Token(u64::from(a / 4 % 4) + 1),
+        }
+        .max(Token(1))
+    }
+
+    fn scope(b: u8) -> Scope {
+        if b % 7 == 6 {
+            Scope::new("other-report")
+        } else {
+            Scope::new(defaults::SCOPE)
+        }
+    }
+
+    fn part(b: u8) -> Part {
+        Part::new(if b % 2 == 0 { "summary" } else { "detail" })
+    }
+
+    /// The next event for `intent` (its outcome is a placeholder), or `None` when the intent
+    /// only moves the clock.
+    pub fn event(&mut self, intent: &Intent) -> Option<Event> {
+        let actor = usize::from(intent.actor) % self.actors;
+        let (a, b) = (intent.a, intent.b);
+        let name = NAMES[actor];
+        let lease = || LeaseName::new(defaults::LEASE);
+        let db_of = |x: u8| if x % 2 == 0 { DbName::Lease } else { DbName::Res };
+        let mut who = Holder::new(name);
+        let op = match intent.kind {
+            Kind::Advance => {
+                let to_expiry = self.grant[actor].and_then(|(_, e)| e).filter(|e| *e > self.now);
+                match to_expiry {
+                    Some(e) if a % 3 == 0 => self.now = e,
+                    _ => self.now += STEPS[usize::from(a) % STEPS.len()],
+                }
+                return None;
+            }
+            Kind::Crash => {
+                let db = db_of(a);
+                who = Holder::new("admin");
+                if self.down[di(db)] {
+                    Op::Restart { db }
+                } else {
+                    Op::Crash { db }
+                }
+            }
+            _ => {
+                let op = self.session_op(actor, intent.kind, a, b, lease);
+                let s = &self.sessions[actor];
+                match op.db() {
+                    // A session whose statement waits gets to wait for it (mostly) or leave.
+                    Some(db) if s[di(db)].blocked && !matches!(op, Op::Await { .. } | Op::Disconnect { .. }) => {
+                        if a % 8 == 7 {
+                            op // `busy`: the client-side rule is checked too
+                        } else if b % 5 == 4 {
+                            Op::Disconnect { db }
+                        } else {
+                            Op::Await { db }
+                        }
+                    }
+                    _ => op,
+                }
+            }
+        };
+        self.seq += 1;
+        Some(Event {
+            seq: self.seq,
+            at: Millis(self.now),
+            local: Millis(self.now),
+            actor: who,
+            conn: None,
+            op,
+            outcome: Outcome::Ok,
+        })
+    }
+
+    fn session_op(&mut self, actor: usize, kind: Kind, a: u8, b: u8, lease: impl Fn() -> LeaseName) -> Op {
+        let holder = Holder::new(NAMES[actor]);
+        let s = &self.sessions[actor];
+        let ttl = TTLS[usize::from(a) % TTLS.len()];
+        match kind {
+            Kind::Acquire => Op::Acquire { lease: lease(), holder, ttl_ms: ttl },
+            Kind::Renew => Op::Renew { lease: lease(), holder, token: self.token(actor, b), ttl_ms: ttl },
+            Kind::Release => Op::Release { lease: lease(), holder, token: self.token(actor, a) },
+            Kind::BeginLease | Kind::EndLease => {
+                let db = DbName::Lease;
+                match (s[0].in_txn, a % 2 == 1) {
+                    (false, false) => Op::Begin { db },
+                    (false, true) => Op::BeginRepeatableRead { db },
+                    (true, false) => Op::Commit { db },
+                    (true, true) => Op::Rollback { db },
+                }
+            }
+            Kind::BeginRes | Kind::EndRes => {
+                let db = DbName::Res;
+                match (s[1].in_txn, a % 2 == 1) {
+                    (false, false) => Op::Begin { db },
+                    (false, true) => Op::BeginRepeatableRead { db },
+                    (true, false) => Op::Commit { db },
+                    (true, true) => Op::Rollback { db },
+                }
+            }
+            Kind::Write | Kind::Upsert => {
+                self.written += 1;
+                let content = format!("{}{}", &NAMES[actor][7..], self.written);
+                let (scope, part, token) = (Self::scope(b), Self::part(b), self.token(actor, a));
+                // A one-shot write inside an open transaction is refused client-side; make it
+                // the step-wise upsert instead, which is what the session can do there.
+                if kind == Kind::Write && !s[1].in_txn {
+                    Op::Write { scope, part, content, token }
+                } else {
+                    Op::Upsert { scope, part, content, token }
+                }
+            }
+            Kind::Fence => Op::Fence { scope: Self::scope(b), token: self.token(actor, a) },
+            Kind::Publish => Op::Publish {
+                key: if b % 2 == 0 { "report-1" } else { "report-2" }.to_string(),
+                content: format!("{}-p{}", NAMES[actor], a % 4),
+                token: self.token(actor, a),
+            },
+            Kind::Read => match a % 5 {
+                0 => Op::ReadLease { lease: lease() },
+                1 => Op::ReadFloor { scope: Self::scope(b) },
+                2 => Op::ReadPart { scope: Self::scope(b), part: Self::part(b) },
+                3 => Op::ReadPublish {
+                    key: if b % 2 == 0 { "report-1" } else { "report-2" }.to_string(),
+                },
+                _ => Op::CountAttempts {
+                    writer: Holder::new(NAMES[usize::from(b) % self.actors]),
+                    outcome: if b % 2 == 0 { AttemptOutcome::Accepted } else { AttemptOutcome::Rejected },
+                },
+            },
+            Kind::Now => Op::Now { db: if a % 2 == 0 { DbName::Lease } else { DbName::Res } },
+            Kind::Await | Kind::Disconnect => {
+                // Prefer the database where this session waits.
+                let db = if s[0].blocked {
+                    DbName::Lease
+                } else if s[1].blocked || a % 2 == 1 {
+                    DbName::Res
+                } else {
+                    DbName::Lease
+                };
+                if kind == Kind::Await {
+                    Op::Await { db }
+                } else {
+                    Op::Disconnect { db }
+                }
+            }
+            Kind::Crash | Kind::Advance => unreachable_op(),
+        }
+    }
+
+    /// Learns from the outcome the databases gave to `e`.
+    pub fn observe(&mut self, e: &Event, out: &Outcome) {
+        if let Op::Crash { db } = e.op {
+            if *out == Outcome::Ok {
+                self.down[di(db)] = true;
+                for s in &mut self.sessions {
+                    s[di(db)] = Session::default();
+                }
+            }
+            return;
+        }
+        if let Op::Restart { db } = e.op {
+            if *out == Outcome::Ok {
+                self.down[di(db)] = false;
+            }
+            return;
+        }
+        let Some(actor) = NAMES.iter().position(|n| *n == e.actor.as_str()) else {
+            return;
+        };
+        let Some(db) = e.op.db() else { return };
+        let s = &mut self.sessions[actor][di(db)];
+        if let Outcome::Granted { token, expires } = out {
+            self.max_token = self.max_token.max(token.0);
+            self.grant[actor] = Some((token.0, expiry_ms(expires)));
+        }
+        if let Outcome::Renewed { expires } = out {
+            if let Some(g) = self.grant[actor].as_mut() {
+                g.1 = expiry_ms(expires);
+            }
+        }
+        match (&e.op, out) {
+            (_, Outcome::Blocked) => s.blocked = true,
+            (Op::Await { .. }, Outcome::Error(r)) if r == "still-blocked" => {}
+            (Op::Await { .. }, _) => s.blocked = false,
+            (Op::Disconnect { .. }, _) => *s = Session::default(),
+            (_, Outcome::Error(r)) if r == "conn-lost" => *s = Session::default(),
+            (Op::Begin { .. } | Op::BeginRepeatableRead { .. }, Outcome::Ok) => s.in_txn = true,
+            (Op::Commit { .. } | Op::Rollback { .. }, _) => s.in_txn = false,
+            _ => {}
+        }
+    }
+}
+
+fn expiry_ms(e: &leaselab_model::Expiry) -> Option<u64> {
+    match e {
+        leaselab_model::Expiry::At(m) => Some(m.0),
+        leaselab_model::Expiry::NegInfinity => None,
+    }
+}
+
+fn unreachable_op() -> Op {
+    // `event` handles these kinds before asking for a session operation.
+    Op::Now { db: DbName::Lease }
+}
