@@ -154,10 +154,17 @@ pub fn run_gen(
 }
 
 /// `leaselab diff --gen N`: prints the figures and the reproduce command of a divergence.
-pub fn run_gen_cmd(n: u32, seed: u64, steps: usize, out: &Path, pg_dir: &Path) -> Result<bool, String> {
+pub fn run_gen_cmd(
+    n: u32,
+    seed: u64,
+    steps: usize,
+    wrong: Option<leaselab_model::model::WrongRule>,
+    out: &Path,
+    pg_dir: &Path,
+) -> Result<bool, String> {
     let mut pg = PgBackend::throwaway(pg_dir).map_err(|e| e.to_string())?;
     let t0 = std::time::Instant::now();
-    let r = run_gen(&mut pg, n, seed, steps, None, out, std::io::IsTerminal::is_terminal(&std::io::stderr()))?;
+    let r = run_gen(&mut pg, n, seed, steps, wrong, out, std::io::IsTerminal::is_terminal(&std::io::stderr()))?;
     let secs = t0.elapsed().as_secs_f64().max(1e-9);
     if let Some((file, what)) = &r.divergence {
         println!("DIVERGENCE (shrunk) :: {what}");

@@ -73,6 +73,10 @@ enum Cmd {
         /// Most intents per generated schedule.
         #[arg(long, default_value_t = 40)]
         steps: usize,
+        /// Negative control for --gen: run the model with a deliberately wrong rule
+        /// (update-waits-before-where, repeatable-read-reads-latest, disconnect-drops-waiter).
+        #[arg(long, value_name = "RULE")]
+        wrong_rule: Option<leaselab_model::model::WrongRule>,
         /// Where a shrunk divergence of --gen is written.
         #[arg(long, default_value = "diff-failures", value_name = "DIR")]
         out: PathBuf,
@@ -188,10 +192,11 @@ fn main() -> ExitCode {
             seed,
             steps,
             out,
+            wrong_rule,
         } => {
             let d = leaselab_sim::SimOptions::default();
             let r = match gen {
-                Some(n) => leaselab::diff_cmd::run_gen_cmd(n, seed, steps, &out, &pg_dir),
+                Some(n) => leaselab::diff_cmd::run_gen_cmd(n, seed, steps, wrong_rule, &out, &pg_dir),
                 None => leaselab::diff_cmd::run(
                     &files,
                     sim_seeds.as_deref(),

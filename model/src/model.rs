@@ -664,6 +664,37 @@ pub enum WrongRule {
     DisconnectDropsWaiter,
 }
 
+impl WrongRule {
+    /// Every wrong rule.
+    pub const ALL: [WrongRule; 3] = [
+        WrongRule::UpdateWaitsBeforeWhere,
+        WrongRule::RepeatableReadReadsLatest,
+        WrongRule::DisconnectDropsWaiter,
+    ];
+
+    /// The spelling on the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WrongRule::UpdateWaitsBeforeWhere => "update-waits-before-where",
+            WrongRule::RepeatableReadReadsLatest => "repeatable-read-reads-latest",
+            WrongRule::DisconnectDropsWaiter => "disconnect-drops-waiter",
+        }
+    }
+}
+
+impl std::str::FromStr for WrongRule {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        WrongRule::ALL
+            .into_iter()
+            .find(|r| r.as_str() == s)
+            .ok_or_else(|| {
+                let names: Vec<&str> = WrongRule::ALL.iter().map(|r| r.as_str()).collect();
+                format!("unknown wrong rule `{s}`; expected one of: {}", names.join(", "))
+            })
+    }
+}
+
 impl Model {
     /// Fresh databases: no lease rows, a floor of 0 for every configured scope.
     pub fn new(config: Config) -> Self {

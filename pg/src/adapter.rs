@@ -137,9 +137,13 @@ impl From<Outcome> for Out {
 
 struct Session {
     client: Arc<Client>,
+    /// The task that owns the socket.
+    socket: JoinHandle<()>,
     pid: i32,
     st: Stmts,
     in_txn: bool,
+    /// An error aborted the open transaction: COMMIT will roll it back.
+    aborted: bool,
     pending: Option<JoinHandle<Out>>,
     finished: Option<Outcome>,
     drafts: Vec<(W, bool)>,
@@ -152,6 +156,9 @@ struct Side {
     admin: Option<(Arc<Client>, Statement)>,
     sessions: BTreeMap<ConnId, Session>,
     lost: BTreeSet<ConnId>,
+    /// Backends whose client closed its socket while their statement waited on a lock: they
+    /// run on until the statement ends (see the model's engine), holding their locks.
+    orphans: Vec<i32>,
     up: bool,
 }
 
@@ -183,20 +190,31 @@ async fn connect(
     conninfo: &str,
     virtual_time: bool,
 ) -> Result<(Client, i32), tokio_postgres::Error> {
+    connect_owned(conninfo, virtual_time)
+        .await
+        .map(|(c, pid, _)| (c, pid))
+}
+
+/// Connects and returns the task that owns the socket too: aborting it closes the socket, as a
+/// client process that exits or drops its connection does.
+async fn connect_owned(
+    conninfo: &str,
+    virtual_time: bool,
+) -> Result<(Client, i32, JoinHandle<()>), tokio_postgres::Error> {
     let info = if virtual_time {
         format!("{conninfo} options='-c search_path=lab,pg_catalog,public'")
     } else {
         conninfo.to_string()
     };
     let (client, conn) = tokio_postgres::connect(&info, NoTls).await?;
-    tokio::spawn(async move {
+    let socket = tokio::spawn(async move {
         let _ = conn.await;
     });
     let pid: i32 = client
         .query_one("SELECT pg_backend_pid()", &[])
         .await?
         .get(0);
-    Ok((client, pid))
+    Ok((client, pid, socket))
 }
 
 async fn prepare(c: &Client, db: DbName, cfg: &Config) -> Result<Stmts, tokio_postgres::Error> {
@@ -360,6 +378,7 @@ impl PgBackend {
             admin: None,
             sessions: BTreeMap::new(),
             lost: BTreeSet::new(),
+            orphans: Vec::new(),
             up: true,
         };
         let sides = match target {
@@ -548,7 +567,9 @@ impl PgBackend {
             if let Some(h) = s.pending {
                 h.abort();
             }
+            s.socket.abort();
         }
+        self.sides[i].orphans.clear();
     }
 
     fn admin(&mut self, i: usize) -> Result<(Arc<Client>, Statement), PgError> {
@@ -602,19 +623,21 @@ impl PgBackend {
         let vt = self.virtual_time;
         let cfg = self.config.clone();
         let r = self.rt.block_on(async move {
-            let (c, pid) = connect(&info, vt).await?;
+            let (c, pid, socket) = connect_owned(&info, vt).await?;
             let st = prepare(&c, db, &cfg).await?;
-            Ok::<_, tokio_postgres::Error>((c, pid, st))
+            Ok::<_, tokio_postgres::Error>((c, pid, st, socket))
         });
-        let (c, pid, st) = r.map_err(stmt_err)?;
+        let (c, pid, st, socket) = r.map_err(stmt_err)?;
         let client = Arc::new(c);
         self.sides[i].sessions.insert(
             conn.clone(),
             Session {
                 client: client.clone(),
+                socket,
                 pid,
                 st: st.clone(),
                 in_txn: false,
+                aborted: false,
                 pending: None,
                 finished: None,
                 drafts: Vec::new(),
@@ -624,12 +647,49 @@ impl PgBackend {
     }
 
     fn others(&self, i: usize, conn: &ConnId) -> Vec<i32> {
-        self.sides[i]
-            .sessions
+        let side = &self.sides[i];
+        side.sessions
             .iter()
             .filter(|(k, _)| *k != conn)
             .map(|(_, s)| s.pid)
+            .chain(side.orphans.iter().copied())
             .collect()
+    }
+
+    /// Waits until every orphan that no longer waits on a lock has ended (its statement ran,
+    /// then it found its socket closed): only then are its locks free for the others, as the
+    /// model frees them at once.
+    fn reap_orphans(&mut self, i: usize) {
+        if self.sides[i].orphans.is_empty() {
+            return;
+        }
+        let Ok((admin, blocked_q)) = self.admin(i) else {
+            return;
+        };
+        let side = &self.sides[i];
+        let all: Vec<i32> = side
+            .sessions
+            .values()
+            .map(|s| s.pid)
+            .chain(side.orphans.iter().copied())
+            .collect();
+        let orphans = side.orphans.clone();
+        let gone: Vec<i32> = self.rt.block_on(async move {
+            let mut gone = Vec::new();
+            for pid in orphans {
+                let others: Vec<i32> = all.iter().copied().filter(|p| *p != pid).collect();
+                let blocked = match admin.query_one(&blocked_q, &[&pid, &others]).await {
+                    Ok(r) => r.get::<_, bool>(0),
+                    Err(_) => false,
+                };
+                if !blocked {
+                    wait_backend_gone(&admin, pid).await;
+                    gone.push(pid);
+                }
+            }
+            gone
+        });
+        self.sides[i].orphans.retain(|p| !gone.contains(p));
     }
 
     /// Runs a task for `conn`: its outcome, or `Blocked` if the server says it waits on a lock.
@@ -668,6 +728,11 @@ impl PgBackend {
     fn book(&mut self, i: usize, conn: &ConnId, out: Out) -> Outcome {
         if let Some(s) = self.sides[i].sessions.get_mut(conn) {
             s.drafts.extend(out.drafts);
+            // Any error inside a transaction aborts it (manual 3.4: "the transaction is
+            // aborted"; later statements fail with 25P02 and COMMIT rolls back).
+            if s.in_txn && matches!(&out.outcome, Outcome::Error(r) if r.starts_with("sqlstate-")) {
+                s.aborted = true;
+            }
         }
         out.outcome
     }
@@ -676,6 +741,7 @@ impl PgBackend {
     /// while one finishing may free another (the model's synchronous wake).
     fn settle(&mut self, i: usize) {
         loop {
+            self.reap_orphans(i);
             let mut progressed = false;
             let conns: Vec<ConnId> = self.sides[i]
                 .sessions
@@ -727,6 +793,7 @@ impl PgBackend {
     fn set_in_txn(&mut self, db: DbName, conn: &ConnId, v: bool) {
         if let Some(s) = self.sides[idx(db)].sessions.get_mut(conn) {
             s.in_txn = v;
+            s.aborted = false;
         }
     }
 
@@ -772,8 +839,18 @@ impl PgBackend {
         })
     }
 
-    /// The committed state of both databases, for the final comparison with the model.
+    /// The committed state of both databases, for the final comparison with the model. A
+    /// database that is down is restarted first: recovery keeps exactly what was committed.
     pub fn snapshot(&mut self) -> Result<leaselab_model::model::Snapshot, PgError> {
+        for i in 0..2 {
+            if !self.sides[i].up {
+                if let Some(c) = self.sides[i].cluster.as_mut() {
+                    c.boot()?;
+                }
+                self.sides[i].up = true;
+                self.sides[i].admin = None;
+            }
+        }
         let (la, _) = self.admin(0)?;
         let (ra, _) = self.admin(1)?;
         self.rt.block_on(async move {
@@ -906,6 +983,24 @@ async fn wait_or_blocked(
         if start.elapsed() > STUCK {
             h.abort();
             return Waited::Stuck;
+        }
+    }
+}
+
+/// Polls until backend `pid` has ended (bounded by [`STUCK`]).
+async fn wait_backend_gone(admin: &Client, pid: i32) {
+    let start = Instant::now();
+    while start.elapsed() < STUCK {
+        match admin
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity WHERE pid = $1",
+                &[&pid],
+            )
+            .await
+        {
+            Ok(r) if r.get::<_, i64>(0) == 0 => break,
+            Err(_) => break,
+            _ => tokio::time::sleep(Duration::from_micros(200)).await,
         }
     }
 }
@@ -1307,29 +1402,21 @@ impl Admin for PgBackend {
                     );
                 }
                 if let Some(s) = self.sides[i].sessions.remove(cx.conn) {
+                    // The client closes its socket for real: the task that owns it ends.
+                    let waiting = s.pending.is_some();
                     if let Some(h) = s.pending {
                         h.abort();
                     }
+                    s.socket.abort();
                     let pid = s.pid;
                     drop(s.client);
-                    // Wait until the server has ended the backend: its locks are then free.
-                    if let Ok((admin, _)) = self.admin(i) {
-                        self.rt.block_on(async move {
-                            let start = Instant::now();
-                            while start.elapsed() < STUCK {
-                                match admin
-                                    .query_one(
-                                        "SELECT count(*) FROM pg_stat_activity WHERE pid = $1",
-                                        &[&pid],
-                                    )
-                                    .await
-                                {
-                                    Ok(r) if r.get::<_, i64>(0) == 0 => break,
-                                    Err(_) => break,
-                                    _ => tokio::time::sleep(Duration::from_micros(200)).await,
-                                }
-                            }
-                        });
+                    if waiting {
+                        // The backend does not read its socket while the statement waits.
+                        self.sides[i].orphans.push(pid);
+                    } else if let Ok((admin, _)) = self.admin(i) {
+                        // Idle, it reads EOF at once and ends (rolling back): its locks are
+                        // free when it is gone.
+                        self.rt.block_on(async move { wait_backend_gone(&admin, pid).await });
                     }
                 }
                 self.settle(i);
@@ -1382,6 +1469,11 @@ impl Admin for PgBackend {
             }
             SessionStep::Commit | SessionStep::Rollback => {
                 let commit = step == SessionStep::Commit;
+                // PostgreSQL answers COMMIT of an aborted transaction with ROLLBACK, no error.
+                let aborted = self.sides[i]
+                    .sessions
+                    .get(cx.conn)
+                    .is_some_and(|s| s.aborted);
                 let o = if in_txn {
                     self.rt.block_on(async move {
                         match c
@@ -1406,7 +1498,7 @@ impl Admin for PgBackend {
                         }
                         return o;
                     }
-                    let l = self.log_drafts(cx.conn, commit, false);
+                    let l = self.log_drafts(cx.conn, commit && !aborted, false);
                     if l != Outcome::Ok {
                         return l;
                     }
@@ -1433,6 +1525,7 @@ impl Admin for PgBackend {
         let side = &mut self.sides[i];
         side.up = false;
         side.admin = None;
+        side.orphans.clear();
         for (k, s) in std::mem::take(&mut side.sessions) {
             if s.in_txn || s.pending.is_some() {
                 side.lost.insert(k);

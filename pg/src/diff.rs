@@ -107,7 +107,11 @@ impl Lockstep {
             actor: &e.actor,
             conn: &conn,
         };
+        let t0 = std::time::Instant::now();
         let got = apply(pg, &cx, &e.op);
+        if std::env::var_os("LEASELAB_DEBUG_STEPS").is_some() {
+            eprintln!("{:>8.1}ms {} => {}", t0.elapsed().as_secs_f64() * 1e3, event_line(e), got);
+        }
         self.report.steps += 1;
         let mut recorded = e.clone();
         recorded.outcome = got.clone();
