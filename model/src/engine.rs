@@ -327,10 +327,21 @@ impl<T: Clone, X: Default> Engine<T, X> {
     }
 
     /// Marks `id`'s transaction aborted by an error.
+    ///
+    /// The transaction's work is undone and its locks are released at the error, not at the
+    /// later ROLLBACK: PostgreSQL calls `AbortTransaction` when the statement fails and only
+    /// leaves the block in `TBLOCK_ABORT` until the client ends it (`src/backend/access/
+    /// transam/xact.c`). The caller must then wake the waiters.
     pub fn abort_txn(&mut self, id: &ConnId) {
-        if let Some(t) = self.conn(id).txn.as_mut() {
-            t.aborted = true;
-        }
+        let locks = match self.conn(id).txn.as_mut() {
+            Some(t) => {
+                t.aborted = true;
+                t.overlay.clear();
+                std::mem::take(&mut t.locks)
+            }
+            None => return,
+        };
+        self.release(id, locks);
     }
 
     /// Whether `id`'s transaction was aborted by an error.
@@ -355,7 +366,11 @@ impl<T: Clone, X: Default> Engine<T, X> {
                 self.commit_row(k, v);
             }
         }
-        for k in txn.locks {
+        self.release(id, txn.locks);
+    }
+
+    fn release(&mut self, id: &ConnId, locks: Vec<Key>) {
+        for k in locks {
             if self.locks.get(&k) == Some(id) {
                 self.locks.remove(&k);
                 if let Some(p) = self.insert_locks.iter().position(|x| *x == k) {
