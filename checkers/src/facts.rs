@@ -94,7 +94,50 @@ pub struct PublishFact {
     pub at: u64,
 }
 
-/// Everything the checkers need.
+/// What a committed lease statement did to its row.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LeaseChange {
+    /// A new token (insert or takeover), valid until `expires`.
+    Granted {
+        /// Holder.
+        holder: Holder,
+        /// Token.
+        token: Token,
+        /// New expiry.
+        expires: leaselab_model::Expiry,
+        /// The statement's `now()` (the transaction's start inside a transaction).
+        now: u64,
+    },
+    /// Same token, new expiry.
+    Renewed {
+        /// Token.
+        token: Token,
+        /// New expiry.
+        expires: leaselab_model::Expiry,
+    },
+    /// `-infinity`.
+    Released {
+        /// Token.
+        token: Token,
+    },
+}
+
+/// One committed change of a lease row.
+#[derive(Clone, Debug)]
+pub struct LeaseFact {
+    /// Lease.
+    pub lease: LeaseName,
+    /// What changed.
+    pub change: LeaseChange,
+    /// Where it took effect (its commit).
+    pub window: Window,
+}
+
+/// Everything the checkers need. Only what was committed counts: work of a transaction that
+/// rolled back, was aborted by an error, or whose connection disconnected or lost its server
+/// never does; a statement whose client disconnected while it waited is never reported to
+/// anyone, so it is not counted either (`orphans` says how many such autocommit statements
+/// there were: they may have committed later).
 #[derive(Clone, Debug, Default)]
 pub struct Facts {
     /// Accepted or possibly accepted writes, in reporting order.
@@ -103,6 +146,10 @@ pub struct Facts {
     pub grants: Vec<GrantFact>,
     /// Publishes, in reporting order.
     pub publishes: Vec<PublishFact>,
+    /// Committed lease changes (grants, renewals, releases), in commit order.
+    pub lease_changes: Vec<LeaseFact>,
+    /// Autocommit statements whose client left while they waited, per database.
+    pub orphans: Vec<(DbName, u64)>,
 }
 
 #[derive(Clone, Debug)]
@@ -116,6 +163,16 @@ struct Pending<'h> {
 type ConnKey<'h> = (DbName, &'h str);
 type Drafts<'h> = BTreeMap<&'h str, Vec<(&'h Op, &'h Holder, u64)>>;
 
+/// Per (database, connection): the open transaction as the client knows it.
+#[derive(Default)]
+struct Txn {
+    open: bool,
+    /// An error aborted it: nothing of it will commit.
+    aborted: bool,
+    /// Lease changes waiting for the commit.
+    lease: Vec<(LeaseName, LeaseChange)>,
+}
+
 /// Derives the facts of a history.
 pub fn derive(h: &History) -> Facts {
     let mut f = Facts::default();
@@ -123,8 +180,10 @@ pub fn derive(h: &History) -> Facts {
     let mut blocked: BTreeMap<ConnKey, Pending> = BTreeMap::new();
     // Upserts done inside an open transaction, per connection: accepted at commit.
     let mut drafts: Drafts = BTreeMap::new();
+    let mut txns: BTreeMap<ConnKey, Txn> = BTreeMap::new();
     for e in &h.events {
         let conn = e.conn_str();
+        let db = e.op.db();
         match (&e.op, &e.outcome) {
             (Op::Await { db }, out) => {
                 if let Some(p) = blocked.remove(&(*db, conn)) {
@@ -132,7 +191,12 @@ pub fn derive(h: &History) -> Facts {
                         earliest: p.since + 1,
                         latest: e.seq,
                     };
-                    record(&mut f, &mut drafts, conn, p.op, p.actor, out, w, e);
+                    let t = txns.entry((*db, conn)).or_default();
+                    if t.open && matches!(out, Outcome::Error(r) if r.starts_with("sqlstate-")) {
+                        abort(t, &mut drafts, *db, conn);
+                    } else {
+                        record(&mut f, &mut drafts, t, conn, p.op, p.actor, out, w, e);
+                    }
                 }
             }
             (op, Outcome::Blocked) => {
@@ -147,11 +211,26 @@ pub fn derive(h: &History) -> Facts {
                     );
                 }
             }
-            (Op::Commit { db: DbName::Res }, out) => {
-                let ds = drafts.remove(conn).unwrap_or_default();
+            (Op::Begin { db } | Op::BeginRepeatableRead { db }, Outcome::Ok) => {
+                let t = txns.entry((*db, conn)).or_default();
+                if !t.open {
+                    *t = Txn {
+                        open: true,
+                        ..Txn::default()
+                    };
+                }
+            }
+            (Op::Commit { db }, out) => {
+                let t = txns.remove(&(*db, conn)).unwrap_or_default();
+                let ds = if *db == DbName::Res {
+                    drafts.remove(conn).unwrap_or_default()
+                } else {
+                    Vec::new()
+                };
+                // COMMIT of an aborted transaction answers without an error but rolls back.
                 let certainty = match out {
-                    Outcome::Ok => Some(Certainty::Accepted),
-                    Outcome::Indeterminate(_) => Some(Certainty::Maybe),
+                    Outcome::Ok if !t.aborted => Some(Certainty::Accepted),
+                    Outcome::Indeterminate(_) if !t.aborted => Some(Certainty::Maybe),
                     _ => None,
                 };
                 if let Some(c) = certainty {
@@ -159,41 +238,97 @@ pub fn derive(h: &History) -> Facts {
                         push_write(&mut f, op, actor, Window::at(e.seq), e.at.0, c);
                     }
                 }
+                if certainty == Some(Certainty::Accepted) {
+                    for (lease, change) in t.lease {
+                        push_lease(&mut f, lease, change, Window::at(e.seq), e.at.0);
+                    }
+                }
             }
-            (Op::Rollback { db: DbName::Res }, _) => {
-                drafts.remove(conn);
+            (Op::Rollback { db }, _) => {
+                txns.remove(&(*db, conn));
+                if *db == DbName::Res {
+                    drafts.remove(conn);
+                }
             }
-            (Op::Crash { db: DbName::Res }, Outcome::Ok) => {
-                drafts.clear();
-                blocked.retain(|(db, _), _| *db != DbName::Res);
+            (Op::Disconnect { db }, Outcome::Ok) => {
+                // The client left: its transaction rolls back; a statement it left waiting is
+                // never reported (an autocommit one may still commit: counted as an orphan).
+                let was_in_txn = txns.remove(&(*db, conn)).is_some_and(|t| t.open);
+                if *db == DbName::Res {
+                    drafts.remove(conn);
+                }
+                if let Some(p) = blocked.remove(&(*db, conn)) {
+                    let in_txn = was_in_txn || matches!(p.op, Op::Write { .. });
+                    if !in_txn {
+                        bump_orphans(&mut f, *db);
+                    }
+                }
             }
-            (Op::Crash { db: DbName::Lease }, Outcome::Ok) => {
-                blocked.retain(|(db, _), _| *db != DbName::Lease);
+            (Op::Crash { db }, Outcome::Ok) => {
+                txns.retain(|(d, _), _| d != db);
+                if *db == DbName::Res {
+                    drafts.clear();
+                }
+                blocked.retain(|(d, _), _| d != db);
             }
-            (op, out) => record(
-                &mut f,
-                &mut drafts,
-                conn,
-                op,
-                &e.actor,
-                out,
-                Window::at(e.seq),
-                e,
-            ),
+            (op, out) => {
+                let t = txns.entry((db.unwrap_or(DbName::Res), conn)).or_default();
+                if db.is_some() && t.open && matches!(out, Outcome::Error(r) if r.starts_with("sqlstate-")) {
+                    abort(t, &mut drafts, db.unwrap_or(DbName::Res), conn);
+                } else {
+                    record(&mut f, &mut drafts, t, conn, op, &e.actor, out, Window::at(e.seq), e);
+                }
+            }
         }
-        if let Outcome::Error(r) = &e.outcome {
+        if let (Outcome::Error(r), Some(db)) = (&e.outcome, db) {
             if r == "conn-lost" {
-                drafts.remove(conn);
+                txns.remove(&(db, conn));
+                if db == DbName::Res {
+                    drafts.remove(conn);
+                }
             }
         }
     }
     f
 }
 
+fn abort<'h>(t: &mut Txn, drafts: &mut Drafts<'h>, db: DbName, conn: &'h str) {
+    t.aborted = true;
+    t.lease.clear();
+    if db == DbName::Res {
+        drafts.remove(conn);
+    }
+}
+
+fn bump_orphans(f: &mut Facts, db: DbName) {
+    match f.orphans.iter_mut().find(|(d, _)| *d == db) {
+        Some((_, n)) => *n += 1,
+        None => f.orphans.push((db, 1)),
+    }
+}
+
+fn push_lease(f: &mut Facts, lease: LeaseName, change: LeaseChange, w: Window, at: u64) {
+    if let LeaseChange::Granted { holder, token, .. } = &change {
+        f.grants.push(GrantFact {
+            lease: lease.clone(),
+            holder: holder.clone(),
+            token: *token,
+            window: w,
+            at,
+        });
+    }
+    f.lease_changes.push(LeaseFact {
+        lease,
+        change,
+        window: w,
+    });
+}
+
 #[allow(clippy::too_many_arguments)]
 fn record<'h>(
     f: &mut Facts,
     drafts: &mut Drafts<'h>,
+    t: &mut Txn,
     conn: &'h str,
     op: &'h Op,
     actor: &'h Holder,
@@ -202,6 +337,36 @@ fn record<'h>(
     e: &Event,
 ) {
     let at = e.at.0;
+    let change = match (op, out) {
+        (Op::Acquire { holder, ttl_ms, .. }, Outcome::Granted { token, expires }) => {
+            let now = match expires {
+                leaselab_model::Expiry::At(x) => x.0.saturating_sub(*ttl_ms),
+                leaselab_model::Expiry::NegInfinity => at,
+            };
+            Some(LeaseChange::Granted {
+                holder: holder.clone(),
+                token: *token,
+                expires: *expires,
+                now,
+            })
+        }
+        (Op::Renew { token, .. }, Outcome::Renewed { expires }) => Some(LeaseChange::Renewed {
+            token: *token,
+            expires: *expires,
+        }),
+        (Op::Release { token, .. }, Outcome::Released) => {
+            Some(LeaseChange::Released { token: *token })
+        }
+        _ => None,
+    };
+    if let (Some(change), Op::Acquire { lease, .. } | Op::Renew { lease, .. } | Op::Release { lease, .. }) = (change, op) {
+        if t.open {
+            t.lease.push((lease.clone(), change));
+        } else {
+            push_lease(f, lease.clone(), change, w, at);
+        }
+        return;
+    }
     match (op, out) {
         (Op::Write { .. }, Outcome::Accepted) | (Op::Upsert { .. }, Outcome::Accepted) => {
             push_write(f, op, actor, w, at, Certainty::Accepted)
@@ -212,15 +377,6 @@ fn record<'h>(
         }
         (Op::Upsert { .. }, Outcome::Ok) => {
             drafts.entry(conn).or_default().push((op, actor, w.latest));
-        }
-        (Op::Acquire { lease, holder, .. }, Outcome::Granted { token, .. }) => {
-            f.grants.push(GrantFact {
-                lease: lease.clone(),
-                holder: holder.clone(),
-                token: *token,
-                window: w,
-                at,
-            })
         }
         (Op::Publish { key, token, .. }, Outcome::Accepted | Outcome::Rejected) => {
             f.publishes.push(PublishFact {

@@ -131,7 +131,7 @@ pub fn check(history: &History) -> Report {
 /// also needs them for its liveness check).
 pub fn check_with(history: &History, facts: &facts::Facts) -> Report {
     let mut violations = Vec::new();
-    safety::i1(history, &mut violations);
+    safety::i1(facts, &mut violations);
     safety::i2(facts, &mut violations);
     safety::i3(history, facts, &mut violations);
     safety::acceptance(facts, &mut violations);

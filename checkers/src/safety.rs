@@ -1,7 +1,7 @@
 //! The `always` properties. Each violation says, in plain words, which events conflict and
 //! when, so a learner can find them in the timeline.
 
-use crate::facts::{Certainty, Facts, WriteFact};
+use crate::facts::{Certainty, Facts, LeaseChange, WriteFact};
 use crate::{Check, Violation};
 use leaselab_model::{DbName, Expiry, History, Holder, LeaseName, Op, Outcome, Scope, Token};
 use std::collections::{BTreeMap, BTreeSet};
@@ -23,71 +23,63 @@ fn describe_write(w: &WriteFact) -> String {
 }
 
 /// I1: by the database clock, at most one unexpired holder per lease at any instant. Checked at
-/// every grant against the previous holding's expiry as last reported (renewals move it,
-/// release sets `-infinity`).
-pub fn i1(h: &History, out: &mut Vec<Violation>) {
-    struct Holding {
-        holder: Holder,
+/// every committed grant, at the grant's own `now()`, against the previous holding's expiry as
+/// last committed (renewals move it, release sets `-infinity`).
+pub fn i1(f: &Facts, out: &mut Vec<Violation>) {
+    struct Holding<'f> {
+        holder: &'f Holder,
         token: Token,
         expires: Expiry,
         seq: u64,
     }
-    let mut cur: BTreeMap<LeaseName, Holding> = BTreeMap::new();
-    let mut blocked: BTreeMap<(DbName, &str), &Op> = BTreeMap::new();
-    for e in &h.events {
-        let op = match (&e.op, &e.outcome) {
-            (Op::Await { db }, _) => match blocked.remove(&(*db, e.conn_str())) {
-                Some(op) => op,
-                None => continue,
-            },
-            (op, Outcome::Blocked) => {
-                if let Some(db) = op.db() {
-                    blocked.insert((db, e.conn_str()), op);
-                }
-                continue;
-            }
-            (op, _) => op,
-        };
-        match (op, &e.outcome) {
-            (Op::Acquire { lease, holder, .. }, Outcome::Granted { token, expires }) => {
+    let mut cur: BTreeMap<&LeaseName, Holding> = BTreeMap::new();
+    for lf in &f.lease_changes {
+        let lease = &lf.lease;
+        let seq = lf.window.latest;
+        match &lf.change {
+            LeaseChange::Granted {
+                holder,
+                token,
+                expires,
+                now,
+            } => {
                 if let Some(c) = cur.get(lease) {
-                    if !c.expires.is_expired_at(e.at) {
+                    if !c.expires.is_expired_at(leaselab_model::Millis(*now)) {
                         out.push(Violation {
                             check: Check::I1,
                             message: format!(
-                                "lease {lease}: {holder} was granted token {token} at t={} (event #{}) while {}'s token {} was still unexpired until t={} (granted or renewed at event #{})",
-                                e.at, e.seq, c.holder, c.token, c.expires, c.seq
+                                "lease {lease}: {holder} was granted token {token} at t={now} (event #{seq}) while {}'s token {} was still unexpired until t={} (granted or renewed at event #{})",
+                                c.holder, c.token, c.expires, c.seq
                             ),
-                            events: vec![c.seq, e.seq],
+                            events: vec![c.seq, seq],
                         });
                     }
                 }
                 cur.insert(
-                    lease.clone(),
+                    lease,
                     Holding {
-                        holder: holder.clone(),
+                        holder,
                         token: *token,
                         expires: *expires,
-                        seq: e.seq,
+                        seq,
                     },
                 );
             }
-            (Op::Renew { lease, token, .. }, Outcome::Renewed { expires }) => {
+            LeaseChange::Renewed { token, expires } => {
                 if let Some(c) = cur.get_mut(lease) {
                     if c.token == *token {
                         c.expires = *expires;
-                        c.seq = e.seq;
+                        c.seq = seq;
                     }
                 }
             }
-            (Op::Release { lease, token, .. }, Outcome::Released) => {
+            LeaseChange::Released { token } => {
                 if let Some(c) = cur.get_mut(lease) {
                     if c.token == *token {
                         c.expires = Expiry::NegInfinity;
                     }
                 }
             }
-            _ => {}
         }
     }
 }
@@ -232,7 +224,42 @@ pub fn i3(h: &History, f: &Facts, out: &mut Vec<Violation>) {
         });
     }
     let mut seen: BTreeMap<Scope, (Token, u64, u64)> = BTreeMap::new();
+    // Per connection of the resource: (REPEATABLE READ, its own fence passed). A read there
+    // sees the snapshot or the transaction's own uncommitted floor: not an observation of the
+    // committed floor, so it proves nothing about regression.
+    let mut txn: BTreeMap<&str, (bool, bool)> = BTreeMap::new();
     for e in &h.events {
+        let conn = e.conn_str();
+        match (&e.op, &e.outcome) {
+            (Op::Begin { db: DbName::Res }, Outcome::Ok) => {
+                txn.entry(conn).or_insert((false, false));
+            }
+            (Op::BeginRepeatableRead { db: DbName::Res }, Outcome::Ok) => {
+                txn.entry(conn).or_insert((true, false));
+            }
+            (Op::Fence { .. }, Outcome::Passed) | (Op::Await { db: DbName::Res }, Outcome::Passed) => {
+                if let Some(t) = txn.get_mut(conn) {
+                    t.1 = true;
+                }
+            }
+            (
+                Op::Commit { db: DbName::Res }
+                | Op::Rollback { db: DbName::Res }
+                | Op::Disconnect { db: DbName::Res }
+                | Op::Crash { db: DbName::Res },
+                _,
+            ) => {
+                if matches!(e.op, Op::Crash { .. }) {
+                    txn.clear();
+                } else {
+                    txn.remove(conn);
+                }
+            }
+            _ => {}
+        }
+        if txn.get(conn).is_some_and(|(rr, fenced)| *rr || *fenced) {
+            continue;
+        }
         if let (Op::ReadFloor { scope }, Outcome::Floor(Some(t))) = (&e.op, &e.outcome) {
             if let Some((max, seq, at)) = seen.get(scope) {
                 if t < max {
