@@ -273,10 +273,23 @@ pub fn derive(h: &History) -> Facts {
             }
             (op, out) => {
                 let t = txns.entry((db.unwrap_or(DbName::Res), conn)).or_default();
-                if db.is_some() && t.open && matches!(out, Outcome::Error(r) if r.starts_with("sqlstate-")) {
+                if db.is_some()
+                    && t.open
+                    && matches!(out, Outcome::Error(r) if r.starts_with("sqlstate-"))
+                {
                     abort(t, &mut drafts, db.unwrap_or(DbName::Res), conn);
                 } else {
-                    record(&mut f, &mut drafts, t, conn, op, &e.actor, out, Window::at(e.seq), e);
+                    record(
+                        &mut f,
+                        &mut drafts,
+                        t,
+                        conn,
+                        op,
+                        &e.actor,
+                        out,
+                        Window::at(e.seq),
+                        e,
+                    );
                 }
             }
         }
@@ -359,7 +372,11 @@ fn record<'h>(
         }
         _ => None,
     };
-    if let (Some(change), Op::Acquire { lease, .. } | Op::Renew { lease, .. } | Op::Release { lease, .. }) = (change, op) {
+    if let (
+        Some(change),
+        Op::Acquire { lease, .. } | Op::Renew { lease, .. } | Op::Release { lease, .. },
+    ) = (change, op)
+    {
         if t.open {
             t.lease.push((lease.clone(), change));
         } else {

@@ -237,7 +237,8 @@ pub fn i3(h: &History, f: &Facts, out: &mut Vec<Violation>) {
             (Op::BeginRepeatableRead { db: DbName::Res }, Outcome::Ok) => {
                 txn.entry(conn).or_insert((true, false));
             }
-            (Op::Fence { .. }, Outcome::Passed) | (Op::Await { db: DbName::Res }, Outcome::Passed) => {
+            (Op::Fence { .. }, Outcome::Passed)
+            | (Op::Await { db: DbName::Res }, Outcome::Passed) => {
                 if let Some(t) = txn.get_mut(conn) {
                     t.1 = true;
                 }

@@ -138,7 +138,10 @@ pub fn run_gen(
             let r = diff_schedule(&mut pg, &minimal, wrong, &name).map_err(|e| e.to_string())?;
             let mut t = Trace::new(&name, r.config.clone(), r.history.clone());
             t.seed = seed;
-            t.title = format!("diff --gen divergence, shrunk: {}", r.report.describe().lines().next().unwrap_or(""));
+            t.title = format!(
+                "diff --gen divergence, shrunk: {}",
+                r.report.describe().lines().next().unwrap_or("")
+            );
             t.expect = leaselab_checkers::check(&t.history).verdict();
             std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
             let file = out.join(format!("{name}.trace"));
@@ -164,7 +167,15 @@ pub fn run_gen_cmd(
 ) -> Result<bool, String> {
     let mut pg = PgBackend::throwaway(pg_dir).map_err(|e| e.to_string())?;
     let t0 = std::time::Instant::now();
-    let r = run_gen(&mut pg, n, seed, steps, wrong, out, std::io::IsTerminal::is_terminal(&std::io::stderr()))?;
+    let r = run_gen(
+        &mut pg,
+        n,
+        seed,
+        steps,
+        wrong,
+        out,
+        std::io::IsTerminal::is_terminal(&std::io::stderr()),
+    )?;
     let secs = t0.elapsed().as_secs_f64().max(1e-9);
     if let Some((file, what)) = &r.divergence {
         println!("DIVERGENCE (shrunk) :: {what}");

@@ -196,7 +196,9 @@ fn main() -> ExitCode {
         } => {
             let d = leaselab_sim::SimOptions::default();
             let r = match gen {
-                Some(n) => leaselab::diff_cmd::run_gen_cmd(n, seed, steps, wrong_rule, &out, &pg_dir),
+                Some(n) => {
+                    leaselab::diff_cmd::run_gen_cmd(n, seed, steps, wrong_rule, &out, &pg_dir)
+                }
                 None => leaselab::diff_cmd::run(
                     &files,
                     sim_seeds.as_deref(),

@@ -225,11 +225,19 @@ impl Client {
         let (a, b) = (intent.a, intent.b);
         let name = NAMES[actor];
         let lease = || LeaseName::new(defaults::LEASE);
-        let db_of = |x: u8| if x % 2 == 0 { DbName::Lease } else { DbName::Res };
+        let db_of = |x: u8| {
+            if x % 2 == 0 {
+                DbName::Lease
+            } else {
+                DbName::Res
+            }
+        };
         let mut who = Holder::new(name);
         let op = match intent.kind {
             Kind::Advance => {
-                let to_expiry = self.grant[actor].and_then(|(_, e)| e).filter(|e| *e > self.now);
+                let to_expiry = self.grant[actor]
+                    .and_then(|(_, e)| e)
+                    .filter(|e| *e > self.now);
                 match to_expiry {
                     Some(e) if a % 3 == 0 => self.now = e,
                     _ => self.now += STEPS[usize::from(a) % STEPS.len()],
@@ -249,7 +257,11 @@ impl Client {
                 // A database that is down comes back soon: otherwise most steps after a crash
                 // would only say `unavailable`.
                 who = Holder::new("admin");
-                let db = if self.down[0] { DbName::Lease } else { DbName::Res };
+                let db = if self.down[0] {
+                    DbName::Lease
+                } else {
+                    DbName::Res
+                };
                 Op::Restart { db }
             }
             _ => {
@@ -257,7 +269,10 @@ impl Client {
                 let s = &self.sessions[actor];
                 match op.db() {
                     // A session whose statement waits gets to wait for it (mostly) or leave.
-                    Some(db) if s[di(db)].blocked && !matches!(op, Op::Await { .. } | Op::Disconnect { .. }) => {
+                    Some(db)
+                        if s[di(db)].blocked
+                            && !matches!(op, Op::Await { .. } | Op::Disconnect { .. }) =>
+                    {
                         if a % 8 == 7 {
                             op // `busy`: the client-side rule is checked too
                         } else if b % 5 == 4 {
@@ -282,14 +297,34 @@ impl Client {
         })
     }
 
-    fn session_op(&mut self, actor: usize, kind: Kind, a: u8, b: u8, lease: impl Fn() -> LeaseName) -> Op {
+    fn session_op(
+        &mut self,
+        actor: usize,
+        kind: Kind,
+        a: u8,
+        b: u8,
+        lease: impl Fn() -> LeaseName,
+    ) -> Op {
         let holder = Holder::new(NAMES[actor]);
         let s = &self.sessions[actor];
         let ttl = TTLS[usize::from(a) % TTLS.len()];
         match kind {
-            Kind::Acquire => Op::Acquire { lease: lease(), holder, ttl_ms: ttl },
-            Kind::Renew => Op::Renew { lease: lease(), holder, token: self.token(actor, b), ttl_ms: ttl },
-            Kind::Release => Op::Release { lease: lease(), holder, token: self.token(actor, a) },
+            Kind::Acquire => Op::Acquire {
+                lease: lease(),
+                holder,
+                ttl_ms: ttl,
+            },
+            Kind::Renew => Op::Renew {
+                lease: lease(),
+                holder,
+                token: self.token(actor, b),
+                ttl_ms: ttl,
+            },
+            Kind::Release => Op::Release {
+                lease: lease(),
+                holder,
+                token: self.token(actor, a),
+            },
             Kind::BeginLease | Kind::EndLease => {
                 let db = DbName::Lease;
                 match (s[0].in_txn, a % 2 == 1) {
@@ -315,12 +350,25 @@ impl Client {
                 // A one-shot write inside an open transaction is refused client-side; make it
                 // the step-wise upsert instead, which is what the session can do there.
                 if kind == Kind::Write && !s[1].in_txn {
-                    Op::Write { scope, part, content, token }
+                    Op::Write {
+                        scope,
+                        part,
+                        content,
+                        token,
+                    }
                 } else {
-                    Op::Upsert { scope, part, content, token }
+                    Op::Upsert {
+                        scope,
+                        part,
+                        content,
+                        token,
+                    }
                 }
             }
-            Kind::Fence => Op::Fence { scope: Self::scope(b), token: self.token(actor, a) },
+            Kind::Fence => Op::Fence {
+                scope: Self::scope(b),
+                token: self.token(actor, a),
+            },
             Kind::Publish => Op::Publish {
                 key: if b % 2 == 0 { "report-1" } else { "report-2" }.to_string(),
                 content: format!("{}-p{}", NAMES[actor], a % 4),
@@ -328,17 +376,32 @@ impl Client {
             },
             Kind::Read => match a % 5 {
                 0 => Op::ReadLease { lease: lease() },
-                1 => Op::ReadFloor { scope: Self::scope(b) },
-                2 => Op::ReadPart { scope: Self::scope(b), part: Self::part(b) },
+                1 => Op::ReadFloor {
+                    scope: Self::scope(b),
+                },
+                2 => Op::ReadPart {
+                    scope: Self::scope(b),
+                    part: Self::part(b),
+                },
                 3 => Op::ReadPublish {
                     key: if b % 2 == 0 { "report-1" } else { "report-2" }.to_string(),
                 },
                 _ => Op::CountAttempts {
                     writer: Holder::new(NAMES[usize::from(b) % self.actors]),
-                    outcome: if b % 2 == 0 { AttemptOutcome::Accepted } else { AttemptOutcome::Rejected },
+                    outcome: if b % 2 == 0 {
+                        AttemptOutcome::Accepted
+                    } else {
+                        AttemptOutcome::Rejected
+                    },
                 },
             },
-            Kind::Now => Op::Now { db: if a % 2 == 0 { DbName::Lease } else { DbName::Res } },
+            Kind::Now => Op::Now {
+                db: if a % 2 == 0 {
+                    DbName::Lease
+                } else {
+                    DbName::Res
+                },
+            },
             Kind::Await | Kind::Disconnect => {
                 // Prefer the database where this session waits.
                 let db = if s[0].blocked {

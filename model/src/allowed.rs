@@ -49,7 +49,11 @@ impl Allowed {
         // Fast path: one world, no race possible in this step — no copy needed.
         if self.worlds.len() == 1 && !self.worlds[0].model.race_possible() {
             let got = self.worlds[0].rerun(e);
-            return if accept(&got) { Ok(got) } else { Err(vec![got]) };
+            return if accept(&got) {
+                Ok(got)
+            } else {
+                Err(vec![got])
+            };
         }
         let mut kept: Vec<World> = Vec::new();
         let mut seen: Vec<Outcome> = Vec::new();
@@ -112,7 +116,9 @@ fn alternatives(w: &World, e: &Event) -> Vec<(Outcome, World)> {
         // Every later decision not yet varied: its other picks, with the earlier ones fixed.
         for i in (script.len()..arities.len()).rev() {
             for alt in (1..arities[i]).rev() {
-                let mut s: Vec<usize> = (0..i).map(|j| script.get(j).copied().unwrap_or(0)).collect();
+                let mut s: Vec<usize> = (0..i)
+                    .map(|j| script.get(j).copied().unwrap_or(0))
+                    .collect();
                 s.push(alt);
                 todo.push(s);
             }

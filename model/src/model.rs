@@ -690,7 +690,10 @@ impl std::str::FromStr for WrongRule {
             .find(|r| r.as_str() == s)
             .ok_or_else(|| {
                 let names: Vec<&str> = WrongRule::ALL.iter().map(|r| r.as_str()).collect();
-                format!("unknown wrong rule `{s}`; expected one of: {}", names.join(", "))
+                format!(
+                    "unknown wrong rule `{s}`; expected one of: {}",
+                    names.join(", ")
+                )
             })
     }
 }

@@ -40,7 +40,8 @@ pub fn reexecute(trace: &Trace) -> Reexecution {
     let mut worlds = Allowed::new(World::new(trace.config.clone()));
     let mut divergences = Vec::new();
     for e in &trace.history.events {
-        let accept = |got: &Outcome| *got == e.outcome || matches!(e.outcome, Outcome::Indeterminate(_));
+        let accept =
+            |got: &Outcome| *got == e.outcome || matches!(e.outcome, Outcome::Indeterminate(_));
         if let Err(allowed) = worlds.step(e, accept) {
             divergences.push(Divergence {
                 line: event_line(e),

@@ -1416,7 +1416,8 @@ impl Admin for PgBackend {
                     } else if let Ok((admin, _)) = self.admin(i) {
                         // Idle, it reads EOF at once and ends (rolling back): its locks are
                         // free when it is gone.
-                        self.rt.block_on(async move { wait_backend_gone(&admin, pid).await });
+                        self.rt
+                            .block_on(async move { wait_backend_gone(&admin, pid).await });
                     }
                 }
                 self.settle(i);

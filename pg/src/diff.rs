@@ -84,7 +84,12 @@ struct Lockstep {
 }
 
 impl Lockstep {
-    fn start(pg: &mut PgBackend, config: &Config, model: Model, name: &str) -> Result<Self, PgError> {
+    fn start(
+        pg: &mut PgBackend,
+        config: &Config,
+        model: Model,
+        name: &str,
+    ) -> Result<Self, PgError> {
         pg.reset(config)?;
         Ok(Lockstep {
             worlds: Allowed::new(World::with_backend(model)),
@@ -110,7 +115,12 @@ impl Lockstep {
         let t0 = std::time::Instant::now();
         let got = apply(pg, &cx, &e.op);
         if std::env::var_os("LEASELAB_DEBUG_STEPS").is_some() {
-            eprintln!("{:>8.1}ms {} => {}", t0.elapsed().as_secs_f64() * 1e3, event_line(e), got);
+            eprintln!(
+                "{:>8.1}ms {} => {}",
+                t0.elapsed().as_secs_f64() * 1e3,
+                event_line(e),
+                got
+            );
         }
         self.report.steps += 1;
         let mut recorded = e.clone();
