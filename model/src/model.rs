@@ -520,7 +520,7 @@ impl Db for ResDb {
 
     // The resource's statements do not read the clock (only `written_at`, which is not
     // modelled), so `now` is unused here.
-    fn step(&mut self, id: &ConnId, task: ResTask, now: Millis) -> Step<ResTask> {
+    fn step(&mut self, id: &ConnId, task: ResTask, _now: Millis) -> Step<ResTask> {
         const SERIALIZATION: &str = "sqlstate-40001";
         match task {
             ResTask::WriteFence(w) => match self.fence_stmt(id, &w) {
@@ -530,7 +530,7 @@ impl Db for ResDb {
                     Ok(Outcome::Error(SERIALIZATION.into()))
                 }
                 Ok(Some(false)) => Ok(self.finish_write(id, &w, false)),
-                Ok(Some(true)) => self.step(id, ResTask::WriteUpsert(w, false), now),
+                Ok(Some(true)) => self.step(id, ResTask::WriteUpsert(w, false), _now),
             },
             ResTask::WriteUpsert(w, floor_set) => match self.upsert_stmt(id, &w, floor_set) {
                 Err((k, fs)) => Err((k, ResTask::WriteUpsert(w, fs))),
