@@ -760,10 +760,18 @@ impl PgBackend {
                 let pid = self.sides[i].sessions.get(&c).map(|s| s.pid).unwrap_or(0);
                 let others = self.others(i, &c);
                 let Ok(admin) = self.admin(i) else { return };
-                match self
+                let w = self
                     .rt
-                    .block_on(wait_or_blocked(h, admin, pid, others, true))
-                {
+                    .block_on(wait_or_blocked(h, admin, pid, others.clone(), true));
+                if std::env::var_os("LEASELAB_DEBUG_STEPS").is_some() {
+                    let what = match &w {
+                        Waited::Done(o) => format!("done {}", o.outcome),
+                        Waited::Blocked(_) => "blocked".into(),
+                        Waited::Stuck => "stuck".into(),
+                    };
+                    eprintln!("    settle {c} pid {pid} others {others:?}: {what}");
+                }
+                match w {
                     Waited::Done(out) => {
                         let o = self.book(i, &c, out);
                         if let Some(s) = self.sides[i].sessions.get_mut(&c) {
@@ -1401,6 +1409,7 @@ impl Admin for PgBackend {
                             .is_some_and(|s| s.in_txn),
                     );
                 }
+                self.sides[i].lost.remove(cx.conn);
                 if let Some(s) = self.sides[i].sessions.remove(cx.conn) {
                     // The client closes its socket for real: the task that owns it ends.
                     let waiting = s.pending.is_some();
