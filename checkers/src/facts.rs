@@ -185,6 +185,8 @@ pub fn derive(h: &History) -> Facts {
         let conn = e.conn_str();
         let db = e.op.db();
         match (&e.op, &e.outcome) {
+            // `still-blocked`: the statement is still waiting; a later `await` resolves it.
+            (Op::Await { .. }, Outcome::Error(r)) if r == "still-blocked" => {}
             (Op::Await { db }, out) => {
                 if let Some(p) = blocked.remove(&(*db, conn)) {
                     let w = Window {

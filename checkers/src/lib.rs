@@ -21,9 +21,11 @@
 //! - [`facts`]: accepted writes, grants and publishes with their commit windows.
 //! - [`safety`]: the `always` checks I1, I2, I3, acceptance, final state.
 //! - [`sometimes`]: counts of the events that show faults landed.
+//! - [`ledger`]: the second oracle: facts against what the model's databases committed.
 //! - [`replay`]: re-executes a trace on the model and judges it against its `expect` line.
 
 pub mod facts;
+pub mod ledger;
 pub mod replay;
 pub mod safety;
 pub mod sometimes;

@@ -68,3 +68,34 @@ fn every_lab_run_has_a_committed_trace() {
         );
     }
 }
+
+/// The checkers' second oracle: on every committed trace and every lab run (all fence modes),
+/// the facts the checkers derive from the history equal what the model's databases committed.
+#[test]
+fn checker_facts_equal_the_model_ledger_on_every_trace_and_lab_run() {
+    use leaselab_checkers::{facts::derive, ledger::cross_check};
+    use leaselab_model::replay::reexecute;
+    let mut bad = Vec::new();
+    let mut traces: Vec<(String, Trace)> = trace_files()
+        .into_iter()
+        .map(|f| {
+            let text = std::fs::read_to_string(&f).expect("readable");
+            let t = Trace::parse(&text, &f.display().to_string()).expect("parses");
+            (f.display().to_string(), t)
+        })
+        .collect();
+    for fence in leaselab_model::FenceMode::ALL {
+        let res = leaselab::lab::run(None, Some(fence)).expect("lab runs");
+        for r in res.runs {
+            traces.push((format!("lab {} --fence {fence}", r.trace.name), r.trace));
+        }
+    }
+    for (name, t) in &traces {
+        let r = reexecute(t);
+        let d = cross_check(&derive(&r.history), &r.ledger);
+        if !d.is_empty() {
+            bad.push(format!("{name}:\n  {}", d.join("\n  ")));
+        }
+    }
+    assert!(bad.is_empty(), "facts and ledger disagree:\n{}", bad.join("\n"));
+}

@@ -117,11 +117,16 @@ pub trait Admin {
 pub trait Backend: LeaseStore + FencedResource + Admin {
     /// The configuration in force.
     fn config(&self) -> crate::config::Config;
+    /// The operation at history position `seq` runs next (the model stamps its ledger).
+    fn stamp(&mut self, _seq: u64) {}
 }
 
 impl Backend for crate::model::Model {
     fn config(&self) -> crate::config::Config {
         crate::model::Model::config(self).clone()
+    }
+    fn stamp(&mut self, seq: u64) {
+        crate::model::Model::stamp(self, seq)
     }
 }
 

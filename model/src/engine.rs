@@ -149,6 +149,12 @@ pub(crate) struct Engine<T, X> {
     /// A deliberately wrong rule (negative control): REPEATABLE READ reads the newest
     /// committed rows instead of its snapshot.
     pub rr_reads_latest: bool,
+    /// Every committed row version, in commit order, stamped with the history position of the
+    /// operation during which it committed (`None`: the row is gone). The model's own ledger,
+    /// against which the checkers' facts are cross-checked.
+    pub log: Vec<(u64, Key, Option<Row>)>,
+    /// The history position of the operation running now.
+    pub stamp: u64,
 }
 
 /// The source of the engine's nondeterministic decisions: the order in which the waiters of an
@@ -197,6 +203,8 @@ impl<T, X: Default> Default for Engine<T, X> {
             choices: Choices::default(),
             orphans: 0,
             rr_reads_latest: false,
+            log: Vec::new(),
+            stamp: 0,
         }
     }
 }
@@ -273,6 +281,7 @@ impl<T: Clone, X: Default> Engine<T, X> {
     pub fn commit_row(&mut self, key: Key, row: Option<Row>) {
         self.commit_seq += 1;
         self.key_seq.insert(key.clone(), self.commit_seq);
+        self.log.push((self.stamp, key.clone(), row.clone()));
         match row {
             Some(r) => {
                 self.committed.insert(key, r);

@@ -652,6 +652,28 @@ pub struct Model {
     wrong: Option<WrongRule>,
 }
 
+/// One committed row version.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Committed {
+    /// A lease row (`None`: gone, as an unlogged table after a crash).
+    Lease(LeaseName, Option<LeaseRow>),
+    /// A fence floor.
+    Floor(Scope, Token),
+    /// A report part.
+    Part(Scope, Part, PartRow),
+    /// A kept publish.
+    Publish(String, PartRow),
+}
+
+/// A committed row version and the history position of the operation it committed in.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LedgerEntry {
+    /// History position (`seq`) of the operation.
+    pub seq: u64,
+    /// What committed.
+    pub what: Committed,
+}
+
 /// A deliberately wrong database rule, switched on only by the negative controls of the
 /// differential (never by a trace): each must make the model diverge from PostgreSQL.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -803,6 +825,34 @@ impl Model {
             DbName::Lease => probe(&self.lease.engine, conn, f),
             DbName::Res => probe(&self.res.engine, conn, f),
         }
+    }
+
+    /// Stamps what commits from now on with history position `seq` (the world calls this
+    /// before each operation).
+    pub fn stamp(&mut self, seq: u64) {
+        self.lease.engine.stamp = seq;
+        self.res.engine.stamp = seq;
+    }
+
+    /// The ledger: every row version both databases committed, in commit order, with the
+    /// history position of the operation during which it committed. Unlike a history, it is
+    /// what the databases *did*, not what a client was told.
+    pub fn ledger(&self) -> Vec<LedgerEntry> {
+        let mut out = Vec::new();
+        for (seq, k, row) in self.lease.engine.log.iter().chain(&self.res.engine.log) {
+            let what = match (k, row) {
+                (Key::Lease(l), Some(Row::Lease(r))) => Committed::Lease(l.clone(), Some(r.clone())),
+                (Key::Lease(l), None) => Committed::Lease(l.clone(), None),
+                (Key::Floor(sc), Some(Row::Floor(t))) => Committed::Floor(sc.clone(), *t),
+                (Key::Part(sc, p), Some(Row::Part(r))) => Committed::Part(sc.clone(), p.clone(), r.clone()),
+                (Key::Publish(key), Some(Row::Part(r))) => Committed::Publish(key.clone(), r.clone()),
+                _ => continue,
+            };
+            out.push(LedgerEntry { seq: *seq, what });
+        }
+        // Each operation commits on one database, so ordering by position keeps commit order.
+        out.sort_by_key(|e| e.seq);
+        out
     }
 
     /// Whether the next operation may make the database decide a race: only when two or more
@@ -1148,7 +1198,10 @@ impl Admin for Model {
                 }
                 self.lease.engine.crash();
                 if self.lease.durability == LeaseDurability::Unlogged {
-                    self.lease.engine.committed.clear();
+                    let stamp = self.lease.engine.stamp;
+                    for k in std::mem::take(&mut self.lease.engine.committed).into_keys() {
+                        self.lease.engine.log.push((stamp, k, None));
+                    }
                 }
             }
             DbName::Res => {

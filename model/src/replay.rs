@@ -27,6 +27,8 @@ pub struct Reexecution {
     pub history: History,
     /// Diverging steps, in order (the first is the one that matters).
     pub divergences: Vec<Divergence>,
+    /// What the model committed while replaying ([`crate::model::Model::ledger`]).
+    pub ledger: Vec<crate::model::LedgerEntry>,
 }
 
 /// Replays `trace` on a model configured as the trace says: each event at its recorded time,
@@ -54,5 +56,6 @@ pub fn reexecute(trace: &Trace) -> Reexecution {
     Reexecution {
         history: worlds.first().history.clone(),
         divergences,
+        ledger: worlds.first().model.ledger(),
     }
 }

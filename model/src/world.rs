@@ -99,6 +99,7 @@ impl<B: Backend> World<B> {
             actor: &actor,
             conn: &conn_id,
         };
+        self.model.stamp(self.history.events.len() as u64 + 1);
         let outcome = apply(&mut self.model, &cx, &op);
         self.history.push(now, local, actor, conn, op, outcome)
     }
