@@ -135,9 +135,10 @@ pub struct LeaseFact {
 
 /// Everything the checkers need. Only what was committed counts: work of a transaction that
 /// rolled back, was aborted by an error, or whose connection disconnected or lost its server
-/// never does; a statement whose client disconnected while it waited is never reported to
-/// anyone, so it is not counted either (`orphans` says how many such autocommit statements
-/// there were: they may have committed later).
+/// never does. A statement that blocked and whose outcome the client never collected (it
+/// disconnected while the statement waited, or sent its next statement without `await`, or
+/// the history ends first) is not counted either: nobody learned what it did (`unreported`
+/// says how many there were, per database: they may have committed).
 #[derive(Clone, Debug, Default)]
 pub struct Facts {
     /// Accepted or possibly accepted writes, in reporting order.
@@ -148,8 +149,8 @@ pub struct Facts {
     pub publishes: Vec<PublishFact>,
     /// Committed lease changes (grants, renewals, releases), in commit order.
     pub lease_changes: Vec<LeaseFact>,
-    /// Autocommit statements whose client left while they waited, per database.
-    pub orphans: Vec<(DbName, u64)>,
+    /// Statements whose outcome nobody collected, per database.
+    pub unreported: Vec<(DbName, u64)>,
 }
 
 #[derive(Clone, Debug)]
@@ -171,6 +172,8 @@ struct Txn {
     aborted: bool,
     /// Lease changes waiting for the commit.
     lease: Vec<(LeaseName, LeaseChange)>,
+    /// Publishes waiting for the commit (their window is moved to it).
+    publishes: Vec<PublishFact>,
 }
 
 /// Derives the facts of a history.
@@ -184,6 +187,20 @@ pub fn derive(h: &History) -> Facts {
     for e in &h.events {
         let conn = e.conn_str();
         let db = e.op.db();
+        // A new statement on a connection whose blocked statement was never collected: that
+        // statement had finished (else this one would be `busy`), and its outcome is lost.
+        if let Some(d) = db {
+            let lost_result = !matches!(e.op, Op::Await { .. } | Op::Disconnect { .. } | Op::Crash { .. } | Op::Restart { .. })
+                && !matches!(&e.outcome, Outcome::Error(r) if r == "busy")
+                && e.outcome != Outcome::Unavailable;
+            if lost_result && blocked.remove(&(d, conn)).is_some() {
+                bump_unreported(&mut f, d);
+            }
+        }
+        // `busy`: the connection's statement still waits; this one was never sent.
+        if matches!(&e.outcome, Outcome::Error(r) if r == "busy") {
+            continue;
+        }
         match (&e.op, &e.outcome) {
             // `still-blocked`: the statement is still waiting; a later `await` resolves it.
             (Op::Await { .. }, Outcome::Error(r)) if r == "still-blocked" => {}
@@ -195,7 +212,7 @@ pub fn derive(h: &History) -> Facts {
                     };
                     let t = txns.entry((*db, conn)).or_default();
                     if t.open && matches!(out, Outcome::Error(r) if r.starts_with("sqlstate-")) {
-                        abort(t, &mut drafts, *db, conn);
+                        abort(&mut f, t, &mut drafts, *db, conn);
                     } else {
                         record(&mut f, &mut drafts, t, conn, p.op, p.actor, out, w, e);
                     }
@@ -244,10 +261,21 @@ pub fn derive(h: &History) -> Facts {
                     for (lease, change) in t.lease {
                         push_lease(&mut f, lease, change, Window::at(e.seq), e.at.0);
                     }
+                    // Between the statement and the commit: in check-then-write mode the
+                    // resource keeps no transactions (BEGIN and COMMIT are markers the history
+                    // cannot tell from real ones), and the publish took effect at once.
+                    for mut p in t.publishes {
+                        p.window.latest = e.seq;
+                        f.publishes.push(p);
+                    }
                 }
             }
             (Op::Rollback { db }, _) => {
-                txns.remove(&(*db, conn));
+                // Publishes of a rolled-back transaction did not happen — unless it was a
+                // check-then-write marker, which the history cannot tell: unknown.
+                if let Some(t) = txns.remove(&(*db, conn)) {
+                    discard(&mut f, &t, *db);
+                }
                 if *db == DbName::Res {
                     drafts.remove(conn);
                 }
@@ -255,23 +283,32 @@ pub fn derive(h: &History) -> Facts {
             (Op::Disconnect { db }, Outcome::Ok) => {
                 // The client left: its transaction rolls back; a statement it left waiting is
                 // never reported (an autocommit one may still commit: counted as an orphan).
-                let was_in_txn = txns.remove(&(*db, conn)).is_some_and(|t| t.open);
+                if let Some(t) = txns.remove(&(*db, conn)) {
+                    discard(&mut f, &t, *db);
+                }
                 if *db == DbName::Res {
                     drafts.remove(conn);
                 }
-                if let Some(p) = blocked.remove(&(*db, conn)) {
-                    let in_txn = was_in_txn || matches!(p.op, Op::Write { .. });
-                    if !in_txn {
-                        bump_orphans(&mut f, *db);
-                    }
+                if blocked.remove(&(*db, conn)).is_some() {
+                    bump_unreported(&mut f, *db);
                 }
             }
             (Op::Crash { db }, Outcome::Ok) => {
-                txns.retain(|(d, _), _| d != db);
+                let gone: Vec<ConnKey> = txns.keys().filter(|(d, _)| d == db).copied().collect();
+                for k in gone {
+                    if let Some(t) = txns.remove(&k) {
+                        discard(&mut f, &t, *db);
+                    }
+                }
                 if *db == DbName::Res {
                     drafts.clear();
                 }
+                // A waiting statement may have finished before the crash: nobody will know.
+                let before = blocked.len();
                 blocked.retain(|(d, _), _| d != db);
+                for _ in blocked.len()..before {
+                    bump_unreported(&mut f, *db);
+                }
             }
             (op, out) => {
                 let t = txns.entry((db.unwrap_or(DbName::Res), conn)).or_default();
@@ -279,7 +316,7 @@ pub fn derive(h: &History) -> Facts {
                     && t.open
                     && matches!(out, Outcome::Error(r) if r.starts_with("sqlstate-"))
                 {
-                    abort(t, &mut drafts, db.unwrap_or(DbName::Res), conn);
+                    abort(&mut f, t, &mut drafts, db.unwrap_or(DbName::Res), conn);
                 } else {
                     record(
                         &mut f,
@@ -297,28 +334,50 @@ pub fn derive(h: &History) -> Facts {
         }
         if let (Outcome::Error(r), Some(db)) = (&e.outcome, db) {
             if r == "conn-lost" {
-                txns.remove(&(db, conn));
+                if let Some(t) = txns.remove(&(db, conn)) {
+                    discard(&mut f, &t, db);
+                }
                 if db == DbName::Res {
                     drafts.remove(conn);
                 }
             }
         }
     }
+    for (db, _) in blocked.keys() {
+        bump_unreported(&mut f, *db);
+    }
+    // Publishes of a transaction still open at the end: a check-then-write marker's took
+    // effect, a real one's did not; the history cannot tell which.
+    for ((db, _), t) in &txns {
+        discard(&mut f, t, *db);
+    }
     f
 }
 
-fn abort<'h>(t: &mut Txn, drafts: &mut Drafts<'h>, db: DbName, conn: &'h str) {
+/// A transaction ends without committing. Its publishes did not happen — unless it was a
+/// check-then-write marker (the resource then keeps no transactions and each publish took
+/// effect at once), which a history cannot tell from a real transaction: they count as
+/// unreported.
+fn discard(f: &mut Facts, t: &Txn, db: DbName) {
+    for _ in &t.publishes {
+        bump_unreported(f, db);
+    }
+}
+
+fn abort<'h>(f: &mut Facts, t: &mut Txn, drafts: &mut Drafts<'h>, db: DbName, conn: &'h str) {
+    discard(f, t, db);
     t.aborted = true;
     t.lease.clear();
+    t.publishes.clear();
     if db == DbName::Res {
         drafts.remove(conn);
     }
 }
 
-fn bump_orphans(f: &mut Facts, db: DbName) {
-    match f.orphans.iter_mut().find(|(d, _)| *d == db) {
+fn bump_unreported(f: &mut Facts, db: DbName) {
+    match f.unreported.iter_mut().find(|(d, _)| *d == db) {
         Some((_, n)) => *n += 1,
-        None => f.orphans.push((db, 1)),
+        None => f.unreported.push((db, 1)),
     }
 }
 
@@ -398,14 +457,19 @@ fn record<'h>(
             drafts.entry(conn).or_default().push((op, actor, w.latest));
         }
         (Op::Publish { key, token, .. }, Outcome::Accepted | Outcome::Rejected) => {
-            f.publishes.push(PublishFact {
+            let p = PublishFact {
                 key: key.clone(),
                 writer: actor.clone(),
                 token: *token,
                 accepted: *out == Outcome::Accepted,
                 window: w,
                 at,
-            })
+            };
+            if t.open {
+                t.publishes.push(p);
+            } else {
+                f.publishes.push(p);
+            }
         }
         _ => {}
     }

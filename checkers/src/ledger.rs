@@ -6,7 +6,7 @@
 //! committed row version in the ledger at a position inside the fact's window; every committed
 //! part, grant, renewal, release and publish in the ledger is a fact — except what a client was
 //! never told: writes whose outcome was indeterminate, and statements whose client left while
-//! they waited (`Facts::orphans`).
+//! they waited (`Facts::unreported`).
 
 use crate::facts::{Certainty, Facts, LeaseChange, Window};
 use leaselab_model::model::{Committed, LedgerEntry};
@@ -18,6 +18,11 @@ enum Lease {
     Grant(Holder, Token),
     Renew(Token, Expiry),
     Release(Token),
+}
+
+struct LeaseFactRef<'f> {
+    lease: &'f LeaseName,
+    window: Window,
 }
 
 fn in_window(seq: u64, w: &Window) -> bool {
@@ -59,15 +64,31 @@ pub fn cross_check(facts: &Facts, ledger: &[LedgerEntry]) -> Vec<String> {
             Committed::Floor(..) => {}
         }
     }
+    // A transaction that changed one row several times commits one version: collapse the
+    // facts of one commit per row the same way (a grant stays a grant, else the last change).
+    let mut collapsed: Vec<(&LeaseName, Lease, Window)> = Vec::new();
     for lf in &facts.lease_changes {
-        let want = match &lf.change {
+        let change = match &lf.change {
             LeaseChange::Granted { holder, token, .. } => Lease::Grant(holder.clone(), *token),
             LeaseChange::Renewed { token, expires } => Lease::Renew(*token, *expires),
             LeaseChange::Released { token } => Lease::Release(*token),
         };
+        let same_commit = |(n, _, w): &&mut (&LeaseName, Lease, Window)| {
+            **n == lf.lease && w.earliest == w.latest && *w == lf.window
+        };
+        match collapsed.iter_mut().rev().find(same_commit) {
+            Some((_, prev @ Lease::Grant(..), _)) if !matches!(change, Lease::Grant(..)) => {
+                let _ = prev;
+            }
+            Some((_, prev, _)) => *prev = change,
+            None => collapsed.push((&lf.lease, change, lf.window)),
+        }
+    }
+    for (lease, want, window) in collapsed {
+        let lf = LeaseFactRef { lease, window };
         let hit = leases
             .iter_mut()
-            .find(|(s, n, k, used)| !*used && *n == lf.lease && *k == want && in_window(*s, &lf.window));
+            .find(|(s, n, k, used)| !*used && n == lf.lease && *k == want && in_window(*s, &lf.window));
         match hit {
             Some(h) => h.3 = true,
             None => out.push(format!(
@@ -76,9 +97,9 @@ pub fn cross_check(facts: &Facts, ledger: &[LedgerEntry]) -> Vec<String> {
             )),
         }
     }
-    let orphans = |db: DbName| {
+    let unreported = |db: DbName| {
         facts
-            .orphans
+            .unreported
             .iter()
             .find(|(d, _)| *d == db)
             .map_or(0, |(_, n)| *n as usize)
@@ -88,14 +109,24 @@ pub fn cross_check(facts: &Facts, ledger: &[LedgerEntry]) -> Vec<String> {
         .filter(|(_, _, _, used)| !used)
         .map(|(s, n, k, _)| format!("lease {n}: {k:?} at event #{s}"))
         .collect();
-    if unmatched.len() > orphans(DbName::Lease) {
+    if unmatched.len() > unreported(DbName::Lease) {
         out.push(format!(
             "the databases committed lease changes the history never reported: {}",
             unmatched.join("; ")
         ));
     }
     let mut maybe = 0;
-    for w in &facts.writes {
+    // One commit keeps one version per part: the last write of that part in the transaction.
+    let last_of_commit = |i: usize, w: &crate::facts::WriteFact| {
+        w.window.earliest != w.window.latest
+            || !facts.writes[i + 1..].iter().any(|x| {
+                x.window == w.window && x.scope == w.scope && x.part == w.part
+            })
+    };
+    for (i, w) in facts.writes.iter().enumerate() {
+        if !last_of_commit(i, w) {
+            continue;
+        }
         let hit = parts.iter_mut().find(|(s, c, used)| {
             !*used
                 && in_window(*s, &w.window)
@@ -116,7 +147,7 @@ pub fn cross_check(facts: &Facts, ledger: &[LedgerEntry]) -> Vec<String> {
         .filter(|(_, _, used)| !used)
         .map(|(s, c, _)| format!("{c:?} at event #{s}"))
         .collect();
-    let unknown = orphans(DbName::Res)
+    let unknown = unreported(DbName::Res)
         + facts
             .writes
             .iter()
@@ -128,7 +159,19 @@ pub fn cross_check(facts: &Facts, ledger: &[LedgerEntry]) -> Vec<String> {
             unmatched.join("; ")
         ));
     }
-    for p in facts.publishes.iter().filter(|p| p.accepted) {
+    // One commit keeps one version per key; a check-then-write marker transaction (which the
+    // history cannot tell from a real one) keeps each: the earlier ones may or may not match.
+    let kept: Vec<&crate::facts::PublishFact> = facts.publishes.iter().filter(|p| p.accepted).collect();
+    let mut collapsed = 0;
+    for (i, p) in kept.iter().enumerate() {
+        let superseded = p.window.earliest != p.window.latest
+            && kept[i + 1..]
+                .iter()
+                .any(|x| x.key == p.key && x.window.latest == p.window.latest);
+        if superseded {
+            collapsed += 1;
+            continue;
+        }
         let hit = publishes.iter_mut().find(|(s, c, used)| {
             !*used
                 && in_window(*s, &p.window)
@@ -143,7 +186,7 @@ pub fn cross_check(facts: &Facts, ledger: &[LedgerEntry]) -> Vec<String> {
         }
     }
     let unmatched = publishes.iter().filter(|(_, _, used)| !used).count();
-    if unmatched > orphans(DbName::Res) {
+    if unmatched > unreported(DbName::Res) + collapsed {
         out.push(format!(
             "the databases kept {unmatched} publishes the history never reported as kept"
         ));
