@@ -90,6 +90,11 @@ trait Db {
     type Extra: Default;
     fn engine(&mut self) -> &mut Engine<Self::Task, Self::Extra>;
     fn step(&mut self, id: &ConnId, task: Self::Task, now: Millis) -> Step<Self::Task>;
+    /// Whether the task sends a statement to the server at all (a fence step of the row fence
+    /// or of no fence is decided in the client: no statement, so no snapshot either).
+    fn sends_sql(&self, _task: &Self::Task) -> bool {
+        true
+    }
     /// A statement of `id` starts: a REPEATABLE READ transaction takes its snapshot now.
     fn snapshot(&mut self, id: &ConnId) {
         self.engine().take_snapshot(id);
@@ -130,10 +135,12 @@ trait Db {
         if let Some(o) = self.admit(id) {
             return o;
         }
-        if let Some(o) = self.aborted(id) {
-            return o;
+        if self.sends_sql(&task) {
+            if let Some(o) = self.aborted(id) {
+                return o;
+            }
+            self.snapshot(id);
         }
-        self.snapshot(id);
         let out = match self.step(id, task, now) {
             Ok(o) => o,
             Err((key, task)) => {
@@ -617,6 +624,13 @@ impl Db for ResDb {
                 c.extra.attempts_at_snapshot = Some(n);
             }
         }
+    }
+
+    fn sends_sql(&self, task: &ResTask) -> bool {
+        !matches!(
+            (task, self.fence),
+            (ResTask::Fence(_), FenceMode::Row | FenceMode::Off)
+        )
     }
 
     fn step_unlogged(&mut self, id: &ConnId, task: ResTask, now: Millis) -> Step<ResTask> {
