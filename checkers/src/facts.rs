@@ -190,8 +190,10 @@ pub fn derive(h: &History) -> Facts {
         // A new statement on a connection whose blocked statement was never collected: that
         // statement had finished (else this one would be `busy`), and its outcome is lost.
         if let Some(d) = db {
-            let lost_result = !matches!(e.op, Op::Await { .. } | Op::Disconnect { .. } | Op::Crash { .. } | Op::Restart { .. })
-                && !matches!(&e.outcome, Outcome::Error(r) if r == "busy")
+            let lost_result = !matches!(
+                e.op,
+                Op::Await { .. } | Op::Disconnect { .. } | Op::Crash { .. } | Op::Restart { .. }
+            ) && !matches!(&e.outcome, Outcome::Error(r) if r == "busy")
                 && e.outcome != Outcome::Unavailable;
             if lost_result && blocked.remove(&(d, conn)).is_some() {
                 bump_unreported(&mut f, d);

@@ -86,9 +86,9 @@ pub fn cross_check(facts: &Facts, ledger: &[LedgerEntry]) -> Vec<String> {
     }
     for (lease, want, window) in collapsed {
         let lf = LeaseFactRef { lease, window };
-        let hit = leases
-            .iter_mut()
-            .find(|(s, n, k, used)| !*used && n == lf.lease && *k == want && in_window(*s, &lf.window));
+        let hit = leases.iter_mut().find(|(s, n, k, used)| {
+            !*used && n == lf.lease && *k == want && in_window(*s, &lf.window)
+        });
         match hit {
             Some(h) => h.3 = true,
             None => out.push(format!(
@@ -119,9 +119,9 @@ pub fn cross_check(facts: &Facts, ledger: &[LedgerEntry]) -> Vec<String> {
     // One commit keeps one version per part: the last write of that part in the transaction.
     let last_of_commit = |i: usize, w: &crate::facts::WriteFact| {
         w.window.earliest != w.window.latest
-            || !facts.writes[i + 1..].iter().any(|x| {
-                x.window == w.window && x.scope == w.scope && x.part == w.part
-            })
+            || !facts.writes[i + 1..]
+                .iter()
+                .any(|x| x.window == w.window && x.scope == w.scope && x.part == w.part)
     };
     for (i, w) in facts.writes.iter().enumerate() {
         if !last_of_commit(i, w) {
@@ -161,7 +161,8 @@ pub fn cross_check(facts: &Facts, ledger: &[LedgerEntry]) -> Vec<String> {
     }
     // One commit keeps one version per key; a check-then-write marker transaction (which the
     // history cannot tell from a real one) keeps each: the earlier ones may or may not match.
-    let kept: Vec<&crate::facts::PublishFact> = facts.publishes.iter().filter(|p| p.accepted).collect();
+    let kept: Vec<&crate::facts::PublishFact> =
+        facts.publishes.iter().filter(|p| p.accepted).collect();
     let mut collapsed = 0;
     for (i, p) in kept.iter().enumerate() {
         let superseded = p.window.earliest != p.window.latest

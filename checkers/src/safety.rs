@@ -23,16 +23,20 @@ fn describe_write(w: &WriteFact) -> String {
 }
 
 /// I1: by the database clock, at most one unexpired holder per lease at any instant. Checked at
-/// every committed grant, at the grant's own `now()`, against the previous holding's expiry as
-/// last committed (renewals move it, release sets `-infinity`).
+/// every committed grant, at the grant's own `now()`, against the holding granted most
+/// recently *definitely before* it, with that holding's expiry as last committed (renewals move
+/// it, release sets `-infinity`). A grant whose commit window overlaps the other's (a blocked
+/// acquire collected later) is concurrent with it: no order, no verdict.
 pub fn i1(f: &Facts, out: &mut Vec<Violation>) {
     struct Holding<'f> {
+        lease: &'f LeaseName,
         holder: &'f Holder,
         token: Token,
         expires: Expiry,
+        window: crate::facts::Window,
         seq: u64,
     }
-    let mut cur: BTreeMap<&LeaseName, Holding> = BTreeMap::new();
+    let mut held: Vec<Holding> = Vec::new();
     for lf in &f.lease_changes {
         let lease = &lf.lease;
         let seq = lf.window.latest;
@@ -43,7 +47,11 @@ pub fn i1(f: &Facts, out: &mut Vec<Violation>) {
                 expires,
                 now,
             } => {
-                if let Some(c) = cur.get(lease) {
+                let prev = held
+                    .iter()
+                    .filter(|h| h.lease == lease && h.window.before(&lf.window))
+                    .max_by_key(|h| h.window.latest);
+                if let Some(c) = prev {
                     if !c.expires.is_expired_at(leaselab_model::Millis(*now)) {
                         out.push(Violation {
                             check: Check::I1,
@@ -55,29 +63,32 @@ pub fn i1(f: &Facts, out: &mut Vec<Violation>) {
                         });
                     }
                 }
-                cur.insert(
+                held.push(Holding {
                     lease,
-                    Holding {
-                        holder,
-                        token: *token,
-                        expires: *expires,
-                        seq,
-                    },
-                );
+                    holder,
+                    token: *token,
+                    expires: *expires,
+                    window: lf.window,
+                    seq,
+                });
             }
             LeaseChange::Renewed { token, expires } => {
-                if let Some(c) = cur.get_mut(lease) {
-                    if c.token == *token {
-                        c.expires = *expires;
-                        c.seq = seq;
-                    }
+                if let Some(c) = held
+                    .iter_mut()
+                    .rev()
+                    .find(|h| h.lease == lease && h.token == *token)
+                {
+                    c.expires = *expires;
+                    c.seq = seq;
                 }
             }
             LeaseChange::Released { token } => {
-                if let Some(c) = cur.get_mut(lease) {
-                    if c.token == *token {
-                        c.expires = Expiry::NegInfinity;
-                    }
+                if let Some(c) = held
+                    .iter_mut()
+                    .rev()
+                    .find(|h| h.lease == lease && h.token == *token)
+                {
+                    c.expires = Expiry::NegInfinity;
                 }
             }
         }

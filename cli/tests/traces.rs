@@ -97,5 +97,9 @@ fn checker_facts_equal_the_model_ledger_on_every_trace_and_lab_run() {
             bad.push(format!("{name}:\n  {}", d.join("\n  ")));
         }
     }
-    assert!(bad.is_empty(), "facts and ledger disagree:\n{}", bad.join("\n"));
+    assert!(
+        bad.is_empty(),
+        "facts and ledger disagree:\n{}",
+        bad.join("\n")
+    );
 }

@@ -855,11 +855,17 @@ impl Model {
         let mut out = Vec::new();
         for (seq, k, row) in self.lease.engine.log.iter().chain(&self.res.engine.log) {
             let what = match (k, row) {
-                (Key::Lease(l), Some(Row::Lease(r))) => Committed::Lease(l.clone(), Some(r.clone())),
+                (Key::Lease(l), Some(Row::Lease(r))) => {
+                    Committed::Lease(l.clone(), Some(r.clone()))
+                }
                 (Key::Lease(l), None) => Committed::Lease(l.clone(), None),
                 (Key::Floor(sc), Some(Row::Floor(t))) => Committed::Floor(sc.clone(), *t),
-                (Key::Part(sc, p), Some(Row::Part(r))) => Committed::Part(sc.clone(), p.clone(), r.clone()),
-                (Key::Publish(key), Some(Row::Part(r))) => Committed::Publish(key.clone(), r.clone()),
+                (Key::Part(sc, p), Some(Row::Part(r))) => {
+                    Committed::Part(sc.clone(), p.clone(), r.clone())
+                }
+                (Key::Publish(key), Some(Row::Part(r))) => {
+                    Committed::Publish(key.clone(), r.clone())
+                }
                 _ => continue,
             };
             out.push(LedgerEntry { seq: *seq, what });
