@@ -271,6 +271,12 @@ fn first_violation(
     let mut h = Harness::new(config.clone(), holders);
     for st in steps {
         h.apply(st);
+        // The second oracle: the facts behind every verdict are what the model committed.
+        let d = leaselab_checkers::ledger::cross_check(
+            &leaselab_checkers::facts::derive(&h.w.history),
+            &h.w.model.ledger(),
+        );
+        assert!(d.is_empty(), "facts and ledger disagree: {}", d.join("\n"));
         let r = check(&h.w.history);
         if checks.iter().any(|c| r.violated(*c)) {
             let mut t = Trace::new(name, config.clone(), h.w.history.clone());

@@ -263,3 +263,32 @@ fn a_sweep_gives_the_same_result_on_any_number_of_threads() {
         "same failures, in seed order, same bytes"
     );
 }
+
+/// The checkers' second oracle on simulation runs: for 200 seeds under the scope fence and 200
+/// without a fence, the facts the checkers derive from each history equal what the model's
+/// databases committed while the run was replayed.
+#[test]
+fn checker_facts_equal_the_model_ledger_on_simulation_runs() {
+    use leaselab_checkers::{facts::derive, ledger::cross_check};
+    use leaselab_model::replay::reexecute;
+    for fence in [
+        leaselab_model::FenceMode::Scope,
+        leaselab_model::FenceMode::Off,
+    ] {
+        let opts = leaselab_sim::SimOptions {
+            fence,
+            ..leaselab_sim::SimOptions::default()
+        };
+        for seed in 0..200 {
+            let run = leaselab_sim::run_seed(seed, &opts, leaselab_sim::Driver::Fast);
+            let r = reexecute(&run.trace);
+            assert!(r.divergences.is_empty(), "seed {seed} does not replay");
+            let d = cross_check(&derive(&run.trace.history), &r.ledger);
+            assert!(
+                d.is_empty(),
+                "seed {seed} --fence {fence}: {}",
+                d.join("\n")
+            );
+        }
+    }
+}

@@ -1,6 +1,7 @@
-//! The generative differential against a real PostgreSQL: generated multi-session schedules
-//! (fixed seeds, so deterministic) agree step by step with the model, and every deliberately
-//! wrong model rule is found and shrunk. Without PostgreSQL binaries the test says so and skips
+//! The differential against a real PostgreSQL beyond the committed traces: 200 simulation
+//! seeds with `sim`'s own settings, generated multi-session schedules (fixed seeds, so the
+//! same schedules every run) agree step by step with the model, and every deliberately wrong
+//! model rule is found and shrunk. Without PostgreSQL binaries the test says so and skips
 //! — unless `LEASELAB_REQUIRE_PG=1` (set by `.ci/run`).
 
 use leaselab::diff_cmd::run_gen;
@@ -20,6 +21,21 @@ fn postgres(name: &str) -> Option<(PgBackend, PathBuf)> {
     let pg = PgBackend::throwaway(&tmp.join(format!("leaselab-pg-{name}")))
         .unwrap_or_else(|e| panic!("cannot start PostgreSQL: {e}"));
     Some((pg, tmp.join(format!("{name}-failures"))))
+}
+
+/// `leaselab diff --sim-seeds 0..200`: the same runs as `leaselab sim --seed N` (one set of
+/// defaults), every fault kind, crash-restart included.
+#[test]
+fn simulation_seeds_agree_with_postgres() {
+    use leaselab_sim::{run_seed, Driver, SimOptions};
+    let Some((mut pg, _)) = postgres("sim") else {
+        return;
+    };
+    for seed in 0..200 {
+        let t = run_seed(seed, &SimOptions::default(), Driver::Fast).trace;
+        let r = leaselab_pg::diff(&mut pg, &t, None).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+        assert!(r.ok(), "sim seed {seed}: {}", r.describe());
+    }
 }
 
 /// 300 schedules of up to 40 intents, every fence mode, both lease tables.
