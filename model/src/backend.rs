@@ -36,7 +36,7 @@ pub enum SessionStep {
     Await,
     /// `SELECT now()`.
     Now,
-    /// The client went away: roll back and forget the connection.
+    /// The client closed its socket (see [`crate::Op::Disconnect`]).
     Disconnect,
 }
 

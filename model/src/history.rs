@@ -122,9 +122,10 @@ pub enum Op {
         /// Database.
         db: DbName,
     },
-    /// The client closes (or abandons) this connection: the server rolls back its open
-    /// transaction and forgets any statement still waiting, as PostgreSQL does when a backend
-    /// notices its client is gone.
+    /// The client closes its socket. Idle (in a transaction or not), the backend reads EOF at
+    /// once and rolls back; a statement still waiting on a lock is not noticed until it ends:
+    /// it keeps its locks and its place, an autocommit one then commits, a transaction then
+    /// rolls back (see the engine's module doc). Nobody learns the orphan's outcome.
     Disconnect {
         /// Database.
         db: DbName,
