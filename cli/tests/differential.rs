@@ -57,7 +57,7 @@ fn every_wrong_model_rule_is_found_and_shrunk() {
         return;
     };
 
-    // Each wrong rule is found within 1,000 schedules and shrunk to at most 40 steps.
+    // Each wrong rule is found within 1,000 schedules and shrunk to at most 12 steps.
     for rule in WrongRule::ALL {
         let dir = out.join(rule.as_str());
         let r = run_gen(&mut pg, 1_000, 1, 40, Some(rule), &dir, false).expect("postgres runs");
@@ -67,7 +67,7 @@ fn every_wrong_model_rule_is_found_and_shrunk() {
         let text = std::fs::read_to_string(&file).expect("trace written");
         let t = Trace::parse(&text, &file.display().to_string()).expect("parses");
         assert!(
-            t.history.events.len() <= 40,
+            t.history.events.len() <= 12,
             "{}: shrunk to {} steps: {what}\n{text}",
             rule.as_str(),
             t.history.events.len()
