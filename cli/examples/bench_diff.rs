@@ -9,12 +9,16 @@
 //! `cargo run --release -p leaselab --example bench_diff [SCHEDULES]` (default 300).
 
 use leaselab::diff_cmd::run_gen;
-use leaselab_pg::{sql, PgBackend};
 use leaselab_model::DbName;
+use leaselab_pg::{sql, PgBackend};
 use std::time::Instant;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let n: u32 = std::env::args().nth(1).map(|s| s.parse()).transpose()?.unwrap_or(300);
+    let n: u32 = std::env::args()
+        .nth(1)
+        .map(|s| s.parse())
+        .transpose()?
+        .unwrap_or(300);
     let dir = std::path::PathBuf::from("target/bench-pg");
     let mut pg = PgBackend::throwaway(&dir)?;
     let out = std::env::temp_dir().join("leaselab-bench-gen");
@@ -41,7 +45,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
 /// Statements per second of the source design's statements on one connection per database.
 fn raw_rate(pg: &PgBackend, n: usize) -> Result<f64, Box<dyn std::error::Error>> {
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
     let (lease, res) = (pg.conninfo(DbName::Lease), pg.conninfo(DbName::Res));
     rt.block_on(async move {
         let (l, lc) = tokio_postgres::connect(&lease, tokio_postgres::NoTls).await?;
@@ -55,25 +61,37 @@ fn raw_rate(pg: &PgBackend, n: usize) -> Result<f64, Box<dyn std::error::Error>>
         let upsert = r.prepare(sql::UPSERT).await?;
         let publish = r.prepare(sql::PUBLISH_KEY).await?;
         let floor = r.prepare(sql::FLOOR_READ).await?;
-        r.batch_execute("INSERT INTO fence_floor VALUES ('bench', 0) ON CONFLICT DO NOTHING").await?;
+        r.batch_execute("INSERT INTO fence_floor VALUES ('bench', 0) ON CONFLICT DO NOTHING")
+            .await?;
         let (name, holder, ttl, scope) = ("bench-lease", "bench", 1500f64, "bench");
         let t = Instant::now();
         let mut statements = 0usize;
         for i in 0..n {
             let tok = i as i64 + 1;
             match i % 6 {
-                0 => { l.query_opt(&acquire, &[&name, &holder, &ttl]).await?; }
-                1 => { l.query_opt(&renew, &[&ttl, &name, &holder, &1i64]).await?; }
-                2 => { l.execute(&release, &[&name, &holder, &1i64]).await?; }
+                0 => {
+                    l.query_opt(&acquire, &[&name, &holder, &ttl]).await?;
+                }
+                1 => {
+                    l.query_opt(&renew, &[&ttl, &name, &holder, &1i64]).await?;
+                }
+                2 => {
+                    l.execute(&release, &[&name, &holder, &1i64]).await?;
+                }
                 3 => {
                     r.batch_execute("BEGIN").await?;
                     r.execute(&fence, &[&tok, &scope]).await?;
-                    r.execute(&upsert, &[&scope, &"p", &"c", &holder, &tok]).await?;
+                    r.execute(&upsert, &[&scope, &"p", &"c", &holder, &tok])
+                        .await?;
                     r.batch_execute("COMMIT").await?;
                     statements += 3;
                 }
-                4 => { r.execute(&publish, &[&"k", &"c", &holder, &tok]).await?; }
-                _ => { r.query_opt(&floor, &[&scope]).await?; }
+                4 => {
+                    r.execute(&publish, &[&"k", &"c", &holder, &tok]).await?;
+                }
+                _ => {
+                    r.query_opt(&floor, &[&scope]).await?;
+                }
             }
             statements += 1;
         }
