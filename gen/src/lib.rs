@@ -325,24 +325,8 @@ impl Client {
                 holder,
                 token: self.token(actor, a),
             },
-            Kind::BeginLease | Kind::EndLease => {
-                let db = DbName::Lease;
-                match (s[0].in_txn, a % 2 == 1) {
-                    (false, false) => Op::Begin { db },
-                    (false, true) => Op::BeginRepeatableRead { db },
-                    (true, false) => Op::Commit { db },
-                    (true, true) => Op::Rollback { db },
-                }
-            }
-            Kind::BeginRes | Kind::EndRes => {
-                let db = DbName::Res;
-                match (s[1].in_txn, a % 2 == 1) {
-                    (false, false) => Op::Begin { db },
-                    (false, true) => Op::BeginRepeatableRead { db },
-                    (true, false) => Op::Commit { db },
-                    (true, true) => Op::Rollback { db },
-                }
-            }
+            Kind::BeginLease | Kind::EndLease => txn_op(DbName::Lease, s[0].in_txn, a),
+            Kind::BeginRes | Kind::EndRes => txn_op(DbName::Res, s[1].in_txn, a),
             Kind::Write | Kind::Upsert => {
                 self.written += 1;
                 let content = format!("{}{}", &NAMES[actor][7..], self.written);
@@ -462,6 +446,17 @@ impl Client {
             (Op::Commit { .. } | Op::Rollback { .. }, _) => s.in_txn = false,
             _ => {}
         }
+    }
+}
+
+/// Opens a transaction (READ COMMITTED, or REPEATABLE READ for an odd `a`) or ends the open
+/// one (COMMIT, or ROLLBACK for an odd `a`).
+fn txn_op(db: DbName, in_txn: bool, a: u8) -> Op {
+    match (in_txn, a % 2 == 1) {
+        (false, false) => Op::Begin { db },
+        (false, true) => Op::BeginRepeatableRead { db },
+        (true, false) => Op::Commit { db },
+        (true, true) => Op::Rollback { db },
     }
 }
 
