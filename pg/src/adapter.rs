@@ -219,15 +219,15 @@ async fn connect_owned(
 
 async fn prepare(c: &Client, db: DbName, cfg: &Config) -> Result<Stmts, tokio_postgres::Error> {
     let lease = db == DbName::Lease;
-    macro_rules! p {
-        ($cond:expr, $sql:expr) => {
-            if $cond {
-                Some(c.prepare(&$sql).await?)
-            } else {
-                None
-            }
-        };
-    }
+    // Only this database's statements; all sent at once (tokio-postgres pipelines requests
+    // that are polled together), so a new session costs one round trip, not thirteen.
+    let p = |cond: bool, sql: String| async move {
+        if cond {
+            c.prepare(&sql).await.map(Some)
+        } else {
+            Ok(None)
+        }
+    };
     let fence_sql = match cfg.fence {
         FenceMode::Strict => sql::FENCE_STRICT,
         FenceMode::ScopeUpsert => sql::FENCE_UPSERT,
@@ -242,22 +242,42 @@ async fn prepare(c: &Client, db: DbName, cfg: &Config) -> Result<Stmts, tokio_po
         PublishMode::BusinessKey => sql::PUBLISH_KEY,
         PublishMode::Versioned => sql::PUBLISH_VERSIONED,
     };
+    let now_sql = sql::now_us();
+    let (set_now, now, acquire, renew, release, read_lease, fence) = tokio::try_join!(
+        c.prepare(sql::SET_NOW),
+        c.prepare(&now_sql),
+        p(lease, sql::acquire()),
+        p(lease, sql::renew(cfg.renew_after_expiry)),
+        p(lease, sql::RELEASE.to_string()),
+        p(lease, sql::read_lease()),
+        p(!lease, fence_sql.to_string()),
+    )?;
+    let (floor_read, floor_set, upsert, publish, attempt, read_part, read_publish, count) = tokio::try_join!(
+        p(!lease, sql::FLOOR_READ.to_string()),
+        p(!lease, sql::FLOOR_SET.to_string()),
+        p(!lease, upsert_sql.to_string()),
+        p(!lease, publish_sql.to_string()),
+        p(!lease, sql::ATTEMPT.to_string()),
+        p(!lease, sql::READ_PART.to_string()),
+        p(!lease, sql::READ_PUBLISH.to_string()),
+        p(!lease, sql::COUNT_ATTEMPTS.to_string()),
+    )?;
     Ok(Stmts {
-        set_now: c.prepare(sql::SET_NOW).await?,
-        now: c.prepare(&sql::now_us()).await?,
-        acquire: p!(lease, sql::acquire()),
-        renew: p!(lease, sql::renew(cfg.renew_after_expiry)),
-        release: p!(lease, sql::RELEASE),
-        read_lease: p!(lease, sql::read_lease()),
-        fence: p!(!lease, fence_sql),
-        floor_read: p!(!lease, sql::FLOOR_READ),
-        floor_set: p!(!lease, sql::FLOOR_SET),
-        upsert: p!(!lease, upsert_sql),
-        publish: p!(!lease, publish_sql),
-        attempt: p!(!lease, sql::ATTEMPT),
-        read_part: p!(!lease, sql::READ_PART),
-        read_publish: p!(!lease, sql::READ_PUBLISH),
-        count: p!(!lease, sql::COUNT_ATTEMPTS),
+        set_now,
+        now,
+        acquire,
+        renew,
+        release,
+        read_lease,
+        fence,
+        floor_read,
+        floor_set,
+        upsert,
+        publish,
+        attempt,
+        read_part,
+        read_publish,
+        count,
     })
 }
 
