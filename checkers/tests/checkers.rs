@@ -181,3 +181,120 @@ fn i2_stays_quiet_when_the_grants_cannot_be_ordered() {
     let r = check(&grants(true));
     assert!(!r.violated(Check::I2), "{:?}", r.violations);
 }
+
+/// The facts of one history, for the rules that say what counts.
+fn facts_of(w: &World) -> leaselab_checkers::facts::Facts {
+    leaselab_checkers::facts::derive(&w.history)
+}
+
+fn unreported(f: &leaselab_checkers::facts::Facts, db: DbName) -> u64 {
+    f.unreported
+        .iter()
+        .find(|(d, _)| *d == db)
+        .map_or(0, |(_, n)| *n)
+}
+
+#[test]
+fn a_window_is_before_another_only_when_it_ends_strictly_earlier() {
+    use leaselab_checkers::facts::Window;
+    let a = Window {
+        earliest: 2,
+        latest: 4,
+    };
+    let touching = Window {
+        earliest: 4,
+        latest: 6,
+    };
+    let after = Window {
+        earliest: 5,
+        latest: 6,
+    };
+    assert!(!a.before(&touching));
+    assert!(a.before(&after));
+    assert!(!after.before(&a));
+}
+
+#[test]
+fn an_awaited_statement_took_effect_after_it_blocked_and_still_blocked_resolves_nothing() {
+    let mut w = World::new(Config::default());
+    w.run_on("holder-a", "t", Op::begin(DbName::Res));
+    w.run_on("holder-a", "t", Op::fence(1)); // #2
+    assert_eq!(
+        w.run("holder-b", Op::write("summary", "b", 2)),
+        Outcome::Blocked
+    ); // #3
+    assert_eq!(
+        w.run("holder-b", Op::await_(DbName::Res)),
+        Outcome::Error("still-blocked".into())
+    ); // #4
+    w.run_on("holder-a", "t", Op::commit(DbName::Res)); // #5
+    assert_eq!(
+        w.run("holder-b", Op::await_(DbName::Res)),
+        Outcome::Accepted
+    ); // #6
+    let f = facts_of(&w);
+    assert_eq!(f.writes.len(), 1, "{:?}", f.writes);
+    assert_eq!(
+        (f.writes[0].window.earliest, f.writes[0].window.latest),
+        (4, 6)
+    );
+    assert_eq!(unreported(&f, DbName::Res), 0);
+}
+
+#[test]
+fn a_result_never_collected_is_unreported_and_busy_changes_nothing() {
+    let mut w = World::new(Config::default());
+    w.run_on("holder-a", "t", Op::begin(DbName::Res));
+    w.run_on("holder-a", "t", Op::fence(1));
+    assert_eq!(
+        w.run("holder-b", Op::write("summary", "b", 2)),
+        Outcome::Blocked
+    );
+    // Still waiting: the next statement is refused as busy, the blocked one stays pending.
+    assert_eq!(
+        w.run("holder-b", Op::read_floor()),
+        Outcome::Error("busy".into())
+    );
+    w.run_on("holder-a", "t", Op::commit(DbName::Res));
+    // The write finished; its client sends another statement instead of collecting it.
+    assert!(matches!(
+        w.run("holder-b", Op::read_floor()),
+        Outcome::Floor(_)
+    ));
+    let f = facts_of(&w);
+    assert!(f.writes.is_empty(), "{:?}", f.writes);
+    assert_eq!(unreported(&f, DbName::Res), 1);
+    // A later await finds nothing to collect and counts nothing twice.
+    w.run("holder-b", Op::await_(DbName::Res));
+    assert_eq!(unreported(&facts_of(&w), DbName::Res), 1);
+}
+
+#[test]
+fn an_error_collected_by_await_aborts_the_transaction() {
+    // holder-b's REPEATABLE READ fence waits for holder-a's floor update; holder-a commits a
+    // change, so the awaited fence fails with 40001: holder-b's earlier upsert never commits.
+    let mut w = World::new(Config::default());
+    w.run_on(
+        "holder-b",
+        "tb",
+        Op::BeginRepeatableRead { db: DbName::Res },
+    );
+    assert_eq!(
+        w.run_on("holder-b", "tb", Op::upsert("detail", "b", 5)),
+        Outcome::Ok
+    );
+    w.run_on("holder-a", "ta", Op::begin(DbName::Res));
+    assert_eq!(w.run_on("holder-a", "ta", Op::fence(2)), Outcome::Passed);
+    assert_eq!(w.run_on("holder-b", "tb", Op::fence(5)), Outcome::Blocked);
+    w.run_on("holder-a", "ta", Op::commit(DbName::Res));
+    assert_eq!(
+        w.run_on("holder-b", "tb", Op::await_(DbName::Res)),
+        Outcome::Error("sqlstate-40001".into())
+    );
+    assert_eq!(
+        w.run_on("holder-b", "tb", Op::commit(DbName::Res)),
+        Outcome::Ok
+    );
+    let f = facts_of(&w);
+    assert!(f.writes.is_empty(), "{:?}", f.writes);
+}
