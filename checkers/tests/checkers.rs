@@ -298,3 +298,40 @@ fn an_error_collected_by_await_aborts_the_transaction() {
     let f = facts_of(&w);
     assert!(f.writes.is_empty(), "{:?}", f.writes);
 }
+
+#[test]
+fn work_of_a_rolled_back_disconnected_or_crashed_transaction_never_reaches_a_later_commit() {
+    // Each time the same connection name opens a new transaction afterwards and commits it:
+    // nothing of the old transaction may be counted then.
+    let mut w = World::new(Config::with_fence(FenceMode::Off));
+    for end in [
+        Op::rollback(DbName::Res),
+        Op::Disconnect { db: DbName::Res },
+    ] {
+        w.run("holder-a", Op::begin(DbName::Res));
+        assert_eq!(
+            w.run("holder-a", Op::upsert("summary", "gone", 1)),
+            Outcome::Ok
+        );
+        w.run("holder-a", Op::publish("report-1", "gone", 1));
+        w.run("holder-a", end);
+        w.run("holder-a", Op::begin(DbName::Res));
+        w.run("holder-a", Op::commit(DbName::Res));
+    }
+    w.run("holder-b", Op::begin(DbName::Lease));
+    assert!(matches!(
+        w.run("holder-b", Op::acquire("holder-b", 100)),
+        Outcome::Granted { .. }
+    ));
+    w.run("admin", Op::Crash { db: DbName::Lease });
+    w.run("admin", Op::Restart { db: DbName::Lease });
+    w.run("holder-b", Op::begin(DbName::Lease));
+    w.run("holder-b", Op::commit(DbName::Lease));
+    let f = facts_of(&w);
+    assert!(f.writes.is_empty(), "{:?}", f.writes);
+    assert!(f.publishes.is_empty(), "{:?}", f.publishes);
+    assert!(f.grants.is_empty(), "{:?}", f.grants);
+    assert!(f.lease_changes.is_empty(), "{:?}", f.lease_changes);
+    let d = leaselab_checkers::ledger::cross_check(&f, &w.model.ledger());
+    assert!(d.is_empty(), "{d:?}");
+}

@@ -2,7 +2,10 @@
 //!
 //! 1. `diff --gen`: generated schedules run in lockstep on PostgreSQL and the model (every
 //!    allowed world), with blocked-statement detection and the final-state comparison;
-//! 2. the floor: the same prepared statements of the source design (acquire, renew, release,
+//! 2. the same schedules' operations on PostgreSQL alone, through the same adapter (sessions,
+//!    virtual clock, blocked detection, resets, crashes), without the model: what the
+//!    differential costs beyond the database side;
+//! 3. the floor: the same prepared statements of the source design (acquire, renew, release,
 //!    `BEGIN` / fence / upsert / `COMMIT`, publish, a floor read), in a loop on one connection
 //!    per database, nothing else — what PostgreSQL itself costs per statement here.
 //!
@@ -28,12 +31,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let r = run_gen(&mut pg, n, 1, 40, None, &out, false)?;
         let secs = t.elapsed().as_secs_f64();
         let diff_steps = r.steps as f64 / secs;
+        let (alone_steps, alone_secs) = pg_alone(&mut pg, n)?;
         let raw = raw_rate(&pg, 3_000)?;
         println!(
-            "round {round}: diff --gen {} schedules, {} steps in {secs:.2} s: {:.1} schedules/s, {diff_steps:.0} steps/s | raw prepared statements on one connection: {raw:.0}/s | ratio {:.2}",
+            "round {round}: diff --gen: {} schedules, {} steps in {secs:.2} s = {:.1} schedules/s, {diff_steps:.0} steps/s | PostgreSQL alone (same operations, same adapter): {:.0} steps/s | raw prepared statements, one connection: {raw:.0}/s | diff / alone {:.2}, diff / raw {:.3}",
             r.schedules,
             r.steps,
             r.schedules as f64 / secs,
+            alone_steps as f64 / alone_secs,
+            diff_steps / (alone_steps as f64 / alone_secs),
             diff_steps / raw
         );
         if r.divergence.is_some() {
@@ -41,6 +47,40 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     Ok(())
+}
+
+/// The first `n` generated schedules' operations (as the differential ran them) on PostgreSQL
+/// alone: reset, every step, the final snapshot. Returns (steps, seconds).
+fn pg_alone(pg: &mut PgBackend, n: u32) -> Result<(u64, f64), Box<dyn std::error::Error>> {
+    use proptest::strategy::{Strategy, ValueTree};
+    let mut runner = leaselab::diff_cmd::gen_runner(n, 1);
+    let mut runs = Vec::new();
+    for _ in 0..n {
+        let s = leaselab_gen::schedule(40)
+            .new_tree(&mut runner)
+            .map_err(|e| e.to_string())?
+            .current();
+        let r = leaselab_pg::diff_schedule(pg, &s, None, "bench")?;
+        runs.push((s.config.clone(), r.history));
+    }
+    let t = Instant::now();
+    let mut steps = 0u64;
+    for (config, history) in &runs {
+        pg.reset(config)?;
+        for e in &history.events {
+            let conn = e.conn_id();
+            let cx = leaselab_model::Ctx {
+                now: e.at,
+                local: e.local,
+                actor: &e.actor,
+                conn: &conn,
+            };
+            leaselab_model::apply(pg, &cx, &e.op);
+            steps += 1;
+        }
+        pg.snapshot()?;
+    }
+    Ok((steps, t.elapsed().as_secs_f64()))
 }
 
 /// Statements per second of the source design's statements on one connection per database.
