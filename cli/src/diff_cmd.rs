@@ -2,7 +2,7 @@
 
 use leaselab_model::trace::Trace;
 use leaselab_model::FenceMode;
-use leaselab_pg::{diff, diff_schedule, PgBackend};
+use leaselab_pg::{diff_schedule, diff_with_rule, PgBackend};
 use leaselab_sim::{run_seed, Driver, SimOptions};
 use std::path::{Path, PathBuf};
 
@@ -14,6 +14,7 @@ pub fn run(
     safety_ms: u64,
     liveness_ms: u64,
     model_fence: Option<FenceMode>,
+    wrong: Option<leaselab_model::model::WrongRule>,
     pg_dir: &Path,
 ) -> Result<bool, String> {
     if files.is_empty() && sim_seeds.is_none() {
@@ -48,7 +49,8 @@ pub fn run(
             fence: f,
             ..t.config.clone()
         });
-        let r = diff(&mut pg, t, model_cfg.as_ref()).map_err(|e| format!("{name}: {e}"))?;
+        let r = diff_with_rule(&mut pg, t, model_cfg.as_ref(), wrong)
+            .map_err(|e| format!("{name}: {e}"))?;
         println!("DIFF {name} :: {}", r.describe());
         if r.ok() {
             ok += 1;
@@ -194,7 +196,14 @@ pub fn run_gen_cmd(
     if let Some((file, what)) = &r.divergence {
         println!("DIVERGENCE (shrunk) :: {what}");
         println!("trace: {}", file.display());
-        println!("reproduce: leaselab diff {}", file.display());
+        match wrong {
+            Some(w) => println!(
+                "reproduce: leaselab diff {} --wrong-rule {}",
+                file.display(),
+                w.as_str()
+            ),
+            None => println!("reproduce: leaselab diff {}", file.display()),
+        }
     }
     println!(
         "SUMMARY generated={} steps={} divergences={} schedules/s={:.1} steps/s={:.0}",

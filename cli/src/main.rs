@@ -73,7 +73,7 @@ enum Cmd {
         /// Most intents per generated schedule.
         #[arg(long, default_value_t = 40)]
         steps: usize,
-        /// Negative control for --gen: run the model with a deliberately wrong rule
+        /// Negative control: run the model with a deliberately wrong rule
         /// (update-waits-before-where, repeatable-read-reads-latest, disconnect-drops-waiter).
         #[arg(long, value_name = "RULE")]
         wrong_rule: Option<leaselab_model::model::WrongRule>,
@@ -206,6 +206,7 @@ fn main() -> ExitCode {
                     safety_ms.unwrap_or(d.safety_ms),
                     liveness_ms.unwrap_or(d.liveness_ms),
                     model_fence,
+                    wrong_rule,
                     &pg_dir,
                 ),
             };

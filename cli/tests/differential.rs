@@ -66,6 +66,17 @@ fn every_wrong_model_rule_is_found_and_shrunk() {
             .unwrap_or_else(|| panic!("{}: not found in {} schedules", rule.as_str(), r.schedules));
         let text = std::fs::read_to_string(&file).expect("trace written");
         let t = Trace::parse(&text, &file.display().to_string()).expect("parses");
+        // The printed reproduce command, `leaselab diff FILE --wrong-rule RULE`, diverges again.
+        let again = leaselab_pg::diff_with_rule(&mut pg, &t, None, Some(rule)).expect("diff runs");
+        assert!(
+            !again.ok(),
+            "{}: the trace does not reproduce: {}",
+            rule.as_str(),
+            again.describe()
+        );
+        // ... and with the right rules the same trace agrees with PostgreSQL.
+        let right = leaselab_pg::diff(&mut pg, &t, None).expect("diff runs");
+        assert!(right.ok(), "{}: {}", rule.as_str(), right.describe());
         assert!(
             t.history.events.len() <= 12,
             "{}: shrunk to {} steps: {what}\n{text}",

@@ -64,8 +64,23 @@ pub fn diff(
     trace: &Trace,
     model_config: Option<&Config>,
 ) -> Result<DiffReport, PgError> {
+    diff_with_rule(pg, trace, model_config, None)
+}
+
+/// [`diff`] with, in addition, a deliberately wrong rule on the model side: how a divergence
+/// found by `diff --gen --wrong-rule` is reproduced from its trace.
+pub fn diff_with_rule(
+    pg: &mut PgBackend,
+    trace: &Trace,
+    model_config: Option<&Config>,
+    wrong: Option<WrongRule>,
+) -> Result<DiffReport, PgError> {
     let cfg = model_config.unwrap_or(&trace.config);
-    let mut run = Lockstep::start(pg, &trace.config, Model::new(cfg.clone()), &trace.name)?;
+    let mut model = Model::new(cfg.clone());
+    if let Some(r) = wrong {
+        model = model.with_wrong_rule(r);
+    }
+    let mut run = Lockstep::start(pg, &trace.config, model, &trace.name)?;
     for e in &trace.history.events {
         if run.step(pg, e).is_err() {
             break;
