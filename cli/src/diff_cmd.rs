@@ -6,6 +6,15 @@ use leaselab_pg::{diff_schedule, diff_with_rule, PgBackend};
 use leaselab_sim::{run_seed, Driver, SimOptions};
 use std::path::{Path, PathBuf};
 
+/// Deliberately wrong rules for the model side only: how a diff is shown to catch them.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ModelSide {
+    /// Run the model with this fence instead of the trace's.
+    pub fence: Option<FenceMode>,
+    /// Run the model with this wrong database rule.
+    pub wrong: Option<leaselab_model::model::WrongRule>,
+}
+
 /// Runs the diffs; `Ok(true)` when every one agreed.
 pub fn run(
     files: &[PathBuf],
@@ -13,10 +22,13 @@ pub fn run(
     fence: FenceMode,
     safety_ms: u64,
     liveness_ms: u64,
-    model_fence: Option<FenceMode>,
-    wrong: Option<leaselab_model::model::WrongRule>,
+    model: ModelSide,
     pg_dir: &Path,
 ) -> Result<bool, String> {
+    let ModelSide {
+        fence: model_fence,
+        wrong,
+    } = model;
     if files.is_empty() && sim_seeds.is_none() {
         return Err("give trace files or --sim-seeds A..B".into());
     }

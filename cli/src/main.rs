@@ -205,8 +205,10 @@ fn main() -> ExitCode {
                     fence,
                     safety_ms.unwrap_or(d.safety_ms),
                     liveness_ms.unwrap_or(d.liveness_ms),
-                    model_fence,
-                    wrong_rule,
+                    leaselab::diff_cmd::ModelSide {
+                        fence: model_fence,
+                        wrong: wrong_rule,
+                    },
                     &pg_dir,
                 ),
             };
