@@ -335,3 +335,26 @@ fn work_of_a_rolled_back_disconnected_or_crashed_transaction_never_reaches_a_lat
     let d = leaselab_checkers::ledger::cross_check(&f, &w.model.ledger());
     assert!(d.is_empty(), "{d:?}");
 }
+
+#[test]
+fn a_statement_refused_as_busy_leaves_the_waiting_one_to_its_await() {
+    let mut w = World::new(Config::default());
+    w.run_on("holder-a", "t", Op::begin(DbName::Res));
+    w.run_on("holder-a", "t", Op::fence(1));
+    assert_eq!(
+        w.run("holder-b", Op::write("summary", "b", 2)),
+        Outcome::Blocked
+    );
+    assert_eq!(
+        w.run("holder-b", Op::read_floor()),
+        Outcome::Error("busy".into())
+    );
+    w.run_on("holder-a", "t", Op::commit(DbName::Res));
+    assert_eq!(
+        w.run("holder-b", Op::await_(DbName::Res)),
+        Outcome::Accepted
+    );
+    let f = facts_of(&w);
+    assert_eq!(f.writes.len(), 1, "{:?}", f.writes);
+    assert_eq!(unreported(&f, DbName::Res), 0);
+}
