@@ -358,3 +358,107 @@ fn a_statement_refused_as_busy_leaves_the_waiting_one_to_its_await() {
     assert_eq!(f.writes.len(), 1, "{:?}", f.writes);
     assert_eq!(unreported(&f, DbName::Res), 0);
 }
+
+/// A history written by hand, for outcomes only PostgreSQL gives (a commit whose answer was
+/// lost, a connection the server ended without a crash).
+fn hand(events: &[(&str, Op, Outcome)]) -> History {
+    let mut h = History::default();
+    for (actor, op, out) in events {
+        h.push(
+            Millis(0),
+            Millis(0),
+            Holder::new(actor),
+            None,
+            op.clone(),
+            out.clone(),
+        );
+    }
+    h
+}
+
+#[test]
+fn a_commit_whose_answer_was_lost_makes_its_writes_maybe_unless_the_transaction_was_aborted() {
+    use leaselab_checkers::facts::{derive, Certainty};
+    let lost = || Outcome::Indeterminate("conn-lost-during-commit".into());
+    let h = hand(&[
+        ("holder-a", Op::begin(DbName::Res), Outcome::Ok),
+        ("holder-a", Op::upsert("summary", "x", 1), Outcome::Ok),
+        ("holder-a", Op::commit(DbName::Res), lost()),
+    ]);
+    let f = derive(&h);
+    assert_eq!(f.writes.len(), 1);
+    assert_eq!(f.writes[0].certainty, Certainty::Maybe);
+    let h = hand(&[
+        ("holder-a", Op::begin(DbName::Res), Outcome::Ok),
+        ("holder-a", Op::upsert("summary", "x", 1), Outcome::Ok),
+        (
+            "holder-a",
+            Op::upsert("detail", "y", 1),
+            Outcome::Error("sqlstate-40001".into()),
+        ),
+        ("holder-a", Op::commit(DbName::Res), lost()),
+    ]);
+    assert!(derive(&h).writes.is_empty());
+}
+
+#[test]
+fn a_lease_transaction_counts_at_its_commit_and_a_lost_connection_ends_it() {
+    use leaselab_checkers::facts::derive;
+    let granted = Outcome::Granted {
+        token: Token(1),
+        expires: Expiry::At(Millis(100)),
+    };
+    let h = hand(&[
+        ("holder-a", Op::begin(DbName::Lease), Outcome::Ok),
+        ("holder-a", Op::acquire("holder-a", 100), granted.clone()),
+        ("holder-a", Op::commit(DbName::Lease), Outcome::Ok),
+    ]);
+    let f = derive(&h);
+    assert_eq!(f.grants.len(), 1);
+    assert_eq!(
+        (f.grants[0].window.earliest, f.grants[0].window.latest),
+        (3, 3)
+    );
+    // The server ended the connection (no crash in the history): the transaction is gone, and
+    // a new one on the same name commits nothing of it.
+    let h = hand(&[
+        ("holder-a", Op::begin(DbName::Lease), Outcome::Ok),
+        ("holder-a", Op::acquire("holder-a", 100), granted),
+        (
+            "holder-a",
+            Op::read_lease(),
+            Outcome::Error("conn-lost".into()),
+        ),
+        ("holder-a", Op::begin(DbName::Lease), Outcome::Ok),
+        ("holder-a", Op::commit(DbName::Lease), Outcome::Ok),
+        ("holder-b", Op::begin(DbName::Res), Outcome::Ok),
+        ("holder-b", Op::upsert("summary", "x", 1), Outcome::Ok),
+        (
+            "holder-b",
+            Op::read_floor(),
+            Outcome::Error("conn-lost".into()),
+        ),
+        ("holder-b", Op::begin(DbName::Res), Outcome::Ok),
+        ("holder-b", Op::commit(DbName::Res), Outcome::Ok),
+    ]);
+    let f = derive(&h);
+    assert!(f.grants.is_empty(), "{:?}", f.grants);
+    assert!(f.writes.is_empty(), "{:?}", f.writes);
+}
+
+#[test]
+fn a_publish_of_a_transaction_that_did_not_commit_is_unreported_not_kept() {
+    use leaselab_checkers::facts::derive;
+    let h = hand(&[
+        ("holder-a", Op::begin(DbName::Res), Outcome::Ok),
+        (
+            "holder-a",
+            Op::publish("report-1", "x", 1),
+            Outcome::Accepted,
+        ),
+        ("holder-a", Op::rollback(DbName::Res), Outcome::Ok),
+    ]);
+    let f = derive(&h);
+    assert!(f.publishes.is_empty());
+    assert_eq!(unreported(&f, DbName::Res), 1);
+}
