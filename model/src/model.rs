@@ -307,12 +307,8 @@ impl Db for LeaseDb {
         // updated or locked (SQLSTATE 40001, manual 13.2.2) — for an UPDATE only when the
         // snapshot's version qualified (otherwise it was never a target); for ON CONFLICT
         // whenever the conflicting row is newer than the snapshot (`ExecCheckTupleVisible`).
-        let targets = !matches!(effect, Effect::None) || !is_update;
-        if targets && row.is_some() && self.engine.serialization_conflict(id, &key) {
-            self.engine.abort_txn(id);
-            return Ok(Outcome::Error("sqlstate-40001".into()));
-        }
-        if !is_update && row.is_none() && self.engine.serialization_conflict(id, &key) {
+        let targets = !is_update || !matches!(effect, Effect::None);
+        if targets && self.engine.serialization_conflict(id, &key) {
             self.engine.abort_txn(id);
             return Ok(Outcome::Error("sqlstate-40001".into()));
         }
