@@ -130,10 +130,20 @@ pub fn run_gen(
         if progress && c.0 % 100 == 0 {
             eprint!("\r  {} schedules, {} steps", c.0, c.1);
         }
-        if r.report.ok() {
+        if !r.report.ok() {
+            return Err(TestCaseError::fail(r.report.describe()));
+        }
+        // The second oracle on PostgreSQL's own history: the checkers' facts are what the
+        // (agreeing) model committed.
+        let facts = leaselab_checkers::facts::derive(&r.history);
+        let d = leaselab_checkers::ledger::cross_check(&facts, &r.ledger);
+        if d.is_empty() {
             Ok(())
         } else {
-            Err(TestCaseError::fail(r.report.describe()))
+            Err(TestCaseError::fail(format!(
+                "FACTS DISAGREE WITH THE LEDGER: {}",
+                d.join("; ")
+            )))
         }
     });
     if progress {

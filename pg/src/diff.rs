@@ -184,6 +184,9 @@ pub struct ScheduleRun {
     pub history: History,
     /// The configuration.
     pub config: Config,
+    /// What the first allowed model world committed ([`Model::ledger`]): the checkers' facts
+    /// of `history` must equal it.
+    pub ledger: Vec<leaselab_model::model::LedgerEntry>,
 }
 
 /// Runs a generated schedule step by step on PostgreSQL and the model; the client turns each
@@ -211,10 +214,12 @@ pub fn diff_schedule(
         }
     }
     let history = run.history.clone();
+    let ledger = run.worlds.first().model.ledger();
     Ok(ScheduleRun {
         report: run.finish(pg)?,
         history,
         config: schedule.config.clone(),
+        ledger,
     })
 }
 
