@@ -481,3 +481,33 @@ impl<T: Clone, X: Default> Engine<T, X> {
         cut
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_picks_of_n_items_are_its_n_factorial_orders_fifo_first() {
+        let all: Vec<Vec<u8>> = (0..6).map(|k| permute(vec![1, 2, 3], k)).collect();
+        assert_eq!(all[0], vec![1, 2, 3]);
+        assert_eq!(all[1], vec![1, 3, 2]);
+        assert_eq!(all[5], vec![3, 2, 1]);
+        let mut sorted = all.clone();
+        sorted.sort();
+        sorted.dedup();
+        assert_eq!(sorted.len(), 6, "{all:?}");
+        assert_eq!(permute(vec![7, 8], 1), vec![8, 7]);
+    }
+
+    #[test]
+    fn a_pick_follows_the_script_records_the_choice_and_falls_back_to_fifo() {
+        let mut c = Choices {
+            script: vec![1, 5],
+            seen: Vec::new(),
+        };
+        assert_eq!(c.pick(2), 1);
+        assert_eq!(c.pick(2), 0, "out of range: FIFO");
+        assert_eq!(c.pick(6), 0, "no script left: FIFO");
+        assert_eq!(c.seen, vec![2, 2, 6]);
+    }
+}
