@@ -32,13 +32,7 @@ fn a_write_awaited_late_is_not_misordered() {
     // W2 (token 2) blocks behind an open transaction with token 1 and commits when it ends;
     // W3 (token 3) commits next; only then does W2's client collect its result. The history
     // cannot tell where W2 committed, so no I3 violation may be claimed.
-    let mut w = World::new(Config::default());
-    w.run_on("holder-a", "t", Op::begin(DbName::Res));
-    w.run_on("holder-a", "t", Op::fence(1));
-    assert_eq!(
-        w.run("holder-b", Op::write("summary", "b", 2)),
-        Outcome::Blocked
-    );
+    let mut w = write_blocked_on_the_floor();
     w.run_on("holder-a", "t", Op::upsert("summary", "a", 1));
     w.run_on("holder-a", "t", Op::commit(DbName::Res));
     assert_eq!(
@@ -243,13 +237,7 @@ fn an_awaited_statement_took_effect_after_it_blocked_and_still_blocked_resolves_
 
 #[test]
 fn a_result_never_collected_is_unreported_and_busy_changes_nothing() {
-    let mut w = World::new(Config::default());
-    w.run_on("holder-a", "t", Op::begin(DbName::Res));
-    w.run_on("holder-a", "t", Op::fence(1));
-    assert_eq!(
-        w.run("holder-b", Op::write("summary", "b", 2)),
-        Outcome::Blocked
-    );
+    let mut w = write_blocked_on_the_floor();
     // Still waiting: the next statement is refused as busy, the blocked one stays pending.
     assert_eq!(
         w.run("holder-b", Op::read_floor()),
@@ -338,13 +326,7 @@ fn work_of_a_rolled_back_disconnected_or_crashed_transaction_never_reaches_a_lat
 
 #[test]
 fn a_statement_refused_as_busy_leaves_the_waiting_one_to_its_await() {
-    let mut w = World::new(Config::default());
-    w.run_on("holder-a", "t", Op::begin(DbName::Res));
-    w.run_on("holder-a", "t", Op::fence(1));
-    assert_eq!(
-        w.run("holder-b", Op::write("summary", "b", 2)),
-        Outcome::Blocked
-    );
+    let mut w = write_blocked_on_the_floor();
     assert_eq!(
         w.run("holder-b", Op::read_floor()),
         Outcome::Error("busy".into())
@@ -461,4 +443,16 @@ fn a_publish_of_a_transaction_that_did_not_commit_is_unreported_not_kept() {
     let f = derive(&h);
     assert!(f.publishes.is_empty());
     assert_eq!(unreported(&f, DbName::Res), 1);
+}
+
+/// holder-a's open transaction holds the floor (token 1); holder-b's write (token 2) waits.
+fn write_blocked_on_the_floor() -> World {
+    let mut w = World::new(Config::default());
+    w.run_on("holder-a", "t", Op::begin(DbName::Res));
+    w.run_on("holder-a", "t", Op::fence(1));
+    assert_eq!(
+        w.run("holder-b", Op::write("summary", "b", 2)),
+        Outcome::Blocked
+    );
+    w
 }
