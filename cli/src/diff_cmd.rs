@@ -15,14 +15,17 @@ pub struct ModelSide {
     pub wrong: Option<leaselab_model::model::WrongRule>,
 }
 
-/// Runs the diffs; `Ok(true)` when every one agreed.
+/// Simulation seeds to diff: `start..end`, run exactly as `leaselab sim` runs them.
+pub type SimSeeds = (u64, u64, SimOptions, Driver);
+
+/// Runs the diffs; `Ok(true)` when every one agreed. A diverging simulation seed's trace is
+/// written to `out` and printed with the command that diffs it again and the one that shows
+/// its timeline.
 pub fn run(
     files: &[PathBuf],
-    sim_seeds: Option<&str>,
-    fence: FenceMode,
-    safety_ms: u64,
-    liveness_ms: u64,
+    sim_seeds: Option<SimSeeds>,
     model: ModelSide,
+    out: &Path,
     pg_dir: &Path,
 ) -> Result<bool, String> {
     let ModelSide {
@@ -32,31 +35,31 @@ pub fn run(
     if files.is_empty() && sim_seeds.is_none() {
         return Err("give trace files or --sim-seeds A..B".into());
     }
-    let mut traces: Vec<(String, Trace)> = Vec::new();
+    // (name, trace, the sim command of a seed's run)
+    let mut traces: Vec<(String, Trace, Option<String>)> = Vec::new();
     for f in files {
         let text =
             std::fs::read_to_string(f).map_err(|e| format!("{}: cannot read: {e}", f.display()))?;
         let t = Trace::parse(&text, &f.display().to_string()).map_err(|e| e.to_string())?;
-        traces.push((f.display().to_string(), t));
+        traces.push((f.display().to_string(), t, None));
     }
-    if let Some(r) = sim_seeds {
-        let (a, b) = crate::sim_cmd::parse_range(r)?;
-        let opts = SimOptions {
-            fence,
-            safety_ms,
-            liveness_ms,
-            ..SimOptions::default()
-        };
-        for seed in a..b {
-            traces.push((
-                format!("sim seed {seed}"),
-                run_seed(seed, &opts, Driver::Fast).trace,
-            ));
+    if let Some((a, b, opts, driver)) = &sim_seeds {
+        for seed in *a..*b {
+            let run = run_seed(seed, opts, *driver);
+            let cmd = run.setup.command(*driver);
+            traces.push((format!("sim seed {seed}"), run.trace, cmd));
         }
+    }
+    let mut flags = String::new();
+    if let Some(f) = model_fence {
+        flags.push_str(&format!(" --model-fence {f}"));
+    }
+    if let Some(w) = wrong {
+        flags.push_str(&format!(" --wrong-rule {}", w.as_str()));
     }
     let mut pg = PgBackend::throwaway(pg_dir).map_err(|e| e.to_string())?;
     let (mut ok, mut bad) = (0, 0);
-    for (name, t) in &traces {
+    for (name, t, sim_cmd) in &traces {
         let model_cfg = model_fence.map(|f| leaselab_model::Config {
             fence: f,
             ..t.config.clone()
@@ -66,8 +69,21 @@ pub fn run(
         println!("DIFF {name} :: {}", r.describe());
         if r.ok() {
             ok += 1;
-        } else {
-            bad += 1;
+            continue;
+        }
+        bad += 1;
+        match sim_cmd {
+            Some(cmd) => {
+                std::fs::create_dir_all(out)
+                    .map_err(|e| format!("cannot create {}: {e}", out.display()))?;
+                let p = out.join(format!("sim-seed-{}.trace", t.seed));
+                std::fs::write(&p, t.to_text())
+                    .map_err(|e| format!("cannot write {}: {e}", p.display()))?;
+                println!("  trace: {}", p.display());
+                println!("    reproduce: leaselab diff {}{flags}", p.display());
+                println!("    timeline: {cmd}");
+            }
+            None => println!("  reproduce: leaselab diff {name}{flags}"),
         }
     }
     println!("SUMMARY diffed={} divergences={bad}", ok + bad);

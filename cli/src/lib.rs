@@ -1,5 +1,6 @@
 //! # leaselab (the binary's library half)
 //!
+//! - [`args`]: the argument set of a simulation run, value enums, exit codes.
 //! - [`lab`]: the cases F1–F9 and G1–G4 of CASES.md on the model, with their output and traces.
 //! - [`replay`]: re-executes a trace against the model and re-judges it.
 //! - [`sim_cmd`]: `leaselab sim`.
@@ -7,6 +8,7 @@
 //!
 //! The binary (`src/main.rs`) only parses arguments and prints.
 
+pub mod args;
 pub mod diff_cmd;
 pub mod lab;
 pub mod replay;

@@ -1,8 +1,10 @@
 //! `leaselab`: run the lab cases, replay traces.
 
 use clap::{Parser, Subcommand};
+use leaselab::args::{BackendArg, Exit, RunArgs};
 use leaselab::{lab, replay};
 use leaselab_model::FenceMode;
+use leaselab_sim::Driver;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -10,7 +12,8 @@ use std::process::ExitCode;
 #[command(
     name = "leaselab",
     about = "Leases with fencing tokens: prove, break and teach",
-    version
+    version,
+    after_help = leaselab::args::Exit::HELP
 )]
 struct Cli {
     #[command(subcommand)]
@@ -33,10 +36,9 @@ enum Cmd {
         /// Print table 26-1 from the outcomes this run observed.
         #[arg(long)]
         table: bool,
-        /// Where the cases run: model (in memory) or pg (PostgreSQL with the source SQL, two
-        /// throwaway clusters).
-        #[arg(long, default_value = "model")]
-        backend: String,
+        /// Where the cases run.
+        #[arg(long, value_enum, default_value_t = BackendArg::Model)]
+        backend: BackendArg,
         /// Where the throwaway clusters live (`--backend pg`).
         #[arg(long, default_value = "target/leaselab-pg", value_name = "DIR")]
         pg_dir: PathBuf,
@@ -51,18 +53,16 @@ enum Cmd {
     Diff {
         /// Trace files.
         files: Vec<PathBuf>,
-        /// Diff the traces of these simulation seeds, A..B (fast driver).
-        #[arg(long)]
-        sim_seeds: Option<String>,
-        /// Fence for --sim-seeds: scope, strict, scope-upsert, row, check-then-write, off.
-        #[arg(long, default_value = "scope")]
-        fence: FenceMode,
-        /// Safety phase length for --sim-seeds, virtual ms [default: as `sim`, 50000].
-        #[arg(long)]
-        safety_ms: Option<u64>,
-        /// Liveness phase length for --sim-seeds, virtual ms [default: as `sim`, 10000].
-        #[arg(long)]
-        liveness_ms: Option<u64>,
+        /// Diff the traces of these simulation seeds, A..B, run exactly as `leaselab sim` runs
+        /// them with the same flags.
+        #[arg(long, value_name = "A..B", value_parser = leaselab::sim_cmd::parse_range)]
+        sim_seeds: Option<(u64, u64)>,
+        /// How the --sim-seeds runs are set up (the same flags as `sim`).
+        #[command(flatten)]
+        run: RunArgs,
+        /// Driver of the --sim-seeds runs.
+        #[arg(long, value_enum, default_value_t = Driver::Fast)]
+        driver: Driver,
         /// Run N generated multi-session schedules against the model and PostgreSQL; shrink
         /// the first divergence and write it as a trace (see --out).
         #[arg(long, value_name = "N")]
@@ -73,15 +73,14 @@ enum Cmd {
         /// Most intents per generated schedule.
         #[arg(long, default_value_t = 40)]
         steps: usize,
-        /// Negative control: run the model with a deliberately wrong rule
-        /// (update-waits-before-where, repeatable-read-reads-latest, disconnect-drops-waiter).
-        #[arg(long, value_name = "RULE")]
+        /// Negative control: run the model with a deliberately wrong rule.
+        #[arg(long, value_enum, value_name = "RULE")]
         wrong_rule: Option<leaselab_model::model::WrongRule>,
-        /// Where a shrunk divergence of --gen is written.
+        /// Where diverging runs are written (a shrunk --gen schedule, a --sim-seeds trace).
         #[arg(long, default_value = "diff-failures", value_name = "DIR")]
         out: PathBuf,
         /// Run the model side with this fence instead of the trace's (a deliberately wrong rule).
-        #[arg(long)]
+        #[arg(long, value_enum)]
         model_fence: Option<FenceMode>,
         /// Where the throwaway clusters live.
         #[arg(long, default_value = "target/leaselab-pg", value_name = "DIR")]
@@ -135,23 +134,19 @@ fn main() -> ExitCode {
             pg_dir,
             beyond,
         } => {
-            let pg = match backend.as_str() {
-                "model" => None,
-                "pg" => match leaselab_pg::PgBackend::throwaway(&pg_dir) {
+            let pg = match backend {
+                BackendArg::Model => None,
+                BackendArg::Pg => match leaselab_pg::PgBackend::throwaway(&pg_dir) {
                     Ok(p) => Some(p),
                     Err(e) => {
                         eprintln!("leaselab lab: {e}");
-                        return ExitCode::from(2);
+                        return Exit::Usage.into();
                     }
                 },
-                other => {
-                    eprintln!("leaselab lab: --backend: expected model or pg, found `{other}`");
-                    return ExitCode::from(2);
-                }
             };
-            run_lab(case.as_deref(), beyond, fence, trace_out, table, pg)
+            run_lab(case.as_deref(), beyond, fence, trace_out, table, pg).into()
         }
-        Cmd::Replay { files } => run_replay(&files),
+        Cmd::Replay { files } => run_replay(&files).into(),
         Cmd::Holder {
             role,
             name,
@@ -176,16 +171,15 @@ fn main() -> ExitCode {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     eprintln!("leaselab holder: {e}");
-                    ExitCode::from(2)
+                    Exit::Usage.into()
                 }
             }
         }
         Cmd::Diff {
             files,
             sim_seeds,
-            fence,
-            safety_ms,
-            liveness_ms,
+            run,
+            driver,
             model_fence,
             pg_dir,
             gen,
@@ -194,39 +188,37 @@ fn main() -> ExitCode {
             out,
             wrong_rule,
         } => {
-            let d = leaselab_sim::SimOptions::default();
             let r = match gen {
                 Some(n) => {
                     leaselab::diff_cmd::run_gen_cmd(n, seed, steps, wrong_rule, &out, &pg_dir)
                 }
-                None => leaselab::diff_cmd::run(
-                    &files,
-                    sim_seeds.as_deref(),
-                    fence,
-                    safety_ms.unwrap_or(d.safety_ms),
-                    liveness_ms.unwrap_or(d.liveness_ms),
-                    leaselab::diff_cmd::ModelSide {
-                        fence: model_fence,
-                        wrong: wrong_rule,
-                    },
-                    &pg_dir,
-                ),
+                None => run.options().and_then(|opts| {
+                    leaselab::diff_cmd::run(
+                        &files,
+                        sim_seeds.map(|(a, b)| (a, b, opts, driver)),
+                        leaselab::diff_cmd::ModelSide {
+                            fence: model_fence,
+                            wrong: wrong_rule,
+                        },
+                        &out,
+                        &pg_dir,
+                    )
+                }),
             };
             match r {
-                Ok(true) => ExitCode::SUCCESS,
-                Ok(false) => ExitCode::from(4),
+                Ok(true) => Exit::Clean.into(),
+                Ok(false) => Exit::Divergence.into(),
                 Err(e) => {
                     eprintln!("leaselab diff: {e}");
-                    ExitCode::from(2)
+                    Exit::Usage.into()
                 }
             }
         }
         Cmd::Sim(args) => match run_sim(args) {
-            Ok(true) => ExitCode::FAILURE,
-            Ok(false) => ExitCode::SUCCESS,
+            Ok(e) => e.into(),
             Err(e) => {
                 eprintln!("leaselab sim: {e}");
-                ExitCode::from(2)
+                Exit::Usage.into()
             }
         },
     }
@@ -239,7 +231,7 @@ fn run_lab(
     out: Option<PathBuf>,
     table: bool,
     pg: Option<leaselab_pg::PgBackend>,
-) -> ExitCode {
+) -> Exit {
     if pg.is_some() {
         println!("BACKEND postgres: the source SQL on two throwaway clusters (lease26, res26), virtual now()\n");
     }
@@ -248,7 +240,7 @@ fn run_lab(
         Ok(r) => r,
         Err(e) => {
             eprintln!("leaselab lab: {e}");
-            return ExitCode::from(2);
+            return Exit::Usage;
         }
     };
     print!("{}", res.text);
@@ -259,26 +251,29 @@ fn run_lab(
     if let Some(dir) = out {
         if let Err(e) = std::fs::create_dir_all(&dir) {
             eprintln!("leaselab lab: cannot create {}: {e}", dir.display());
-            return ExitCode::from(2);
+            return Exit::Usage;
         }
         for r in &res.runs {
             let path = dir.join(format!("{}.trace", r.trace.name));
             if let Err(e) = std::fs::write(&path, r.trace.to_text()) {
                 eprintln!("leaselab lab: cannot write {}: {e}", path.display());
-                return ExitCode::from(2);
+                return Exit::Usage;
             }
         }
         println!("wrote {} traces to {}", res.runs.len(), dir.display());
     }
     if res.failed == 0 {
-        ExitCode::SUCCESS
+        Exit::Clean
     } else {
-        ExitCode::FAILURE
+        Exit::Violation
     }
 }
 
-fn run_replay(files: &[PathBuf]) -> ExitCode {
+/// Replays every file; the exit class is the worst one met (input error, divergence, changed
+/// verdict).
+fn run_replay(files: &[PathBuf]) -> Exit {
     let (mut ok, mut bad) = (0, 0);
+    let (mut unreadable, mut diverged, mut verdict) = (false, false, false);
     for f in files {
         match replay::replay_file(f) {
             Ok(r) => {
@@ -287,61 +282,59 @@ fn run_replay(files: &[PathBuf]) -> ExitCode {
                     ok += 1;
                 } else {
                     bad += 1;
+                    if r.divergences.is_empty() {
+                        verdict = true;
+                    } else {
+                        diverged = true;
+                    }
                 }
             }
             Err(e) => {
                 println!("REPLAY {} :: ERROR {e}", f.display());
                 bad += 1;
+                unreadable = true;
             }
         }
     }
     println!("SUMMARY replayed={ok} failed={bad}");
-    if bad == 0 {
-        ExitCode::SUCCESS
+    if unreadable {
+        Exit::Usage
+    } else if diverged {
+        Exit::Divergence
+    } else if verdict {
+        Exit::Violation
     } else {
-        ExitCode::FAILURE
+        Exit::Clean
     }
 }
 
 #[derive(clap::Args)]
 struct SimArgs {
     /// Run one seed and print its timeline.
-    #[arg(long, conflicts_with = "seeds")]
+    #[arg(long, conflicts_with_all = ["seeds", "from_trace"])]
     seed: Option<u64>,
-    /// Sweep a range of seeds, A..B.
-    #[arg(long)]
-    seeds: Option<String>,
+    /// Sweep a range of seeds, A..B (B exclusive; `A..` runs on until stopped).
+    #[arg(long, value_name = "A..B", value_parser = leaselab::sim_cmd::parse_range,
+          conflicts_with = "from_trace")]
+    seeds: Option<(u64, u64)>,
+    /// Run the setup a trace file carries (settings, holders, fault plan — a shrunk plan too):
+    /// the holders run again, unlike `replay`. Its driver unless --driver is given.
+    #[arg(long, value_name = "FILE", conflicts_with_all = RunArgs::IDS)]
+    from_trace: Option<PathBuf>,
+    /// How the run is set up.
+    #[command(flatten)]
+    run: RunArgs,
+    /// fast (discrete-event) or turmoil [default: fast; with --from-trace, the trace's].
+    #[arg(long, value_enum)]
+    driver: Option<Driver>,
     /// Run every N-th seed from K (K/N), so a sweep splits across machines.
-    #[arg(long, default_value = "0/1")]
-    shard: String,
-    /// The resource's fence: scope, strict, scope-upsert, row, check-then-write, off.
-    #[arg(long, default_value = "scope")]
-    fence: FenceMode,
-    /// Number of holders.
-    #[arg(long, default_value_t = 2)]
-    holders: usize,
-    /// Fault kinds the swarm may use: all, none, or a comma list of pause, pause-time, partition, delay, skew, step, crash.
-    #[arg(long, default_value = "all")]
-    faults: String,
-    /// Lease table durability: logged or unlogged (the I2 negative control).
-    #[arg(long, default_value = "logged")]
-    lease_table: leaselab_model::LeaseDurability,
-    /// Safety phase length (faults active), virtual ms.
-    #[arg(long)]
-    safety_ms: Option<u64>,
-    /// Liveness phase length after healing, virtual ms (0: no liveness check).
-    #[arg(long)]
-    liveness_ms: Option<u64>,
-    /// fast (discrete-event) or turmoil.
-    #[arg(long, default_value = "fast")]
-    driver: String,
-    /// turmoil tick in ms (turmoil driver only).
-    #[arg(long, default_value_t = 1)]
-    tick_ms: u64,
+    #[arg(long, value_name = "K/N", default_value = "0/1", value_parser = leaselab::sim_cmd::parse_shard)]
+    shard: (u64, u64),
     /// Write the single run's trace to FILE.
     #[arg(long, value_name = "FILE")]
     trace_out: Option<PathBuf>,
-    /// Folder for failing traces of a sweep.
+    /// Folder for failing traces of a sweep (each sweep writes into its own sub-folder, with a
+    /// MANIFEST of what it found).
     #[arg(long, default_value = "sim-failures", value_name = "DIR")]
     out: PathBuf,
     /// Do not shrink failing seeds.
@@ -352,57 +345,51 @@ struct SimArgs {
     quiet: bool,
     /// Worker threads for a sweep [default: one per core]. The result and the saved traces
     /// are the same for any number; only the wall time changes.
-    #[arg(long)]
-    jobs: Option<usize>,
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    jobs: Option<u64>,
 }
 
-/// Returns whether a check failed.
-fn run_sim(a: SimArgs) -> Result<bool, String> {
-    use leaselab_sim::{Driver, FaultKind, SimOptions};
-    let driver = match a.driver.as_str() {
-        "fast" => Driver::Fast,
-        "turmoil" => Driver::Turmoil,
-        other => {
-            return Err(format!(
-                "--driver: expected fast or turmoil, found `{other}`"
-            ))
+/// Runs `sim`; returns the exit class.
+fn run_sim(a: SimArgs) -> Result<Exit, String> {
+    use leaselab::sim_cmd::{one, Source};
+    let single = |setup: leaselab_sim::Setup, driver, source| -> Result<Exit, String> {
+        let (text, run) = one(setup, driver, a.quiet, source);
+        print!("{text}");
+        if let Some(f) = &a.trace_out {
+            std::fs::write(f, run.trace.to_text())
+                .map_err(|e| format!("cannot write {}: {e}", f.display()))?;
+            println!("trace: {}", f.display());
         }
+        Ok(leaselab::sim_cmd::exit_of(&run))
     };
-    if a.holders == 0 || a.holders > 26 {
-        return Err(format!("--holders: expected 1..=26, found {}", a.holders));
+    if let Some(file) = &a.from_trace {
+        let text = std::fs::read_to_string(file)
+            .map_err(|e| format!("{}: cannot read: {e}", file.display()))?;
+        let t = leaselab_sim::Setup::from_trace_text(&text, &file.display().to_string())
+            .map_err(|e| e.to_string())?;
+        let driver = a.driver.unwrap_or(t.driver);
+        return single(t.setup, driver, Source::Trace(file, t.driver));
     }
-    let d = SimOptions::default();
-    let opts = SimOptions {
-        fence: a.fence,
-        lease_table: a.lease_table,
-        holders: a.holders,
-        faults: FaultKind::parse_list(&a.faults)?,
-        safety_ms: a.safety_ms.unwrap_or(d.safety_ms),
-        liveness_ms: a.liveness_ms.unwrap_or(d.liveness_ms),
-        tick_ms: a.tick_ms.max(1),
-        ..d
-    };
-    let shard = leaselab::sim_cmd::parse_shard(&a.shard)?;
+    let opts = a.run.options()?;
+    let driver = leaselab::args::driver_or_fast(a.driver);
     match (a.seed, a.seeds) {
-        (Some(seed), _) => {
-            let (text, run) = leaselab::sim_cmd::one(seed, &opts, driver, a.quiet);
-            print!("{text}");
-            if let Some(f) = a.trace_out {
-                std::fs::write(&f, run.trace.to_text())
-                    .map_err(|e| format!("cannot write {}: {e}", f.display()))?;
-                println!("trace: {}", f.display());
-            }
-            Ok(run.failed())
-        }
-        (None, Some(r)) => {
-            let (start, end) = leaselab::sim_cmd::parse_range(&r)?;
-            let seeds = leaselab_sim::sweep::Seeds { start, end, shard };
-            let jobs = a.jobs.unwrap_or_else(leaselab_sim::sweep::default_jobs);
-            if jobs == 0 {
-                return Err("--jobs: expected at least 1, found 0".into());
-            }
+        (Some(seed), _) => single(
+            leaselab_sim::Setup::derive(seed, &opts),
+            driver,
+            Source::Seed,
+        ),
+        (None, Some((start, end))) => {
+            let seeds = leaselab_sim::sweep::Seeds {
+                start,
+                end,
+                shard: a.shard,
+            };
+            let jobs = match a.jobs {
+                Some(j) => usize::try_from(j).map_err(|e| format!("--jobs: {e}"))?,
+                None => leaselab_sim::sweep::default_jobs(),
+            };
             leaselab::sim_cmd::many(seeds, &opts, driver, &a.out, !a.no_shrink, jobs)
         }
-        (None, None) => Err("give --seed N or --seeds A..B".into()),
+        (None, None) => Err("give --seed N, --seeds A..B or --from-trace FILE".into()),
     }
 }

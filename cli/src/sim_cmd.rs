@@ -1,27 +1,30 @@
-//! `leaselab sim`: one seed with its timeline, or a sweep with progress, reproduce commands,
-//! saved and shrunk failing traces.
+//! `leaselab sim`: one seed (or one trace's setup) with its timeline, or a sweep that streams
+//! its failures to disk, shows live progress and stops cleanly on Ctrl-C.
 
+use crate::args::Exit;
 use leaselab_checkers::sometimes;
 use leaselab_model::trace::event_line;
-use leaselab_sim::sweep::{sweep, Seeds};
-use leaselab_sim::{run_seed, Driver, SimOptions, SimRun};
+use leaselab_sim::sweep::{sweep_streaming, Failure, Seeds, SweepSpec, Tally};
+use leaselab_sim::{run_setup, Driver, Setup, SimOptions, SimRun};
 use std::fmt::Write as _;
-use std::io::Write as _;
-use std::path::Path;
+use std::io::{IsTerminal, Write as _};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::time::{Duration, Instant};
 
-/// Parses `A..B`.
+/// Parses `A..B` (B exclusive; `A..` runs to the largest seed).
 pub fn parse_range(s: &str) -> Result<(u64, u64), String> {
     let (a, b) = s
         .split_once("..")
-        .ok_or_else(|| format!("--seeds: expected A..B, found `{s}`"))?;
-    let a: u64 = a
-        .parse()
-        .map_err(|_| format!("--seeds: `{a}` is not a seed"))?;
-    let b: u64 = b
-        .parse()
-        .map_err(|_| format!("--seeds: `{b}` is not a seed"))?;
+        .ok_or_else(|| format!("expected A..B, found `{s}`"))?;
+    let a: u64 = a.parse().map_err(|_| format!("`{a}` is not a seed"))?;
+    let b: u64 = if b.is_empty() {
+        u64::MAX
+    } else {
+        b.parse().map_err(|_| format!("`{b}` is not a seed"))?
+    };
     if b <= a {
-        return Err(format!("--seeds: empty range {a}..{b}"));
+        return Err(format!("empty range {a}..{b}"));
     }
     Ok((a, b))
 }
@@ -30,15 +33,11 @@ pub fn parse_range(s: &str) -> Result<(u64, u64), String> {
 pub fn parse_shard(s: &str) -> Result<(u64, u64), String> {
     let (k, n) = s
         .split_once('/')
-        .ok_or_else(|| format!("--shard: expected K/N, found `{s}`"))?;
-    let k: u64 = k
-        .parse()
-        .map_err(|_| format!("--shard: `{k}` is not a number"))?;
-    let n: u64 = n
-        .parse()
-        .map_err(|_| format!("--shard: `{n}` is not a number"))?;
+        .ok_or_else(|| format!("expected K/N, found `{s}`"))?;
+    let k: u64 = k.parse().map_err(|_| format!("`{k}` is not a number"))?;
+    let n: u64 = n.parse().map_err(|_| format!("`{n}` is not a number"))?;
     if n == 0 || k >= n {
-        return Err(format!("--shard: need 0 <= K < N, found {k}/{n}"));
+        return Err(format!("need 0 <= K < N, found {k}/{n}"));
     }
     Ok((k, n))
 }
@@ -69,16 +68,60 @@ fn verdict_lines(run: &SimRun) -> String {
             let _ = writeln!(s, "LIVENESS FAILED: {e}");
         }
     }
-    let _ = writeln!(s, "sometimes: {}", run.report.sometimes);
+    let _ = writeln!(s, "sometimes (occurrences): {}", run.report.sometimes);
     s
 }
 
-/// One seed: settings, timeline, verdict. Returns (text, failed).
-pub fn one(seed: u64, opts: &SimOptions, driver: Driver, quiet: bool) -> (String, SimRun) {
-    let run = run_seed(seed, opts, driver);
+/// The exit class of one run.
+pub fn exit_of(run: &SimRun) -> Exit {
+    if !run.report.violations.is_empty() {
+        Exit::Violation
+    } else if run.liveness.is_err() {
+        Exit::Liveness
+    } else {
+        Exit::Clean
+    }
+}
+
+/// The command that reproduces `run`: its seed command when the seed derives its setup, else
+/// a run of the trace file it was (or will be) saved as.
+pub fn reproduce(run: &SimRun, file: Option<&Path>) -> String {
+    match (run.setup.command(run.driver), file) {
+        (Some(c), _) => c,
+        (None, Some(f)) => format!("leaselab sim --from-trace {}", f.display()),
+        (None, None) => format!(
+            "(an edited setup of seed {}: save it with --trace-out FILE, then leaselab sim --from-trace FILE)",
+            run.setup.seed
+        ),
+    }
+}
+
+/// Where a single run's setup came from: a seed, or a trace file (with the driver it names).
+#[derive(Clone, Copy, Debug)]
+pub enum Source<'a> {
+    /// `--seed N`: derived from the seed.
+    Seed,
+    /// `--from-trace FILE`: read from the file, which was run by this driver.
+    Trace(&'a Path, Driver),
+}
+
+/// One run (a seed's, or a trace's setup run again): setup, timeline, verdict.
+pub fn one(setup: Setup, driver: Driver, quiet: bool, source: Source<'_>) -> (String, SimRun) {
+    let run = run_setup(setup, driver);
     let mut s = String::new();
-    let _ = writeln!(s, "SEED {seed} :: {}", run.setup.command(driver));
-    for l in run.setup.settings(driver) {
+    let again = match (run.setup.command(driver), source) {
+        (Some(c), _) => c,
+        (None, Source::Trace(f, recorded)) => {
+            let mut c = format!("leaselab sim --from-trace {}", f.display());
+            if driver != recorded {
+                c.push_str(&format!(" --driver {}", driver.as_str()));
+            }
+            c
+        }
+        (None, Source::Seed) => reproduce(&run, None),
+    };
+    let _ = writeln!(s, "SEED {} :: {again}", run.setup.seed);
+    for l in run.trace.setup.iter().chain(&run.trace.faults) {
         let _ = writeln!(s, "  {l}");
     }
     if !quiet {
@@ -87,21 +130,209 @@ pub fn one(seed: u64, opts: &SimOptions, driver: Driver, quiet: bool) -> (String
     }
     s.push_str(&verdict_lines(&run));
     if run.failed() {
-        let _ = writeln!(s, "reproduce: {}", run.setup.command(driver));
+        let _ = writeln!(s, "reproduce: {again}");
     }
     (s, run)
 }
 
-fn save(dir: &Path, name: &str, run: &SimRun) -> Result<String, String> {
-    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    let path = dir.join(name);
-    std::fs::write(&path, run.trace.to_text())
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-    Ok(path.display().to_string())
+fn save(path: &Path, run: &SimRun) -> Result<(), String> {
+    std::fs::write(path, run.trace.to_text())
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
-/// A sweep. Prints progress to stderr, failures and the summary to stdout. Returns whether
-/// any seed failed.
+/// Set by the first Ctrl-C or SIGTERM: no new seed starts.
+static STOP: AtomicBool = AtomicBool::new(false);
+static SIGNALS: AtomicU32 = AtomicU32::new(0);
+
+/// Installs the Ctrl-C/SIGTERM handler: the first signal stops handing out seeds, the second
+/// abandons the running ones and exits at once (everything already reported stays on disk).
+fn install_stop_handler() {
+    let _ = ctrlc::set_handler(|| {
+        if SIGNALS.fetch_add(1, Ordering::SeqCst) == 0 {
+            STOP.store(true, Ordering::SeqCst);
+            eprintln!(
+                "\nleaselab sim: stopping — finishing the running seeds (Ctrl-C again to abandon them)"
+            );
+        } else {
+            eprintln!("\nleaselab sim: abandoned");
+            std::process::exit(Exit::Interrupted as i32);
+        }
+    });
+}
+
+/// The sweep's own folder under `--out`: one per seed range, fence, driver and shard, so a
+/// later sweep never leaves an earlier sweep's failures looking current.
+pub fn sweep_dir(out: &Path, seeds: Seeds, opts: &SimOptions, driver: Driver) -> PathBuf {
+    let mut name = format!(
+        "{}-{}-seeds-{}..{}",
+        opts.fence,
+        driver.as_str(),
+        seeds.start,
+        seeds.end
+    );
+    if seeds.shard.1 > 1 {
+        name.push_str(&format!("-shard-{}-of-{}", seeds.shard.0, seeds.shard.1));
+    }
+    out.join(name)
+}
+
+/// The command line of a sweep (written to its manifest).
+pub fn sweep_command(seeds: Seeds, opts: &SimOptions, driver: Driver) -> String {
+    let mut c = format!(
+        "leaselab sim --seeds {}..{} {}",
+        seeds.start,
+        seeds.end,
+        opts.flags(driver)
+    );
+    if seeds.shard.1 > 1 {
+        c.push_str(&format!(" --shard {}/{}", seeds.shard.0, seeds.shard.1));
+    }
+    c
+}
+
+/// Appends lines to the sweep's manifest, `MANIFEST` in its folder.
+struct Manifest {
+    path: PathBuf,
+}
+
+impl Manifest {
+    fn start(dir: &Path, command: &str) -> Result<Manifest, String> {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        // Whatever an earlier run of this same sweep left is stale now.
+        let entries =
+            std::fs::read_dir(dir).map_err(|e| format!("cannot read {}: {e}", dir.display()))?;
+        for e in entries.flatten() {
+            let p = e.path();
+            if p.extension().is_some_and(|x| x == "trace") {
+                std::fs::remove_file(&p)
+                    .map_err(|e| format!("cannot remove stale {}: {e}", p.display()))?;
+            }
+        }
+        let m = Manifest {
+            path: dir.join("MANIFEST"),
+        };
+        std::fs::write(
+            &m.path,
+            format!("# leaselab sweep manifest: every failure of this sweep, as it was found\ncommand {command}\n"),
+        )
+        .map_err(|e| format!("cannot write {}: {e}", m.path.display()))?;
+        Ok(m)
+    }
+
+    fn add(&self, line: &str) -> Result<(), String> {
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&self.path)
+            .map_err(|e| format!("cannot open {}: {e}", self.path.display()))?;
+        writeln!(f, "{line}").map_err(|e| format!("cannot write {}: {e}", self.path.display()))
+    }
+}
+
+/// Live progress on stderr, redrawn about once a second, only when stderr is a terminal.
+struct Progress {
+    on: bool,
+    started: Instant,
+    last: Option<Instant>,
+}
+
+impl Progress {
+    fn new() -> Self {
+        Progress {
+            on: std::io::stderr().is_terminal(),
+            started: Instant::now(),
+            last: None,
+        }
+    }
+
+    fn show(&mut self, t: &Tally, total: u64) {
+        if !self.on {
+            return;
+        }
+        let now = Instant::now();
+        if self.last.is_some_and(|l| now - l < Duration::from_secs(1)) && t.runs != total {
+            return;
+        }
+        self.last = Some(now);
+        let secs = (now - self.started).as_secs_f64().max(1e-3);
+        let rate = t.runs as f64 / secs;
+        let eta = if rate > 0.0 {
+            let left = (total - t.runs) as f64 / rate;
+            if left > 1e9 {
+                "never".to_string()
+            } else {
+                let s = left as u64;
+                format!("{}h{:02}m{:02}s", s / 3600, s / 60 % 60, s % 60)
+            }
+        } else {
+            "?".into()
+        };
+        eprint!(
+            "\r{}/{} seeds ({:.1}%), {:.0} seeds/s, {} failing, ETA {eta}   ",
+            t.runs,
+            total,
+            t.runs as f64 * 100.0 / total.max(1) as f64,
+            rate,
+            t.failures
+        );
+        let _ = std::io::stderr().flush();
+    }
+
+    fn finish(&self) {
+        if self.on {
+            eprintln!();
+        }
+    }
+}
+
+fn first_problem(r: &SimRun) -> String {
+    r.report
+        .violations
+        .first()
+        .map(|v| v.to_string())
+        .or_else(|| {
+            r.liveness
+                .as_ref()
+                .err()
+                .map(|e| format!("liveness failed: {e}"))
+        })
+        .unwrap_or_default()
+}
+
+/// Writes one failing seed's traces into the sweep's folder and prints each with the command
+/// that recreates it.
+fn report_failure(dir: &Path, manifest: &Manifest, f: &Failure) -> Result<(), String> {
+    let r = &f.run;
+    let seed = r.setup.seed;
+    println!("FAIL seed={seed} {}", first_problem(r));
+    let p = dir.join(format!("seed-{seed}.trace"));
+    save(&p, r)?;
+    println!(
+        "  trace: {} ({} steps, {} faults)",
+        p.display(),
+        r.trace.history.events.len(),
+        r.setup.plan.faults.len()
+    );
+    println!("    reproduce: {}", reproduce(r, Some(&p)));
+    let mut line = format!("failure seed={seed} trace={}", p.display());
+    if let Some(s) = &f.shrunk {
+        let p = dir.join(format!("seed-{seed}.shrunk.trace"));
+        save(&p, s)?;
+        println!(
+            "  shrunk: {} ({} steps, {} faults: {})",
+            p.display(),
+            s.trace.history.events.len(),
+            s.setup.plan.faults.len(),
+            s.trace.faults.join("; ")
+        );
+        println!("    reproduce: {}", reproduce(s, Some(&p)));
+        line.push_str(&format!(" shrunk={}", p.display()));
+    }
+    manifest.add(&line)
+}
+
+/// A sweep: failures are written and printed as soon as their turn comes (stdout), progress
+/// goes to stderr, the summary closes it. Returns the exit class.
 pub fn many(
     seeds: Seeds,
     opts: &SimOptions,
@@ -109,71 +340,82 @@ pub fn many(
     out: &Path,
     shrink: bool,
     jobs: usize,
-) -> Result<bool, String> {
-    let mut last_pct = u64::MAX;
-    let mut progress = |done: u64, total: u64, failing: usize| {
-        let pct = done * 100 / total.max(1);
-        if pct / 5 != last_pct / 5 || done == total {
-            last_pct = pct;
-            let bar: String = (0..20)
-                .map(|i| if i < pct / 5 { '#' } else { '.' })
-                .collect();
-            eprint!("\r[{bar}] {done}/{total} seeds, {failing} failing ");
-            let _ = std::io::stderr().flush();
-        }
+) -> Result<Exit, String> {
+    let dir = sweep_dir(out, seeds, opts, driver);
+    let command = sweep_command(seeds, opts, driver);
+    let manifest = Manifest::start(&dir, &command)?;
+    install_stop_handler();
+    let mut progress = Progress::new();
+    let mut safety = false;
+    let spec = SweepSpec {
+        seeds,
+        opts,
+        driver,
+        shrink,
+        jobs,
     };
-    let res = sweep(seeds, opts, driver, shrink, jobs, &mut progress);
-    eprintln!();
-    for f in &res.failures {
-        let r = &f.run;
-        let first = r
-            .report
-            .violations
-            .first()
-            .map(|v| v.to_string())
-            .or_else(|| {
-                r.liveness
-                    .as_ref()
-                    .err()
-                    .map(|e| format!("liveness failed: {e}"))
-            })
-            .unwrap_or_default();
-        println!("FAIL seed={} {first}", r.setup.seed);
-        println!("  reproduce: {}", r.setup.command(driver));
-        let p = save(out, &format!("seed-{}.trace", r.setup.seed), r)?;
-        println!(
-            "  trace: {p} ({} steps, {} faults)",
-            r.trace.history.events.len(),
-            r.setup.plan.faults.len()
-        );
-        if let Some(s) = &f.shrunk {
-            let p = save(out, &format!("seed-{}.shrunk.trace", r.setup.seed), s)?;
-            println!(
-                "  shrunk: {p} ({} steps, {} faults: {})",
-                s.trace.history.events.len(),
-                s.setup.plan.faults.len(),
-                s.setup
-                    .plan
-                    .faults
-                    .iter()
-                    .map(|f| f.line(&s.setup.names()))
-                    .collect::<Vec<_>>()
-                    .join("; ")
-            );
-        }
-    }
+    let end = sweep_streaming(
+        spec,
+        &STOP,
+        &mut |f| {
+            safety |= !f.run.report.violations.is_empty();
+            report_failure(&dir, &manifest, &f)
+        },
+        &mut |t, total| progress.show(t, total),
+    );
+    progress.finish();
+    let end = end?;
+    let t = &end.tally;
     println!(
-        "SUMMARY seeds={} failed={} events={} fence={} driver={}",
-        res.runs,
-        res.failures.len(),
-        res.events,
+        "SUMMARY seeds={} failed={} events={} fence={} driver={} folder={}",
+        t.runs,
+        t.failures,
+        t.events,
         opts.fence,
-        driver.as_str()
+        driver.as_str(),
+        dir.display()
     );
     let fired: Vec<String> = sometimes::ALL
         .iter()
-        .map(|n| format!("{n}={}/{}", res.runs_with.get(n), res.sometimes.get(n)))
+        .map(|n| format!("{n}={}", t.runs_with.get(n)))
         .collect();
-    println!("sometimes (runs with / total): {}", fired.join(" "));
-    Ok(!res.failures.is_empty())
+    println!(
+        "sometimes, runs in which it fired (of {}): {}",
+        t.runs,
+        fired.join(" ")
+    );
+    let occ: Vec<String> = sometimes::ALL
+        .iter()
+        .map(|n| format!("{n}={}", t.sometimes.get(n)))
+        .collect();
+    println!("sometimes, occurrences over all runs: {}", occ.join(" "));
+    let status = match end.resume_at {
+        Some(next) => {
+            let resume = sweep_command(
+                Seeds {
+                    start: next,
+                    ..seeds
+                },
+                opts,
+                driver,
+            );
+            println!("INTERRUPTED: seeds from {next} were not run; resume: {resume}");
+            format!("status interrupted resume_at={next}")
+        }
+        None => "status complete".to_string(),
+    };
+    manifest.add(&format!(
+        "summary seeds={} failed={} events={}",
+        t.runs, t.failures, t.events
+    ))?;
+    manifest.add(&status)?;
+    Ok(if end.resume_at.is_some() {
+        Exit::Interrupted
+    } else if safety {
+        Exit::Violation
+    } else if t.failures > 0 {
+        Exit::Liveness
+    } else {
+        Exit::Clean
+    })
 }

@@ -1,7 +1,10 @@
-//! `leaselab sim` end to end: exit status, reproduce commands, saved and shrunk traces,
-//! byte-identical traces for one seed under both drivers.
+//! `leaselab sim` end to end: exit status per outcome class, reproduce commands that recreate
+//! their traces byte for byte (full and shrunk, both drivers), sweeps that write their failures
+//! into a folder of their own, shards that add up to the whole range, Ctrl-C with a resume
+//! point, and clear errors for bad arguments.
 
-use std::path::PathBuf;
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn leaselab(args: &[&str]) -> (i32, String) {
@@ -21,26 +24,122 @@ fn tmp(name: &str) -> PathBuf {
     d
 }
 
-#[test]
-fn sweep_with_fence_off_reports_reproduces_and_shrinks() {
-    let dir = tmp("sweep-off");
-    let d = dir.to_string_lossy().into_owned();
-    let (code, out) = leaselab(&["sim", "--seeds", "0..20", "--fence", "off", "--out", &d]);
-    assert_eq!(code, 1, "{out}");
+/// Every (saved trace, printed reproduce command) pair of a sweep's output.
+fn printed_pairs(out: &str) -> Vec<(PathBuf, String)> {
+    let mut pairs = Vec::new();
+    let mut saved: Option<PathBuf> = None;
+    for line in out.lines() {
+        let l = line.trim_start();
+        if let Some(rest) = l
+            .strip_prefix("trace: ")
+            .or_else(|| l.strip_prefix("shrunk: "))
+        {
+            let path = rest.split(" (").next().expect("path");
+            saved = Some(PathBuf::from(path));
+        } else if let Some(cmd) = l.strip_prefix("reproduce: ") {
+            let p = saved
+                .take()
+                .unwrap_or_else(|| panic!("a reproduce line without its trace: {line}"));
+            pairs.push((p, cmd.to_string()));
+        }
+    }
+    pairs
+}
+
+/// Runs a printed command as printed (plus `--trace-out`) and compares the trace it writes
+/// with the saved one.
+fn reproduces(saved: &Path, cmd: &str, scratch: &Path) {
+    let words: Vec<&str> = cmd.split_whitespace().collect();
+    assert_eq!(words.first(), Some(&"leaselab"), "{cmd}");
+    let again = scratch.join("again.trace");
+    let mut args: Vec<&str> = words[1..].to_vec();
+    let out_arg = again.to_string_lossy().into_owned();
+    args.extend(["--quiet", "--trace-out", &out_arg]);
+    let (code, out) = leaselab(&args);
     assert!(
-        out.contains("FAIL seed=") && out.contains("I3 violated"),
+        code == 0 || code == 1 || code == 3,
+        "{cmd}: exit {code}: {out}"
+    );
+    let (a, b) = (
+        std::fs::read(saved).expect("saved trace"),
+        std::fs::read(&again).expect("trace written again"),
+    );
+    assert!(a == b, "`{cmd}` does not recreate {}", saved.display());
+}
+
+#[test]
+fn every_reproduce_command_a_sweep_prints_recreates_its_trace() {
+    for (driver, range) in [("fast", "0..40"), ("turmoil", "0..12")] {
+        let dir = tmp(&format!("repro-{driver}"));
+        let d = dir.to_string_lossy().into_owned();
+        let (code, out) = leaselab(&[
+            "sim", "--seeds", range, "--fence", "off", "--driver", driver, "--out", &d,
+        ]);
+        assert_eq!(code, 1, "{out}");
+        let pairs = printed_pairs(&out);
+        assert!(
+            pairs.iter().any(|(_, c)| c.contains("--from-trace"))
+                && pairs.iter().any(|(_, c)| c.contains("--seed ")),
+            "{driver}: both a full and a shrunk failure were printed: {out}"
+        );
+        for (saved, cmd) in &pairs {
+            reproduces(saved, cmd, &dir);
+        }
+    }
+}
+
+#[test]
+fn a_trace_runs_again_from_its_setup_under_the_other_driver() {
+    let dir = tmp("from-trace-driver");
+    std::fs::create_dir_all(&dir).expect("dir");
+    let fast = dir.join("fast.trace");
+    let (code, out) = leaselab(&[
+        "sim",
+        "--seed",
+        "4",
+        "--safety-ms",
+        "10000",
+        "--quiet",
+        "--trace-out",
+        &fast.to_string_lossy(),
+    ]);
+    assert_eq!(code, 0, "{out}");
+    let tur = dir.join("turmoil.trace");
+    let (code, out) = leaselab(&[
+        "sim",
+        "--from-trace",
+        &fast.to_string_lossy(),
+        "--driver",
+        "turmoil",
+        "--quiet",
+        "--trace-out",
+        &tur.to_string_lossy(),
+    ]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains(
+            "SEED 4 :: leaselab sim --seed 4 --fence scope --safety-ms 10000 --driver turmoil"
+        ),
         "{out}"
     );
-    assert!(out.contains("reproduce: leaselab sim --seed "), "{out}");
-    let shrunk: Vec<_> = std::fs::read_dir(&dir)
-        .expect("failure folder")
-        .filter_map(|e| e.ok())
-        .filter(|e| e.file_name().to_string_lossy().ends_with(".shrunk.trace"))
-        .collect();
-    assert!(!shrunk.is_empty());
-    let p = shrunk[0].path();
-    let (code, out) = leaselab(&["replay", &p.to_string_lossy()]);
-    assert_eq!(code, 0, "the saved shrunk trace replays: {out}");
+    let direct = dir.join("direct.trace");
+    let (code, _) = leaselab(&[
+        "sim",
+        "--seed",
+        "4",
+        "--safety-ms",
+        "10000",
+        "--driver",
+        "turmoil",
+        "--quiet",
+        "--trace-out",
+        &direct.to_string_lossy(),
+    ]);
+    assert_eq!(code, 0);
+    assert!(
+        std::fs::read(&tur).expect("t") == std::fs::read(&direct).expect("d"),
+        "the setup read back is the setup the seed derives"
+    );
 }
 
 #[test]
@@ -49,6 +148,202 @@ fn sweep_with_scope_fence_passes() {
     let (code, out) = leaselab(&["sim", "--seeds", "0..50", "--out", &dir.to_string_lossy()]);
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("SUMMARY seeds=50 failed=0"), "{out}");
+    assert!(
+        out.contains("sometimes, runs in which it fired (of 50):")
+            && out.contains("sometimes, occurrences over all runs:"),
+        "{out}"
+    );
+}
+
+fn fail_seeds(out: &str) -> BTreeSet<u64> {
+    out.lines()
+        .filter_map(|l| l.strip_prefix("FAIL seed="))
+        .filter_map(|r| r.split(' ').next()?.parse().ok())
+        .collect()
+}
+
+/// The folder a sweep writes into, from its summary line.
+fn folder(out: &str) -> PathBuf {
+    let l = out
+        .lines()
+        .find(|l| l.starts_with("SUMMARY "))
+        .expect("summary");
+    PathBuf::from(l.split("folder=").nth(1).expect("folder="))
+}
+
+#[test]
+fn a_sweep_again_into_the_same_folder_leaves_no_stale_failures() {
+    let dir = tmp("stale");
+    let d = dir.to_string_lossy().into_owned();
+    let args = [
+        "sim",
+        "--seeds",
+        "0..20",
+        "--fence",
+        "off",
+        "--no-shrink",
+        "--out",
+        &d,
+    ];
+    let (_, out) = leaselab(&args);
+    let f = folder(&out);
+    std::fs::write(f.join("seed-999.trace"), "stale").expect("plant");
+    let (code, out) = leaselab(&args);
+    assert_eq!(code, 1, "{out}");
+    let on_disk: BTreeSet<String> = std::fs::read_dir(&f)
+        .expect("folder")
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".trace"))
+        .collect();
+    let manifest = std::fs::read_to_string(f.join("MANIFEST")).expect("manifest");
+    let listed: BTreeSet<String> = manifest
+        .lines()
+        .filter_map(|l| l.split("trace=").nth(1))
+        .map(|p| {
+            Path::new(p.split(' ').next().expect("path"))
+                .file_name()
+                .expect("name")
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    assert_eq!(
+        on_disk, listed,
+        "only this sweep's failures are in its folder"
+    );
+    assert!(
+        manifest.lines().any(|l| l == "status complete"),
+        "{manifest}"
+    );
+    let other = leaselab(&["sim", "--seeds", "20..40", "--fence", "off", "--out", &d]).1;
+    assert_ne!(folder(&other), f, "another range gets a folder of its own");
+}
+
+#[test]
+fn shards_of_a_range_find_exactly_the_failures_of_the_whole_range() {
+    let dir = tmp("shards");
+    let d = dir.to_string_lossy().into_owned();
+    let run = |shard: &str| {
+        let (_, out) = leaselab(&[
+            "sim",
+            "--seeds",
+            "0..90",
+            "--fence",
+            "off",
+            "--no-shrink",
+            "--shard",
+            shard,
+            "--out",
+            &d,
+        ]);
+        out
+    };
+    let whole = run("0/1");
+    let whole_dir = folder(&whole);
+    let mut union = BTreeSet::new();
+    for k in 0..3 {
+        let out = run(&format!("{k}/3"));
+        let seeds = fail_seeds(&out);
+        for s in &seeds {
+            assert_eq!(s % 3, k, "shard {k}/3 ran seed {s}");
+            let name = format!("seed-{s}.trace");
+            assert!(
+                std::fs::read(folder(&out).join(&name)).expect("shard trace")
+                    == std::fs::read(whole_dir.join(&name)).expect("whole trace"),
+                "{name}: same bytes from the shard and the whole range"
+            );
+        }
+        union.extend(seeds);
+    }
+    let expected = fail_seeds(&whole);
+    assert!(!expected.is_empty());
+    assert_eq!(union, expected);
+}
+
+#[cfg(unix)]
+#[test]
+fn ctrl_c_leaves_the_failures_found_a_summary_and_the_resume_point() {
+    use std::io::Read as _;
+    let dir = tmp("interrupt");
+    let d = dir.to_string_lossy().into_owned();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_leaselab"))
+        .args([
+            "sim",
+            "--seeds",
+            "0..",
+            "--fence",
+            "off",
+            "--no-shrink",
+            "--out",
+            &d,
+        ])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("starts");
+    let manifest = dir.join("off-fast-seeds-0..18446744073709551615/MANIFEST");
+    let found_some = (0..600).any(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        std::fs::read_to_string(&manifest).is_ok_and(|m| m.matches("failure ").count() >= 3)
+    });
+    assert!(found_some, "the sweep wrote failures while running");
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(status.success());
+    let code = child.wait().expect("exits").code();
+    let mut out = String::new();
+    child
+        .stdout
+        .take()
+        .expect("stdout")
+        .read_to_string(&mut out)
+        .expect("read");
+    assert_eq!(code, Some(5), "interrupted: {out}");
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("INTERRUPTED: seeds from "))
+        .unwrap_or_else(|| panic!("no resume point: {out}"));
+    let next: u64 = line["INTERRUPTED: seeds from ".len()..]
+        .split(' ')
+        .next()
+        .and_then(|n| n.parse().ok())
+        .expect("seed");
+    assert!(
+        line.contains(&format!(
+            "resume: leaselab sim --seeds {next}..18446744073709551615 --fence off"
+        )),
+        "{line}"
+    );
+    assert!(out.contains(&format!("SUMMARY seeds={next} ")), "{out}");
+    let m = std::fs::read_to_string(&manifest).expect("manifest");
+    assert!(
+        m.contains(&format!("status interrupted resume_at={next}")),
+        "{m}"
+    );
+    // Exactly the failures of the seeds before the resume point were written.
+    let (_, again) = leaselab(&[
+        "sim",
+        "--seeds",
+        &format!("0..{next}"),
+        "--fence",
+        "off",
+        "--no-shrink",
+        "--out",
+        &d,
+    ]);
+    assert_eq!(fail_seeds(&out), fail_seeds(&again));
+    for s in fail_seeds(&out) {
+        assert!(
+            manifest
+                .parent()
+                .expect("dir")
+                .join(format!("seed-{s}.trace"))
+                .exists(),
+            "seed {s}"
+        );
+    }
 }
 
 #[test]
@@ -79,11 +374,77 @@ fn one_seed_twice_gives_identical_trace_files_under_both_drivers() {
 }
 
 #[test]
+fn exit_status_says_which_check_failed() {
+    // Liveness only: no faults heal into a phase too short for any write.
+    let (code, out) = leaselab(&[
+        "sim",
+        "--seed",
+        "1",
+        "--faults",
+        "none",
+        "--safety-ms",
+        "1",
+        "--liveness-ms",
+        "1",
+        "--quiet",
+    ]);
+    assert_eq!(code, 3, "{out}");
+    assert!(out.contains("LIVENESS FAILED"), "{out}");
+    let (code, out) = leaselab(&["sim", "--seed", "3", "--fence", "off", "--quiet"]);
+    assert_eq!(code, 1, "{out}");
+}
+
+#[test]
 fn bad_arguments_are_clear_errors() {
-    let (code, _) = leaselab(&["sim", "--seeds", "5..2"]);
-    assert_eq!(code, 2);
-    let (code, _) = leaselab(&["sim", "--seeds", "0..2", "--shard", "3/3"]);
-    assert_eq!(code, 2);
-    let (code, _) = leaselab(&["sim", "--seed", "1", "--faults", "pause,meteor"]);
-    assert_eq!(code, 2);
+    for args in [
+        &["sim", "--seeds", "5..2"][..],
+        &["sim", "--seeds", "0..2", "--shard", "3/3"],
+        &["sim", "--seed", "1", "--faults", "pause,meteor"],
+        &["sim", "--seed", "1", "--faults", ""],
+        &["sim", "--seed", "1", "--faults", "all,pause"],
+        &["sim", "--seed", "1", "--tick-ms", "0"],
+        &["sim", "--seed", "1", "--holders", "0"],
+        &["sim", "--seed", "1", "--fence", "sometimes"],
+        &["sim", "--from-trace", "x.trace", "--fence", "off"],
+        &["sim", "--from-trace", "/nonexistent/x.trace"],
+        &["lab", "--backend", "oracle"],
+    ] {
+        let (code, out) = leaselab(args);
+        assert_eq!(code, 2, "{args:?}: {out}");
+    }
+}
+
+#[test]
+fn a_setup_line_that_cannot_be_read_names_file_line_and_field() {
+    let dir = tmp("bad-setup");
+    std::fs::create_dir_all(&dir).expect("dir");
+    let good = dir.join("good.trace");
+    leaselab(&[
+        "sim",
+        "--seed",
+        "2",
+        "--safety-ms",
+        "2000",
+        "--quiet",
+        "--trace-out",
+        &good.to_string_lossy(),
+    ]);
+    let text = std::fs::read_to_string(&good).expect("trace");
+    let bad = dir.join("bad.trace");
+    std::fs::write(&bad, text.replacen("retry_ms=", "retry_ms=soon", 1)).expect("w");
+    let out = Command::new(env!("CARGO_BIN_EXE_leaselab"))
+        .args(["sim", "--from-trace", &bad.to_string_lossy()])
+        .output()
+        .expect("runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2));
+    let line = text
+        .lines()
+        .position(|l| l.starts_with("setup holder"))
+        .expect("holder line")
+        + 1;
+    assert!(
+        err.contains(&format!("bad.trace:{line}: field `retry_ms`")),
+        "{err}"
+    );
 }

@@ -7,6 +7,7 @@ use std::str::FromStr;
 
 /// How the resource decides whether to accept a write.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum FenceMode {
     /// The source design: one conditional `UPDATE fence_floor SET max_token = t WHERE scope = s
     /// AND max_token <= t` in the write's transaction, holding the floor row lock until commit.
@@ -54,6 +55,7 @@ impl FenceMode {
 
 /// What survives a crash of the lease database.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum LeaseDurability {
     /// WAL-logged, `synchronous_commit = on`: every acknowledged token survives (the source).
     Logged,
@@ -74,6 +76,7 @@ impl LeaseDurability {
 
 /// How the side-effect publisher (F9) deduplicates.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum PublishMode {
     /// `INSERT … ON CONFLICT DO NOTHING` by business key: keeps the first to arrive.
     BusinessKey,

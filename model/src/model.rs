@@ -687,6 +687,7 @@ pub struct LedgerEntry {
 /// A deliberately wrong database rule, switched on only by the negative controls of the
 /// differential (never by a trace): each must make the model diverge from PostgreSQL.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum WrongRule {
     /// A plain `UPDATE … WHERE …` waits for a locked row before evaluating its WHERE.
     UpdateWaitsBeforeWhere,

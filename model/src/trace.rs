@@ -42,6 +42,9 @@ pub struct Trace {
     pub seed: u64,
     /// Database configuration.
     pub config: Config,
+    /// Setup lines (settings a simulation run was made from), kept verbatim (`key=value`
+    /// words); the simulation defines and parses them (`leaselab sim --from-trace`).
+    pub setup: Vec<String>,
     /// Fault plan lines, kept verbatim (`key=value` words); the simulation defines them.
     pub faults: Vec<String>,
     /// The checks this history is expected to violate, in canonical order; empty means all hold.
@@ -348,6 +351,7 @@ impl Trace {
             title: String::new(),
             seed: 0,
             config,
+            setup: Vec::new(),
             faults: Vec::new(),
             expect: Vec::new(),
             history,
@@ -364,6 +368,9 @@ impl Trace {
         }
         let _ = writeln!(s, "seed {}", self.seed);
         let _ = writeln!(s, "config {}", config_text(&self.config));
+        for l in &self.setup {
+            let _ = writeln!(s, "setup {l}");
+        }
         for f in &self.faults {
             let _ = writeln!(s, "fault {f}");
         }
@@ -466,6 +473,7 @@ impl<'f> Parser<'f> {
         let mut title = String::new();
         let mut seed = None;
         let mut config = None;
+        let mut setup = Vec::new();
         let mut faults = Vec::new();
         let mut expect = None;
         let mut in_events = false;
@@ -512,6 +520,7 @@ impl<'f> Parser<'f> {
                 "title" => title = rest.to_string(),
                 "seed" => seed = Some(self.num(n, "seed", rest)?),
                 "config" => config = Some(self.config(n, rest)?),
+                "setup" => setup.push(rest.to_string()),
                 "fault" => faults.push(rest.to_string()),
                 "expect" => {
                     let v = if rest == "ok" {
@@ -524,7 +533,7 @@ impl<'f> Parser<'f> {
                 "events" => in_events = true,
                 "" => {}
                 other => {
-                    return Err(self.err(n, other, "unknown header line (expected name, title, seed, config, fault, expect or events)"))
+                    return Err(self.err(n, other, "unknown header line (expected name, title, seed, config, setup, fault, expect or events)"))
                 }
             }
         }
@@ -536,6 +545,7 @@ impl<'f> Parser<'f> {
             title,
             seed: seed.ok_or_else(|| self.err(0, "seed", "missing `seed` line"))?,
             config: config.ok_or_else(|| self.err(0, "config", "missing `config` line"))?,
+            setup,
             faults,
             expect: expect.ok_or_else(|| self.err(0, "expect", "missing `expect` line"))?,
             history,

@@ -35,8 +35,10 @@ impl Point {
 
 /// The kinds a run can switch on (`--faults LIST`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum FaultKind {
     /// Pause a holder at a code point.
+    #[cfg_attr(feature = "clap", value(name = "pause"))]
     PausePoint,
     /// Pause a holder at a time.
     PauseTime,
@@ -235,81 +237,6 @@ impl Fault {
             Fault::Skew { .. } => FaultKind::Skew,
             Fault::Step { .. } => FaultKind::Step,
             Fault::Crash { .. } => FaultKind::Crash,
-        }
-    }
-
-    /// The text of the fault's trace line, with holder names resolved.
-    pub fn line(&self, names: &[String]) -> String {
-        let h = |i: &usize| {
-            names
-                .get(*i)
-                .cloned()
-                .unwrap_or_else(|| format!("holder-{i}"))
-        };
-        match self {
-            Fault::PauseAtPoint {
-                holder,
-                point,
-                nth,
-                dur_ms,
-                kind,
-            } => format!(
-                "pause holder={} point={} nth={nth} dur_ms={dur_ms} kind={}",
-                h(holder),
-                point.as_str(),
-                kind.as_str()
-            ),
-            Fault::PauseAtTime {
-                holder,
-                at_ms,
-                dur_ms,
-                kind,
-            } => format!(
-                "pause holder={} at_ms={at_ms} dur_ms={dur_ms} kind={}",
-                h(holder),
-                kind.as_str()
-            ),
-            Fault::Partition {
-                holder,
-                db,
-                at_ms,
-                dur_ms,
-            } => format!(
-                "partition holder={} db={} at_ms={at_ms} dur_ms={dur_ms}",
-                h(holder),
-                db.as_str()
-            ),
-            Fault::Delay {
-                holder,
-                db,
-                at_ms,
-                dur_ms,
-                extra_ms,
-            } => format!(
-                "delay holder={} db={} at_ms={at_ms} dur_ms={dur_ms} extra_ms={extra_ms}",
-                h(holder),
-                db.as_str()
-            ),
-            Fault::Skew {
-                holder,
-                offset_ms,
-                ppm,
-            } => {
-                format!("skew holder={} offset_ms={offset_ms} ppm={ppm}", h(holder))
-            }
-            Fault::Step {
-                holder,
-                at_ms,
-                delta_ms,
-            } => {
-                format!(
-                    "step holder={} at_ms={at_ms} delta_ms={delta_ms}",
-                    h(holder)
-                )
-            }
-            Fault::Crash { db, at_ms, down_ms } => {
-                format!("crash db={} at_ms={at_ms} down_ms={down_ms}", db.as_str())
-            }
         }
     }
 

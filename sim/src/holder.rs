@@ -14,7 +14,7 @@ use crate::faults::Point;
 use leaselab_model::{ConnId, DbName, Holder, LeaseName, Millis, Op, Outcome, Part, Scope, Token};
 
 /// Parameters of a holder.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HolderCfg {
     /// Name (the actor in the history).
     pub name: Holder,

@@ -22,6 +22,7 @@
 //! - [`clock`]: per-node clocks (offset, skew, steps, freeze).
 //! - [`faults`]: fault kinds, swarm plans from a seed.
 //! - [`scenario`]: options, derived setup, run results, liveness.
+//! - [`setup_text`]: a run's setup as trace header lines and back (`--from-trace`).
 //! - [`sweep`]: seed ranges, shards, shrinking.
 
 pub mod clock;
@@ -30,6 +31,7 @@ pub mod faults;
 pub mod holder;
 pub mod host;
 pub mod scenario;
+pub mod setup_text;
 pub mod sweep;
 pub mod turmoil_driver;
 

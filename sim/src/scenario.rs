@@ -12,6 +12,7 @@ use rand_chacha::ChaCha8Rng;
 
 /// Which driver runs the holders.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Driver {
     /// The discrete-event loop (fast sweeps).
     Fast,
@@ -55,6 +56,43 @@ pub struct SimOptions {
     pub tick_ms: u64,
 }
 
+impl SimOptions {
+    /// The command-line flags that set these options (`--fence` always; the others only when
+    /// they differ from the defaults).
+    pub fn flags(&self, driver: Driver) -> String {
+        let d = SimOptions::default();
+        let mut c = format!("--fence {}", self.fence);
+        if self.holders != d.holders {
+            c.push_str(&format!(" --holders {}", self.holders));
+        }
+        if self.faults != d.faults {
+            let k: Vec<&str> = self.faults.iter().map(|k| k.as_str()).collect();
+            let list = if k.is_empty() {
+                "none".into()
+            } else {
+                k.join(",")
+            };
+            c.push_str(&format!(" --faults {list}"));
+        }
+        if self.lease_table != d.lease_table {
+            c.push_str(&format!(" --lease-table {}", self.lease_table));
+        }
+        if self.safety_ms != d.safety_ms {
+            c.push_str(&format!(" --safety-ms {}", self.safety_ms));
+        }
+        if self.liveness_ms != d.liveness_ms {
+            c.push_str(&format!(" --liveness-ms {}", self.liveness_ms));
+        }
+        if driver == Driver::Turmoil {
+            c.push_str(" --driver turmoil");
+        }
+        if self.tick_ms != d.tick_ms {
+            c.push_str(&format!(" --tick-ms {}", self.tick_ms));
+        }
+        c
+    }
+}
+
 impl Default for SimOptions {
     /// The standard scenario: 2 holders, the source's TTL/renew/margin, 50 s of faults then
     /// 10 s to recover (60 s virtual), every fault kind available to the swarm.
@@ -75,7 +113,7 @@ impl Default for SimOptions {
 }
 
 /// Everything a run derives from its seed.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Setup {
     /// The seed.
     pub seed: u64,
@@ -150,69 +188,38 @@ impl Setup {
         self.holders.iter().map(|h| h.name.to_string()).collect()
     }
 
-    /// Every derived setting, one per line (printed at start, written to the trace).
-    pub fn settings(&self, driver: Driver) -> Vec<String> {
-        let o = &self.opts;
-        let kinds: Vec<&str> = self.plan.kinds.iter().map(|k| k.as_str()).collect();
-        let mut v = vec![format!(
-            "sim driver={} holders={} safety_ms={} liveness_ms={} ttl_ms={} renew_ms={} margin_ms={} latency_ms={}..{} swarm={}",
-            driver.as_str(),
-            o.holders,
-            o.safety_ms,
-            o.liveness_ms,
-            o.ttl_ms,
-            o.renew_ms,
-            o.margin_ms,
-            self.latency_ms.0,
-            self.latency_ms.1,
-            if kinds.is_empty() { "none".to_string() } else { kinds.join(",") }
-        )];
-        for h in &self.holders {
-            v.push(format!(
-                "holder name={} start_ms={} retry_ms={} job_gap_ms={} rpc_timeout_ms={}",
-                h.name, h.start_ms, h.retry_ms, h.job_gap_ms, h.rpc_timeout_ms
-            ));
-        }
-        let names = self.names();
-        v.extend(self.plan.faults.iter().map(|f| f.line(&names)));
-        v
+    /// Whether this setup is exactly what its seed derives under its options — then
+    /// `leaselab sim --seed …` reproduces it; otherwise (a shrunk or edited plan) only the trace
+    /// file does (`leaselab sim --from-trace FILE`).
+    pub fn derivable(&self) -> bool {
+        Setup::derive(self.seed, &self.opts) == *self
     }
 
-    /// The command that reproduces this run.
-    pub fn command(&self, driver: Driver) -> String {
+    /// The `leaselab sim --seed …` command that re-derives this setup, or `None` when the seed
+    /// does not derive it (see [`Setup::derivable`]). Options at their defaults are left out.
+    pub fn command(&self, driver: Driver) -> Option<String> {
+        if !self.derivable() {
+            return None;
+        }
         let o = &self.opts;
         let d = SimOptions::default();
-        let mut c = format!("leaselab sim --seed {} --fence {}", self.seed, o.fence);
-        if o.holders != d.holders {
-            c.push_str(&format!(" --holders {}", o.holders));
+        if o.ttl_ms != d.ttl_ms || o.renew_ms != d.renew_ms || o.margin_ms != d.margin_ms {
+            // Not options of the command line: only the trace file carries them.
+            return None;
         }
-        if o.faults != d.faults {
-            let k: Vec<&str> = o.faults.iter().map(|k| k.as_str()).collect();
-            c.push_str(&format!(
-                " --faults {}",
-                if k.is_empty() {
-                    "none".into()
-                } else {
-                    k.join(",")
-                }
-            ));
+        let c = format!("leaselab sim --seed {} {}", self.seed, o.flags(driver));
+        Some(c)
+    }
+
+    /// The trace's title: the command that re-derives the run, or what the file itself is.
+    pub fn title(&self, driver: Driver) -> String {
+        match self.command(driver) {
+            Some(c) => c,
+            None => format!(
+                "seed {} with an edited (shrunk) setup: run it with leaselab sim --from-trace <this file>",
+                self.seed
+            ),
         }
-        if o.lease_table != d.lease_table {
-            c.push_str(&format!(" --lease-table {}", o.lease_table));
-        }
-        if o.safety_ms != d.safety_ms {
-            c.push_str(&format!(" --safety-ms {}", o.safety_ms));
-        }
-        if o.liveness_ms != d.liveness_ms {
-            c.push_str(&format!(" --liveness-ms {}", o.liveness_ms));
-        }
-        if driver == Driver::Turmoil {
-            c.push_str(" --driver turmoil");
-            if o.tick_ms != d.tick_ms {
-                c.push_str(&format!(" --tick-ms {}", o.tick_ms));
-            }
-        }
-        c
     }
 }
 
@@ -277,9 +284,10 @@ pub fn finish(setup: Setup, driver: Driver, history: History, stats: Vec<HolderS
     let report = leaselab_checkers::check_with(&history, &facts);
     let live = liveness(&facts, setup.opts.safety_ms, setup.opts.liveness_ms);
     let mut trace = Trace::new(&format!("sim-{}", setup.seed), setup.config(), history);
-    trace.title = setup.command(driver);
+    trace.title = setup.title(driver);
     trace.seed = setup.seed;
-    trace.faults = setup.settings(driver);
+    trace.setup = setup.setup_lines(driver);
+    trace.faults = setup.fault_lines();
     trace.expect = report.verdict();
     SimRun {
         setup,

@@ -8,8 +8,10 @@ use crate::faults::FaultPlan;
 use crate::run_setup;
 use crate::scenario::{Driver, Setup, SimOptions, SimRun};
 use leaselab_checkers::sometimes::Counts;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::mpsc;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{mpsc, Condvar, Mutex};
+use std::time::Duration;
 
 /// Which seeds a sweep runs: `range`, every `of`-th from `index` (`--shard index/of`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -23,15 +25,36 @@ pub struct Seeds {
 }
 
 impl Seeds {
-    /// Every seed in `start..end` that belongs to the shard.
-    pub fn iter(self) -> impl Iterator<Item = u64> {
-        let (k, n) = (self.shard.0, self.shard.1.max(1));
-        (self.start..self.end).filter(move |s| s % n == k % n)
+    fn step(self) -> u64 {
+        self.shard.1.max(1)
     }
 
-    /// How many seeds the shard runs.
+    /// The shard's first seed in the range.
+    fn first(self) -> Option<u64> {
+        let n = self.step();
+        let k = self.shard.0 % n;
+        let r = self.start % n;
+        let s = self.start.checked_add((k + n - r) % n)?;
+        (s < self.end).then_some(s)
+    }
+
+    /// How many seeds the shard runs (computed, not counted: ranges may be huge).
     pub fn count(self) -> u64 {
-        self.iter().count() as u64
+        match self.first() {
+            Some(f) => (self.end - 1 - f) / self.step() + 1,
+            None => 0,
+        }
+    }
+
+    /// The shard's `i`-th seed (0-based).
+    pub fn nth(self, i: u64) -> Option<u64> {
+        let s = self.first()?.checked_add(i.checked_mul(self.step())?)?;
+        (s < self.end).then_some(s)
+    }
+
+    /// Every seed in `start..end` that belongs to the shard, lazily.
+    pub fn iter(self) -> impl Iterator<Item = u64> {
+        (0..self.count()).filter_map(move |i| self.nth(i))
     }
 }
 
@@ -44,7 +67,22 @@ pub struct Failure {
     pub shrunk: Option<SimRun>,
 }
 
-/// What a sweep found.
+/// Running totals of a sweep, over the seeds folded so far (in seed order).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Tally {
+    /// Seeds run.
+    pub runs: u64,
+    /// Seeds that failed a check.
+    pub failures: u64,
+    /// Events recorded over all runs.
+    pub events: u64,
+    /// Occurrences: the sum of each `sometimes` property's count over all runs.
+    pub sometimes: Counts,
+    /// Runs in which each `sometimes` property fired at least once.
+    pub runs_with: Counts,
+}
+
+/// What a sweep found, failures collected (for small ranges and tests; the CLI streams them).
 #[derive(Clone, Debug, Default)]
 pub struct SweepResult {
     /// Seeds run.
@@ -57,6 +95,16 @@ pub struct SweepResult {
     pub runs_with: Counts,
     /// Events recorded over all runs.
     pub events: u64,
+}
+
+/// How a streamed sweep ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SweepEnd {
+    /// Totals over every seed covered.
+    pub tally: Tally,
+    /// The first seed of the shard *not* covered when the sweep was stopped (`--seeds N..`
+    /// resumes there); `None` when every seed ran.
+    pub resume_at: Option<u64>,
 }
 
 /// What one seed contributes to a sweep (a passing run keeps only its counts).
@@ -81,10 +129,121 @@ fn run_one(seed: u64, opts: &SimOptions, driver: Driver, shrink_failures: bool) 
     }
 }
 
-/// Runs every seed on `jobs` worker threads; `progress(done, total, failures)` is called on
-/// the calling thread after each run. Seeds are independent and each is deterministic, and the
-/// results are folded in seed order, so the result is the same for any `jobs`: only the
-/// wall time changes.
+/// What a streamed sweep runs.
+#[derive(Clone, Copy, Debug)]
+pub struct SweepSpec<'a> {
+    /// The seeds.
+    pub seeds: Seeds,
+    /// The options every seed runs with.
+    pub opts: &'a SimOptions,
+    /// The driver.
+    pub driver: Driver,
+    /// Shrink each failing seed.
+    pub shrink: bool,
+    /// Worker threads.
+    pub jobs: usize,
+}
+
+/// Runs a sweep in bounded memory: seeds are handed out lazily, workers run at most a window of
+/// seeds ahead of the oldest unfinished one, and results are folded in seed order — so the
+/// result does not depend on `jobs`, and `on_failure` sees each failing seed (in seed order) as
+/// soon as every earlier seed is done. `progress` is called after each folded seed. When `stop`
+/// becomes true, no new seed starts, the running ones finish, and [`SweepEnd::resume_at`] names
+/// the first seed not covered. An error from `on_failure` stops the sweep and is returned.
+pub fn sweep_streaming(
+    spec: SweepSpec<'_>,
+    stop: &AtomicBool,
+    on_failure: &mut dyn FnMut(Failure) -> Result<(), String>,
+    progress: &mut dyn FnMut(&Tally, u64),
+) -> Result<SweepEnd, String> {
+    let SweepSpec {
+        seeds,
+        opts,
+        driver,
+        shrink,
+        jobs,
+    } = spec;
+    let total = seeds.count();
+    let jobs = jobs.max(1);
+    let window = (jobs as u64 * 16).max(64);
+    let next = AtomicU64::new(0);
+    // The number of seeds folded so far: workers wait rather than run too far ahead of it.
+    let folded_gate = (Mutex::new(0u64), Condvar::new());
+    let (tx, rx) = mpsc::channel::<(u64, SeedResult)>();
+    let mut tally = Tally::default();
+    let mut folded = 0u64;
+    let mut error: Option<String> = None;
+    std::thread::scope(|scope| {
+        for _ in 0..jobs {
+            let tx = tx.clone();
+            let (next, gate) = (&next, &folded_gate);
+            scope.spawn(move || loop {
+                if stop.load(Ordering::SeqCst) {
+                    break;
+                }
+                let i = next.fetch_add(1, Ordering::SeqCst);
+                let Some(seed) = (i < total).then(|| seeds.nth(i)).flatten() else {
+                    break;
+                };
+                {
+                    let mut f = gate.0.lock().unwrap_or_else(|p| p.into_inner());
+                    while i >= *f + window && !stop.load(Ordering::SeqCst) {
+                        f = gate
+                            .1
+                            .wait_timeout(f, Duration::from_millis(50))
+                            .unwrap_or_else(|p| p.into_inner())
+                            .0;
+                    }
+                }
+                if stop.load(Ordering::SeqCst) {
+                    break;
+                }
+                if tx.send((i, run_one(seed, opts, driver, shrink))).is_err() {
+                    break;
+                }
+            });
+        }
+        drop(tx);
+        let mut pending: BTreeMap<u64, SeedResult> = BTreeMap::new();
+        for (i, r) in rx {
+            pending.insert(i, r);
+            while let Some(r) = pending.remove(&folded) {
+                folded += 1;
+                tally.runs += 1;
+                tally.events += r.events;
+                tally.sometimes.add(&r.sometimes);
+                for (k, v) in &r.sometimes.0 {
+                    if *v > 0 {
+                        *tally.runs_with.0.entry(k).or_insert(0) += 1;
+                    }
+                }
+                if let Some(f) = r.failure {
+                    tally.failures += 1;
+                    if error.is_none() {
+                        if let Err(e) = on_failure(f) {
+                            error = Some(e);
+                            stop.store(true, Ordering::SeqCst);
+                        }
+                    }
+                }
+                progress(&tally, total);
+            }
+            *folded_gate.0.lock().unwrap_or_else(|p| p.into_inner()) = folded;
+            folded_gate.1.notify_all();
+        }
+    });
+    if let Some(e) = error {
+        return Err(e);
+    }
+    Ok(SweepEnd {
+        tally,
+        resume_at: (folded < total).then(|| seeds.nth(folded)).flatten(),
+    })
+}
+
+/// Runs every seed on `jobs` worker threads and collects the failures; `progress(done, total,
+/// failures)` is called on the calling thread after each seed. The result is the same for any
+/// `jobs`: only the wall time changes. For long ranges use [`sweep_streaming`].
 pub fn sweep(
     seeds: Seeds,
     opts: &SimOptions,
@@ -93,50 +252,35 @@ pub fn sweep(
     jobs: usize,
     progress: &mut dyn FnMut(u64, u64, usize),
 ) -> SweepResult {
-    let list: Vec<u64> = seeds.iter().collect();
-    let total = list.len() as u64;
-    let jobs = jobs.clamp(1, list.len().max(1));
-    let mut slots: Vec<Option<SeedResult>> = Vec::new();
-    slots.resize_with(list.len(), || None);
-    let next = AtomicUsize::new(0);
-    let (tx, rx) = mpsc::channel::<(usize, SeedResult)>();
-    std::thread::scope(|scope| {
-        for _ in 0..jobs {
-            let tx = tx.clone();
-            let (list, next) = (&list, &next);
-            scope.spawn(move || loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(&seed) = list.get(i) else { break };
-                if tx
-                    .send((i, run_one(seed, opts, driver, shrink_failures)))
-                    .is_err()
-                {
-                    break;
-                }
-            });
-        }
-        drop(tx);
-        let (mut done, mut failing) = (0u64, 0usize);
-        for (i, r) in rx {
-            done += 1;
-            failing += usize::from(r.failure.is_some());
-            slots[i] = Some(r);
-            progress(done, total, failing);
-        }
-    });
-    let mut res = SweepResult::default();
-    for r in slots.into_iter().flatten() {
-        res.runs += 1;
-        res.events += r.events;
-        res.sometimes.add(&r.sometimes);
-        for (k, v) in &r.sometimes.0 {
-            if *v > 0 {
-                *res.runs_with.0.entry(k).or_insert(0) += 1;
-            }
-        }
-        res.failures.extend(r.failure);
+    let mut failures = Vec::new();
+    let spec = SweepSpec {
+        seeds,
+        opts,
+        driver,
+        shrink: shrink_failures,
+        jobs,
+    };
+    let end = sweep_streaming(
+        spec,
+        &AtomicBool::new(false),
+        &mut |f| {
+            failures.push(f);
+            Ok(())
+        },
+        &mut |t, total| progress(t.runs, total, t.failures as usize),
+    );
+    let tally = match end {
+        Ok(e) => e.tally,
+        // `on_failure` above never fails.
+        Err(_) => Tally::default(),
+    };
+    SweepResult {
+        runs: tally.runs,
+        failures,
+        sometimes: tally.sometimes,
+        runs_with: tally.runs_with,
+        events: tally.events,
     }
-    res
 }
 
 /// Worker threads for a sweep when the user does not say: one per core.
@@ -170,14 +314,15 @@ fn violation_end(run: &SimRun, target: &str) -> Option<u64> {
     Some(e.at.0 + 1)
 }
 
-/// Shrinks a failing run (always with the fast driver) to a smaller one failing the same check.
+/// Shrinks a failing run, with the driver that found it, to a smaller one failing the same
+/// check.
 pub fn shrink(run: &SimRun) -> SimRun {
     let Some(target) = run.first_failure() else {
         return run.clone();
     };
     let mut best = run.clone();
     let attempt = |setup: Setup| -> Option<SimRun> {
-        let r = run_setup(setup, Driver::Fast);
+        let r = run_setup(setup, run.driver);
         still_fails(&r, &target).then_some(r)
     };
     let mut budget = 400;

@@ -119,7 +119,7 @@ fn scope_fence_holds_over_many_seeds() {
         .map(|f| {
             format!(
                 "{}: {:?} {:?}",
-                f.run.setup.command(Driver::Fast),
+                f.run.setup.title(Driver::Fast),
                 f.run.report.violations.first(),
                 f.run.liveness
             )

@@ -1,0 +1,167 @@
+//! The argument set of a simulation run, shared by every command that runs seeds (`sim`,
+//! `diff --sim-seeds`), so that the same seed and the same flags mean the same run everywhere.
+
+use clap::builder::PossibleValue;
+use clap::ValueEnum;
+use leaselab_model::{FenceMode, LeaseDurability};
+use leaselab_sim::{Driver, FaultKind, SimOptions};
+use std::sync::LazyLock;
+
+/// How a run is set up; everything else comes from the seed.
+#[derive(clap::Args, Clone, Debug, PartialEq, Eq)]
+pub struct RunArgs {
+    /// The resource's fence.
+    #[arg(long, value_enum, default_value_t = SimOptions::default().fence)]
+    pub fence: FenceMode,
+    /// Number of holders.
+    #[arg(long, default_value_t = SimOptions::default().holders as u64,
+          value_parser = clap::value_parser!(u64).range(1..=26))]
+    pub holders: u64,
+    /// Fault kinds the swarm may switch on: `all`, `none`, or a comma list of kinds.
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "all")]
+    pub faults: Vec<FaultsArg>,
+    /// Lease table durability (`unlogged`: the negative control for I2).
+    #[arg(long, value_enum, default_value_t = SimOptions::default().lease_table)]
+    pub lease_table: LeaseDurability,
+    /// Safety phase length (faults active), virtual ms.
+    #[arg(long, default_value_t = SimOptions::default().safety_ms,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub safety_ms: u64,
+    /// Liveness phase length after the faults heal, virtual ms (0: no liveness check).
+    #[arg(long, default_value_t = SimOptions::default().liveness_ms)]
+    pub liveness_ms: u64,
+    /// turmoil's tick, ms (turmoil driver only).
+    #[arg(long, default_value_t = SimOptions::default().tick_ms,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub tick_ms: u64,
+}
+
+impl RunArgs {
+    /// The simulation's options.
+    pub fn options(&self) -> Result<SimOptions, String> {
+        Ok(SimOptions {
+            fence: self.fence,
+            lease_table: self.lease_table,
+            holders: usize::try_from(self.holders).map_err(|e| format!("--holders: {e}"))?,
+            faults: fault_kinds(&self.faults)?,
+            safety_ms: self.safety_ms,
+            liveness_ms: self.liveness_ms,
+            tick_ms: self.tick_ms,
+            ..SimOptions::default()
+        })
+    }
+
+    /// The argument ids, for `conflicts_with_all` where a run is set up otherwise.
+    pub const IDS: [&'static str; 7] = [
+        "fence",
+        "holders",
+        "faults",
+        "lease_table",
+        "safety_ms",
+        "liveness_ms",
+        "tick_ms",
+    ];
+}
+
+/// The driver, `fast` unless given.
+pub fn driver_or_fast(d: Option<Driver>) -> Driver {
+    d.unwrap_or(Driver::Fast)
+}
+
+/// One word of `--faults`: a kind, or `all` / `none`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FaultsArg {
+    /// Every kind.
+    All,
+    /// No faults at all.
+    None,
+    /// One kind.
+    Kind(FaultKind),
+}
+
+static FAULTS_ARGS: LazyLock<Vec<FaultsArg>> = LazyLock::new(|| {
+    let mut v = vec![FaultsArg::All, FaultsArg::None];
+    v.extend(FaultKind::ALL.into_iter().map(FaultsArg::Kind));
+    v
+});
+
+impl ValueEnum for FaultsArg {
+    fn value_variants<'a>() -> &'a [Self] {
+        &FAULTS_ARGS
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        match self {
+            FaultsArg::All => Some(PossibleValue::new("all").help("Every kind")),
+            FaultsArg::None => Some(PossibleValue::new("none").help("No faults")),
+            FaultsArg::Kind(k) => k.to_possible_value(),
+        }
+    }
+}
+
+/// The kinds a `--faults` list names; `all` and `none` stand alone.
+pub fn fault_kinds(words: &[FaultsArg]) -> Result<Vec<FaultKind>, String> {
+    match words {
+        [] => Err("--faults: give all, none or a comma list of kinds".into()),
+        [FaultsArg::All] => Ok(FaultKind::ALL.to_vec()),
+        [FaultsArg::None] => Ok(Vec::new()),
+        _ => {
+            let mut v = Vec::new();
+            for w in words {
+                match w {
+                    FaultsArg::Kind(k) => {
+                        if !v.contains(k) {
+                            v.push(*k);
+                        }
+                    }
+                    FaultsArg::All | FaultsArg::None => {
+                        return Err(
+                            "--faults: `all` and `none` stand alone, not in a list of kinds".into(),
+                        )
+                    }
+                }
+            }
+            Ok(v)
+        }
+    }
+}
+
+/// Where the lab runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum BackendArg {
+    /// The in-memory model.
+    Model,
+    /// PostgreSQL with the source SQL, on two throwaway clusters.
+    Pg,
+}
+
+/// The exit status of every command, by outcome class (documented in `--help` and README).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Exit {
+    /// Everything checked held.
+    Clean = 0,
+    /// A safety check failed (I1–I3, acceptance, final state), or a replayed verdict changed.
+    Violation = 1,
+    /// Bad usage or input (unreadable file, malformed trace, unknown value), or the tool itself
+    /// could not run (no PostgreSQL).
+    Usage = 2,
+    /// Only liveness failed: no holder completed a write after the faults healed.
+    Liveness = 3,
+    /// The model and PostgreSQL (or a replay and its recording) disagree.
+    Divergence = 4,
+    /// Stopped by Ctrl-C or SIGTERM; what was found so far is written.
+    Interrupted = 5,
+}
+
+impl Exit {
+    /// The text `--help` shows.
+    pub const HELP: &'static str = "Exit status: 0 clean, 1 safety violation (or a changed \
+verdict), 2 usage or input error, 3 liveness failure only, 4 divergence (model vs PostgreSQL, \
+replay vs recording), 5 interrupted (Ctrl-C/SIGTERM; results so far are written).";
+}
+
+impl From<Exit> for std::process::ExitCode {
+    fn from(e: Exit) -> Self {
+        std::process::ExitCode::from(e as u8)
+    }
+}
