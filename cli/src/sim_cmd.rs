@@ -54,6 +54,9 @@ pub fn timeline(run: &SimRun) -> String {
 
 fn verdict_lines(run: &SimRun) -> String {
     let mut s = String::new();
+    for e in &run.driver_errors {
+        let _ = writeln!(s, "DRIVER ERROR {e}");
+    }
     if run.report.violations.is_empty() {
         let _ = writeln!(s, "safety: I1 I2 I3 acceptance final all hold");
     }
@@ -74,7 +77,9 @@ fn verdict_lines(run: &SimRun) -> String {
 
 /// The exit class of one run.
 pub fn exit_of(run: &SimRun) -> Exit {
-    if !run.report.violations.is_empty() {
+    if !run.driver_errors.is_empty() {
+        Exit::Usage
+    } else if !run.report.violations.is_empty() {
         Exit::Violation
     } else if run.liveness.is_err() {
         Exit::Liveness
@@ -286,10 +291,10 @@ impl Progress {
 }
 
 fn first_problem(r: &SimRun) -> String {
-    r.report
-        .violations
+    r.driver_errors
         .first()
-        .map(|v| v.to_string())
+        .map(|e| format!("DRIVER ERROR {e}"))
+        .or_else(|| r.report.violations.first().map(|v| v.to_string()))
         .or_else(|| {
             r.liveness
                 .as_ref()
@@ -346,7 +351,7 @@ pub fn many(
     let manifest = Manifest::start(&dir, &command)?;
     install_stop_handler();
     let mut progress = Progress::new();
-    let mut safety = false;
+    let (mut safety, mut driver_error) = (false, false);
     let spec = SweepSpec {
         seeds,
         opts,
@@ -359,6 +364,7 @@ pub fn many(
         &STOP,
         &mut |f| {
             safety |= !f.run.report.violations.is_empty();
+            driver_error |= !f.run.driver_errors.is_empty();
             report_failure(&dir, &manifest, &f)
         },
         &mut |t, total| progress.show(t, total),
@@ -411,6 +417,8 @@ pub fn many(
     manifest.add(&status)?;
     Ok(if end.resume_at.is_some() {
         Exit::Interrupted
+    } else if driver_error {
+        Exit::Usage
     } else if safety {
         Exit::Violation
     } else if t.failures > 0 {

@@ -7,14 +7,12 @@
 use leaselab::diff_cmd::run_gen;
 use leaselab_model::model::WrongRule;
 use leaselab_model::trace::Trace;
-use leaselab_pg::cluster::{find_bin, MISSING};
+use leaselab_pg::cluster::postgres_for_test;
 use leaselab_pg::PgBackend;
 use std::path::PathBuf;
 
 fn postgres(name: &str) -> Option<(PgBackend, PathBuf)> {
-    if find_bin().is_none() && std::env::var("LEASELAB_PG_CONNINFO").is_err() {
-        println!("{MISSING}");
-        assert!(std::env::var("LEASELAB_REQUIRE_PG").is_err(), "{MISSING}");
+    if !postgres_for_test(&format!("cli::differential::{name}")) {
         return None;
     }
     let tmp = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));

@@ -162,10 +162,8 @@ fn editing_the_expected_verdict_makes_replay_fail() {
 
 #[test]
 fn the_lab_passes_on_postgres_too() {
-    use leaselab_pg::cluster::{find_bin, MISSING};
-    if find_bin().is_none() && std::env::var("LEASELAB_PG_CONNINFO").is_err() {
-        println!("{MISSING}");
-        assert!(std::env::var("LEASELAB_REQUIRE_PG").is_err(), "{MISSING}");
+    use leaselab_pg::cluster::postgres_for_test;
+    if !postgres_for_test("cli::the_lab_passes_on_postgres_too") {
         return;
     }
     let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("lab-pg");

@@ -23,6 +23,29 @@ impl std::error::Error for ClusterError {}
 /// The one plain line the tests print when the server binaries are missing.
 pub const MISSING: &str = "PostgreSQL server binaries (initdb, pg_ctl, postgres) not found: install the Debian package `postgresql` or set LEASELAB_PG_BIN to their directory";
 
+/// Whether a database test can run. When it cannot, says so in one line and records the skip
+/// in the file `LEASELAB_SKIP_LOG` names (the test command prints that file in its final
+/// summary, so a skip is not hidden in captured output); with `LEASELAB_REQUIRE_PG=1` a missing
+/// PostgreSQL is a failure instead (panics).
+pub fn postgres_for_test(test: &str) -> bool {
+    if find_bin().is_some() || std::env::var("LEASELAB_PG_CONNINFO").is_ok() {
+        return true;
+    }
+    println!("{MISSING}");
+    assert!(std::env::var("LEASELAB_REQUIRE_PG").is_err(), "{MISSING}");
+    if let Ok(log) = std::env::var("LEASELAB_SKIP_LOG") {
+        use std::io::Write as _;
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log)
+        {
+            let _ = writeln!(f, "{test}: skipped, PostgreSQL server binaries not found");
+        }
+    }
+    false
+}
+
 /// Finds the directory holding `initdb`, `pg_ctl` and `postgres`: `LEASELAB_PG_BIN`, then
 /// `pg_config --bindir`, then `/usr/lib/postgresql/<newest>/bin`, then `PATH`.
 pub fn find_bin() -> Option<PathBuf> {

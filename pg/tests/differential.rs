@@ -9,7 +9,7 @@
 
 use leaselab_model::trace::Trace;
 use leaselab_model::{Config, FenceMode};
-use leaselab_pg::cluster::{find_bin, MISSING};
+use leaselab_pg::cluster::postgres_for_test;
 use leaselab_pg::{diff, PgBackend};
 use std::path::PathBuf;
 
@@ -40,9 +40,7 @@ fn trace(name: &str) -> Trace {
 
 #[test]
 fn postgres_agrees_with_the_model() {
-    if find_bin().is_none() && std::env::var("LEASELAB_PG_CONNINFO").is_err() {
-        println!("{MISSING}");
-        assert!(std::env::var("LEASELAB_REQUIRE_PG").is_err(), "{MISSING}");
+    if !postgres_for_test("pg::postgres_agrees_with_the_model") {
         return;
     }
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("leaselab-pg");

@@ -238,6 +238,9 @@ pub struct SimRun {
     pub liveness: Result<(), String>,
     /// Per-holder counts.
     pub stats: Vec<HolderStats>,
+    /// What went wrong in the driver itself (turmoil: an unreadable wire message, a history cut
+    /// short). A run with driver errors is a failed run, whatever the checkers say.
+    pub driver_errors: Vec<String>,
     /// Events the fast driver's queue delivered (0 under turmoil, whose scheduler is its own):
     /// the figure the benchmark's bare-loop floor is sized by.
     pub queue_events: u64,
@@ -246,11 +249,17 @@ pub struct SimRun {
 impl SimRun {
     /// Whether any check (safety or liveness) failed.
     pub fn failed(&self) -> bool {
-        !self.report.violations.is_empty() || self.liveness.is_err()
+        !self.report.violations.is_empty()
+            || self.liveness.is_err()
+            || !self.driver_errors.is_empty()
     }
 
-    /// The name of the first failed check (`liveness` if only liveness failed).
+    /// The name of the first failed check (`driver` for a driver error, `liveness` if only
+    /// liveness failed).
     pub fn first_failure(&self) -> Option<String> {
+        if !self.driver_errors.is_empty() {
+            return Some("driver".to_string());
+        }
         match self.report.violations.first() {
             Some(v) => Some(v.check.as_str().to_string()),
             None => self.liveness.as_ref().err().map(|_| "liveness".to_string()),
@@ -296,6 +305,7 @@ pub fn finish(setup: Setup, driver: Driver, history: History, stats: Vec<HolderS
         report,
         liveness: live,
         stats,
+        driver_errors: Vec::new(),
         queue_events: 0,
     }
 }

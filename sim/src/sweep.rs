@@ -292,6 +292,9 @@ fn still_fails(run: &SimRun, target: &str) -> bool {
     if target == "liveness" {
         return run.liveness.is_err();
     }
+    if target == "driver" {
+        return !run.driver_errors.is_empty();
+    }
     run.report
         .violations
         .iter()

@@ -9,6 +9,17 @@
 //! Determinism: `Builder::rng_seed(seed)`, a fixed `epoch`, tokio's own rng seeded (the
 //! workspace builds with `--cfg tokio_unstable`), `biased` selects, ordered maps only.
 
+// Without tokio_unstable, turmoil cannot seed tokio's own randomness (`select!` branch order
+// and the like), so the same seed would not give the same trace. A RUSTFLAGS environment
+// variable replaces the `rustflags` of `.cargo/config.toml`; refuse to build rather than run
+// silently nondeterministic.
+#[cfg(not(tokio_unstable))]
+compile_error!(
+    "leaselab-sim's turmoil driver needs `--cfg tokio_unstable` for deterministic runs: \
+     .cargo/config.toml sets it, but a RUSTFLAGS environment variable replaces that list — \
+     add `--cfg tokio_unstable` to your RUSTFLAGS"
+);
+
 use crate::clock::{NodeClock, PauseKind};
 use crate::faults::Fault;
 use crate::holder::{Effect, HolderMachine, HolderStats};
@@ -49,6 +60,9 @@ struct Shared {
     /// Per database, per holder: where to send that holder's replies.
     outbox: [BTreeMap<usize, mpsc::UnboundedSender<String>>; 2],
     stats: Vec<HolderStats>,
+    /// What went wrong in the driver itself (an unreadable wire message, a simulation that
+    /// stopped early): such a run is reported as an error, never as a clean run.
+    errors: Vec<String>,
 }
 
 type Sh = Rc<RefCell<Shared>>;
@@ -102,10 +116,28 @@ async fn serve_conn(sh: Sh, db: DbName, stream: TcpStream) {
     while let Ok(Some(line)) = lines.next_line().await {
         let mut it = line.splitn(3, ' ');
         let (Some(req), Some(conn), Some(op)) = (it.next(), it.next(), it.next()) else {
+            sh.borrow_mut().errors.push(format!(
+                "database {} got an unreadable request from holder {holder} at t={}: `{line}` (expected `REQ CONN OP`)",
+                db.as_str(),
+                now_ms()
+            ));
             continue;
         };
-        let (Ok(req), Ok(op)) = (req.parse::<u64>(), parse_op(op)) else {
-            continue;
+        let (req, op) = match (req.parse::<u64>(), parse_op(op)) {
+            (Ok(req), Ok(op)) => (req, op),
+            (r, o) => {
+                let why = match (r, o) {
+                    (Err(e), _) => format!("request id: {e}"),
+                    (_, Err(e)) => e.to_string(),
+                    _ => String::new(),
+                };
+                sh.borrow_mut().errors.push(format!(
+                    "database {} got an unreadable request from holder {holder} at t={}: `{line}` ({why})",
+                    db.as_str(),
+                    now_ms()
+                ));
+                continue;
+            }
         };
         let t = now_ms();
         let mut s = sh.borrow_mut();
@@ -166,6 +198,9 @@ struct Client {
     steps: Vec<u64>,
     heal_ms: u64,
     end_ms: u64,
+    /// A line the holder writes to the lease database first (tests of the driver's own error
+    /// reporting only).
+    garbage: Option<String>,
 }
 
 impl Client {
@@ -270,6 +305,9 @@ impl Client {
         for db in [DbName::Lease, DbName::Res] {
             self.links[db_idx(db)] = connect(db, self.idx).await;
         }
+        if let (Some(g), Some(l)) = (self.garbage.take(), &mut self.links[0]) {
+            let _ = l.wr.write_all(format!("{g}\n").as_bytes()).await;
+        }
         loop {
             let now = now_ms();
             if now >= self.end_ms {
@@ -291,10 +329,15 @@ impl Client {
             };
             match got {
                 Some((_, Some(line))) => {
-                    let Some((req, out)) = line.split_once(' ') else {
-                        continue;
-                    };
-                    let (Ok(req), Ok(o)) = (req.parse::<u64>(), parse_outcome(out)) else {
+                    let parsed = line.split_once(' ').and_then(|(req, out)| {
+                        Some((req.parse::<u64>().ok()?, parse_outcome(out).ok()?))
+                    });
+                    let Some((req, o)) = parsed else {
+                        self.sh.borrow_mut().errors.push(format!(
+                            "holder {} got an unreadable reply at t={}: `{line}`",
+                            self.name,
+                            now_ms()
+                        ));
                         continue;
                     };
                     let local = self.local();
@@ -331,6 +374,13 @@ enum Ctl {
 
 /// Runs one setup under turmoil.
 pub fn run(setup: Setup) -> SimRun {
+    run_with(setup, None)
+}
+
+/// Runs one setup under turmoil; the first holder first writes `garbage` to the lease
+/// database, if given (how the tests show that an unreadable message is an error).
+#[doc(hidden)]
+pub fn run_with(setup: Setup, garbage: Option<&str>) -> SimRun {
     let o = setup.opts.clone();
     let heal_ms = o.safety_ms;
     let end_ms = o.safety_ms + o.liveness_ms;
@@ -343,6 +393,7 @@ pub fn run(setup: Setup) -> SimRun {
         names: names.clone(),
         outbox: [BTreeMap::new(), BTreeMap::new()],
         stats: vec![HolderStats::default(); setup.holders.len()],
+        errors: Vec::new(),
     }));
 
     let mut sim = turmoil::Builder::new()
@@ -394,6 +445,7 @@ pub fn run(setup: Setup) -> SimRun {
             steps,
             heal_ms,
             end_ms,
+            garbage: garbage.filter(|_| i == 0).map(str::to_string),
         };
         sim.client(cfg.name.as_str(), client.run());
     }
@@ -469,13 +521,31 @@ pub fn run(setup: Setup) -> SimRun {
         match sim.step() {
             Ok(true) => break,
             Ok(false) => {}
-            Err(_) => break,
+            Err(e) => {
+                sh.borrow_mut().errors.push(format!(
+                    "turmoil stopped the simulation at t={}: {e}",
+                    sim.elapsed().as_millis()
+                ));
+                break;
+            }
         }
     }
+    let stopped_at = sim.elapsed().as_millis() as u64;
+    if stopped_at < end_ms {
+        sh.borrow_mut().errors.push(format!(
+            "the history is cut short: the simulation ended at t={stopped_at}, before the run's end at t={end_ms}"
+        ));
+    }
     drop(sim);
-    let (history, stats) = {
+    let (history, stats, errors) = {
         let s = sh.borrow();
-        (s.hosts.world.history.clone(), s.stats.clone())
+        (
+            s.hosts.world.history.clone(),
+            s.stats.clone(),
+            s.errors.clone(),
+        )
     };
-    finish(setup, Driver::Turmoil, history, stats)
+    let mut run = finish(setup, Driver::Turmoil, history, stats);
+    run.driver_errors = errors;
+    run
 }

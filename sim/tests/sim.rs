@@ -292,3 +292,48 @@ fn checker_facts_equal_the_model_ledger_on_simulation_runs() {
         }
     }
 }
+
+/// The turmoil driver reports an unreadable wire message as an error of the run, never as a
+/// clean run.
+#[test]
+fn an_unreadable_wire_message_is_a_driver_error_not_a_clean_run() {
+    let o = SimOptions {
+        safety_ms: 3_000,
+        liveness_ms: 1_000,
+        ..opts(FenceMode::Scope)
+    };
+    let clean = leaselab_sim::turmoil_driver::run(leaselab_sim::Setup::derive(1, &o));
+    assert!(clean.driver_errors.is_empty(), "{:?}", clean.driver_errors);
+    let bad = leaselab_sim::turmoil_driver::run_with(
+        leaselab_sim::Setup::derive(1, &o),
+        Some("7 holder-a/lease/0 acquire lease=report-job holder"),
+    );
+    assert!(bad.failed(), "a run with a bad message must not pass");
+    assert_eq!(bad.first_failure().as_deref(), Some("driver"));
+    assert!(
+        bad.driver_errors[0].contains("unreadable request"),
+        "{:?}",
+        bad.driver_errors
+    );
+}
+
+/// A build whose RUSTFLAGS drop `--cfg tokio_unstable` (a RUSTFLAGS environment variable
+/// replaces `.cargo/config.toml`'s list) must not silently lose tokio's seeding: the turmoil
+/// driver refuses to compile and says why.
+#[test]
+fn a_build_without_tokio_unstable_is_refused_with_the_reason() {
+    let target = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("no-tokio-unstable");
+    let out = std::process::Command::new(env!("CARGO"))
+        .args(["check", "--quiet", "--lib", "-p", "leaselab-sim"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("RUSTFLAGS", "--cfg leaselab_without_tokio_unstable")
+        .env("CARGO_TARGET_DIR", &target)
+        .output()
+        .expect("cargo runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "it built: {err}");
+    assert!(
+        err.contains("needs `--cfg tokio_unstable`") && err.contains("RUSTFLAGS"),
+        "{err}"
+    );
+}
