@@ -122,7 +122,18 @@ enum Cmd {
     },
 }
 
+/// Output piped into `head` or `grep -m1` ends the process quietly, as for any Unix tool
+/// (Rust ignores SIGPIPE by default, which turns a closed pipe into a panic in `println!`).
+fn die_quietly_on_closed_pipe() {
+    #[cfg(unix)]
+    // SAFETY: restoring the default disposition of one signal before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
 fn main() -> ExitCode {
+    die_quietly_on_closed_pipe();
     let cli = Cli::parse();
     match cli.cmd {
         Cmd::Lab {

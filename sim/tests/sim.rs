@@ -337,3 +337,50 @@ fn a_build_without_tokio_unstable_is_refused_with_the_reason() {
         "{err}"
     );
 }
+
+/// The simulation the user asked for runs under turmoil: each negative control is found by a
+/// turmoil sweep (on known seeds: the first failing seed of `leaselab sim --seeds 0..300
+/// --driver turmoil` for each, see BENCHMARKS.md) and shrunk with the turmoil driver, to a run
+/// that still fails the same check and replays on the model.
+#[test]
+fn turmoil_finds_and_shrinks_each_negative_control() {
+    let unlogged = SimOptions {
+        lease_table: LeaseDurability::Unlogged,
+        ..opts(FenceMode::Scope)
+    };
+    for (o, seed, check) in [
+        (opts(FenceMode::Off), 1, Check::I3),
+        (opts(FenceMode::CheckThenWrite), 7, Check::I3),
+        (opts(FenceMode::Row), 1, Check::I3),
+        (unlogged, 3, Check::I2),
+    ] {
+        let run = run_seed(seed, &o, Driver::Turmoil);
+        assert!(
+            run.report.violated(check),
+            "{}: turmoil seed {seed} no longer fails {check:?}",
+            o.fence
+        );
+        let s = shrink(&run);
+        assert_eq!(
+            s.driver,
+            Driver::Turmoil,
+            "shrunk with the driver that found it"
+        );
+        assert!(
+            s.report.violated(check),
+            "{}: the shrunk run fails {check:?}",
+            o.fence
+        );
+        assert!(
+            s.setup.plan.faults.len() <= run.setup.plan.faults.len()
+                && s.trace.history.events.len() < run.trace.history.events.len(),
+            "{}: shrinking made it smaller",
+            o.fence
+        );
+        assert!(
+            replays(&s.trace),
+            "{}: the shrunk turmoil trace replays",
+            o.fence
+        );
+    }
+}
