@@ -80,6 +80,13 @@ fn indeterminate_writes_never_prove_a_violation() {
         Outcome::Indeterminate("timeout".into()),
     );
     assert!(check(&h).violations.is_empty());
+    // ...but they are facts: maybe applied, so the ledger may hold them.
+    let f = leaselab_checkers::facts::derive(&h);
+    assert_eq!(f.writes.len(), 2);
+    assert_eq!(
+        f.writes[1].certainty,
+        leaselab_checkers::facts::Certainty::Maybe
+    );
 }
 
 #[test]

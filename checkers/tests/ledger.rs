@@ -1,0 +1,305 @@
+//! The second oracle's own tests: `ledger::cross_check` agrees on what really committed, and
+//! notices any single change of the ledger or of the facts — a row dropped, duplicated, moved
+//! outside its window, or with another token, writer or content; a fact dropped or changed.
+//! The inputs are every committed trace whose client learned every outcome, plus hand-made
+//! lease transactions and unreported statements.
+
+use leaselab_checkers::facts::{derive, Certainty, Facts, LeaseChange};
+use leaselab_checkers::ledger::cross_check;
+use leaselab_model::model::{Committed, LedgerEntry};
+use leaselab_model::replay::reexecute;
+use leaselab_model::trace::Trace;
+use leaselab_model::{Config, DbName, Expiry, Holder, Millis, Op, Token, World};
+use std::path::PathBuf;
+
+/// (name, facts, ledger) of every committed trace where nothing is unreported or uncertain, so
+/// that every change below must show.
+fn exact_cases() -> Vec<(String, Facts, Vec<LedgerEntry>)> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../traces");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("traces/")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "trace"))
+        .collect();
+    files.sort();
+    let mut v = Vec::new();
+    for p in files {
+        let text = std::fs::read_to_string(&p).expect("readable");
+        let t = Trace::parse(&text, &p.display().to_string()).expect("parses");
+        let r = reexecute(&t);
+        let f = derive(&r.history);
+        let exact = f.unreported.iter().all(|(_, n)| *n == 0)
+            && f.writes.iter().all(|w| w.certainty == Certainty::Accepted);
+        if exact {
+            assert!(
+                cross_check(&f, &r.ledger).is_empty(),
+                "{}: {:?}",
+                p.display(),
+                cross_check(&f, &r.ledger)
+            );
+            v.push((p.display().to_string(), f, r.ledger));
+        }
+    }
+    assert!(v.len() >= 20, "enough exact traces: {}", v.len());
+    v
+}
+
+fn bump(t: &mut Token) {
+    t.0 += 1000;
+}
+
+/// Every single change of one ledger row is noticed.
+#[test]
+fn any_changed_ledger_row_is_a_disagreement() {
+    let mut tried = [0usize; 3];
+    for (name, f, ledger) in exact_cases() {
+        for i in 0..ledger.len() {
+            let kind = match &ledger[i].what {
+                Committed::Floor(..) => continue,
+                Committed::Lease(_, None) => continue,
+                Committed::Lease(..) => 0,
+                Committed::Part(..) => 1,
+                Committed::Publish(..) => 2,
+            };
+            tried[kind] += 1;
+            let mut changes: Vec<(&str, Vec<LedgerEntry>)> = Vec::new();
+            let mut l = ledger.clone();
+            l.remove(i);
+            changes.push(("dropped", l));
+            let mut l = ledger.clone();
+            l.insert(i + 1, ledger[i].clone());
+            changes.push(("duplicated", l));
+            let mut l = ledger.clone();
+            l[i].seq = 0;
+            changes.push(("moved before its window", l));
+            let mut l = ledger.clone();
+            l[i].seq = u64::MAX;
+            changes.push(("moved after its window", l));
+            let mut l = ledger.clone();
+            match &mut l[i].what {
+                Committed::Lease(_, Some(r)) => bump(&mut r.token),
+                Committed::Part(_, _, r) | Committed::Publish(_, r) => bump(&mut r.token),
+                _ => {}
+            }
+            changes.push(("another token", l));
+            let mut l = ledger.clone();
+            match &mut l[i].what {
+                Committed::Lease(_, Some(r)) => r.holder = Holder::new("holder-z"),
+                Committed::Part(_, _, r) | Committed::Publish(_, r) => {
+                    r.writer = Holder::new("holder-z")
+                }
+                _ => {}
+            }
+            changes.push(("another writer", l));
+            if let Committed::Part(..) = &ledger[i].what {
+                let mut l = ledger.clone();
+                if let Committed::Part(_, _, r) = &mut l[i].what {
+                    r.content.push('!');
+                }
+                changes.push(("another content", l));
+            }
+            for (what, l) in changes {
+                let holder_of_release = matches!(&ledger[i].what, Committed::Lease(_, Some(r)) if r.expires_at == Expiry::NegInfinity);
+                if what == "another writer" && kind == 0 && !holder_of_release {
+                    // A renewal's version does not say who renewed it; only a grant does.
+                    let grant = i == 0
+                        || !ledger[..i].iter().rev().any(|e| matches!((&e.what, &ledger[i].what), (Committed::Lease(n1, Some(p)), Committed::Lease(n2, Some(r))) if n1 == n2 && p.token == r.token));
+                    if !grant {
+                        continue;
+                    }
+                }
+                if what == "another writer" && holder_of_release {
+                    continue;
+                }
+                assert!(
+                    !cross_check(&f, &l).is_empty(),
+                    "{name}: ledger row #{i} ({:?}) {what}, and cross_check saw nothing",
+                    ledger[i]
+                );
+            }
+        }
+    }
+    assert!(
+        tried.iter().all(|n| *n > 0),
+        "lease, part and publish rows all tried: {tried:?}"
+    );
+}
+
+/// Every dropped or changed fact is noticed.
+#[test]
+fn any_changed_fact_is_a_disagreement() {
+    for (name, f, ledger) in exact_cases() {
+        for i in 0..f.writes.len() {
+            let mut g = f.clone();
+            g.writes.remove(i);
+            // Only the last write of a part in one commit is a row of its own.
+            let superseded = f.writes[i + 1..].iter().any(|x| {
+                x.window == f.writes[i].window
+                    && x.scope == f.writes[i].scope
+                    && x.part == f.writes[i].part
+            });
+            if !superseded {
+                assert!(
+                    !cross_check(&g, &ledger).is_empty(),
+                    "{name}: write #{i} dropped"
+                );
+            }
+            let mut g = f.clone();
+            bump(&mut g.writes[i].token);
+            if !superseded {
+                assert!(
+                    !cross_check(&g, &ledger).is_empty(),
+                    "{name}: write #{i} token"
+                );
+            }
+        }
+        for i in 0..f.lease_changes.len() {
+            let mut g = f.clone();
+            g.lease_changes.remove(i);
+            assert!(
+                !cross_check(&g, &ledger).is_empty(),
+                "{name}: lease change #{i} dropped"
+            );
+            let mut g = f.clone();
+            match &mut g.lease_changes[i].change {
+                LeaseChange::Granted { token, .. }
+                | LeaseChange::Renewed { token, .. }
+                | LeaseChange::Released { token } => bump(token),
+            }
+            assert!(
+                !cross_check(&g, &ledger).is_empty(),
+                "{name}: lease change #{i} token"
+            );
+        }
+        for i in 0..f.publishes.len() {
+            if !f.publishes[i].accepted {
+                continue;
+            }
+            let mut g = f.clone();
+            bump(&mut g.publishes[i].token);
+            assert!(
+                !cross_check(&g, &ledger).is_empty(),
+                "{name}: publish #{i} token"
+            );
+        }
+    }
+}
+
+/// A lease transaction that grants and then renews or releases the same lease commits one row
+/// version: the grant (with the last expiry). The facts collapse the same way.
+#[test]
+fn a_lease_transaction_commits_one_version_per_row() {
+    for then in [Op::renew("holder-a", 1, 900), Op::release("holder-a", 1)] {
+        let mut w = World::new(Config::default());
+        w.run_on("holder-a", "t", Op::begin(DbName::Lease));
+        w.run_on("holder-a", "t", Op::acquire("holder-a", 500));
+        w.advance(10);
+        w.run_on("holder-a", "t", then.clone());
+        w.run_on("holder-a", "t", Op::commit(DbName::Lease));
+        w.advance(2_000);
+        // A later grant to another holder, outside the transaction.
+        w.run("holder-b", Op::acquire("holder-b", 500));
+        let f = derive(&w.history);
+        let l = w.model.ledger();
+        assert_eq!(f.lease_changes.len(), 3, "{:?}", f.lease_changes);
+        assert!(
+            cross_check(&f, &l).is_empty(),
+            "{then:?}: {:?}",
+            cross_check(&f, &l)
+        );
+        let mut g = f.clone();
+        g.lease_changes.remove(1);
+        assert!(
+            cross_check(&g, &l).is_empty(),
+            "{then:?}: the second change of the same commit collapses into the grant"
+        );
+        g.lease_changes.remove(0);
+        assert!(
+            !cross_check(&g, &l).is_empty(),
+            "{then:?}: the grant itself matters"
+        );
+    }
+}
+
+/// Rows nobody was told about are allowed exactly up to the number of unreported statements.
+#[test]
+fn unreported_statements_excuse_exactly_as_many_rows() {
+    let mut w = World::new(Config::default());
+    w.run("holder-a", Op::acquire("holder-a", 5_000));
+    w.run("holder-a", Op::write("summary", "a", 1));
+    w.run("holder-a", Op::publish("report-1", "a", 1));
+    let f = derive(&w.history);
+    let l = w.model.ledger();
+    assert!(cross_check(&f, &l).is_empty());
+    let mut extra = l.clone();
+    let mut copies = 0;
+    for e in &l {
+        if matches!(
+            e.what,
+            Committed::Part(..) | Committed::Publish(..) | Committed::Lease(..)
+        ) {
+            let mut c = e.clone();
+            c.seq = 1_000 + copies;
+            match &mut c.what {
+                Committed::Part(_, _, r) | Committed::Publish(_, r) => bump(&mut r.token),
+                Committed::Lease(_, Some(r)) => bump(&mut r.token),
+                _ => {}
+            }
+            extra.push(c);
+            copies += 1;
+        }
+    }
+    assert_eq!(copies, 3);
+    let with = |lease: u64, res: u64| {
+        let mut g = f.clone();
+        g.unreported = vec![(DbName::Lease, lease), (DbName::Res, res)];
+        cross_check(&g, &extra).len()
+    };
+    assert_eq!(with(0, 0), 3, "lease, part and publish rows unexplained");
+    assert_eq!(with(1, 0), 2, "the lease row excused");
+    assert_eq!(with(0, 1), 1, "the part and the publish row excused");
+    assert_eq!(with(1, 1), 0);
+    // Two unexplained part rows need two unreported statements.
+    let mut two = extra.clone();
+    let mut c = two
+        .iter()
+        .find(|e| matches!(e.what, Committed::Part(..)))
+        .cloned()
+        .expect("a part row");
+    c.seq = 2_000;
+    two.push(c);
+    let mut g = f.clone();
+    g.unreported = vec![(DbName::Lease, 1), (DbName::Res, 1)];
+    assert_eq!(
+        cross_check(&g, &two).len(),
+        1,
+        "one of two part rows excused"
+    );
+    g.unreported = vec![(DbName::Lease, 1), (DbName::Res, 2)];
+    assert_eq!(cross_check(&g, &two).len(), 0);
+}
+
+/// A write the client could not be sure of need not be in the ledger, and counts as one
+/// unexplained part row.
+#[test]
+fn a_maybe_write_excuses_its_absence_and_one_row() {
+    let mut w = World::new(Config::default());
+    w.run("holder-a", Op::acquire("holder-a", 5_000));
+    w.run("holder-a", Op::write("summary", "a", 1));
+    let mut f = derive(&w.history);
+    let l = w.model.ledger();
+    f.writes[0].certainty = Certainty::Maybe;
+    assert!(cross_check(&f, &l).is_empty());
+    let without: Vec<LedgerEntry> = l
+        .iter()
+        .filter(|e| !matches!(e.what, Committed::Part(..)))
+        .cloned()
+        .collect();
+    assert!(cross_check(&f, &without).is_empty(), "absent is fine");
+    f.writes[0].certainty = Certainty::Accepted;
+    assert!(
+        !cross_check(&f, &without).is_empty(),
+        "but not for an accepted write"
+    );
+    let _ = Millis(0);
+}

@@ -1,0 +1,135 @@
+//! The `sometimes` tallies count exactly what they name: one hand-made history in which every
+//! property fires a known number of times, next to near misses that must not count (a pause
+//! after a failed check or after the write, a pause that starts exactly at the expiry, a
+//! write with the newest token, an upsert, a restart that failed).
+
+use leaselab_checkers::facts::derive;
+use leaselab_checkers::sometimes::{self, count, Counts};
+use leaselab_model::{DbName, Expiry, History, Holder, Millis, Op, Outcome, Token};
+
+fn history(events: &[(&str, u64, u64, Op, Outcome)]) -> History {
+    let mut h = History::default();
+    for (actor, at, local, op, out) in events {
+        h.push(
+            Millis(*at),
+            Millis(*local),
+            Holder::new(actor),
+            None,
+            op.clone(),
+            out.clone(),
+        );
+    }
+    h
+}
+
+fn granted(token: u64, expires: u64) -> Outcome {
+    Outcome::Granted {
+        token: Token(token),
+        expires: Expiry::At(Millis(expires)),
+    }
+}
+
+#[test]
+fn every_property_counts_exactly_its_occurrences() {
+    let h = history(&[
+        ("a", 0, 0, Op::acquire("a", 1000), granted(1, 1000)),
+        ("a", 10, 10, Op::check(Millis(900)), Outcome::Valid),
+        ("a", 20, 20, Op::Pause, Outcome::Ok), // pause between check and write
+        ("b", 1500, 1500, Op::acquire("b", 1000), granted(2, 2500)), // takeover
+        ("a", 1600, 1600, Op::Resume, Outcome::Ok), // expired while paused
+        (
+            "a",
+            1610,
+            1610,
+            Op::write("summary", "a", 1),
+            Outcome::Accepted,
+        ), // stale
+        (
+            "b",
+            1620,
+            1625, // skewed clock
+            Op::renew("b", 2, 1380),
+            Outcome::Renewed {
+                expires: Expiry::At(Millis(3000)),
+            },
+        ),
+        ("a", 1630, 1630, Op::check(Millis(900)), Outcome::Expired),
+        ("a", 1640, 1640, Op::Pause, Outcome::Ok), // after a failed check: no
+        ("a", 1700, 1700, Op::Resume, Outcome::Ok), // paused after its expiry: no
+        ("a", 1710, 1710, Op::fence(1), Outcome::Blocked), // stale, blocked
+        ("b", 1720, 1720, Op::upsert("summary", "b", 2), Outcome::Ok),
+        ("c", 1730, 1730, Op::publish("k", "c", 1), Outcome::Rejected), // stale
+        ("c", 1740, 1740, Op::upsert("detail", "c", 1), Outcome::Ok),   // an upsert: no
+        (
+            "x",
+            1750,
+            1750,
+            Op::Restart { db: DbName::Res },
+            Outcome::Ok,
+        ), // restart
+        (
+            "x",
+            1760,
+            1760,
+            Op::Restart { db: DbName::Res },
+            Outcome::Error("not-down".into()),
+        ),
+        (
+            "b",
+            1770,
+            1770,
+            Op::write("detail", "b", 2),
+            Outcome::Blocked,
+        ), // blocked
+        ("b", 2600, 2600, Op::Pause, Outcome::Ok),
+        ("b", 3500, 3500, Op::Resume, Outcome::Ok), // the renewal's expiry passed: yes
+        ("d", 5000, 5000, Op::acquire("d", 100), granted(3, 5100)), // takeover
+        ("d", 5100, 5100, Op::Pause, Outcome::Ok),  // starts at the expiry: no
+        ("d", 5200, 5200, Op::Resume, Outcome::Ok),
+        ("e", 6000, 6000, Op::acquire("e", 100), granted(4, 6100)), // takeover
+        ("e", 6050, 6050, Op::Pause, Outcome::Ok),
+        ("e", 6100, 6100, Op::Resume, Outcome::Ok), // resumes at the expiry: yes
+        ("a", 6200, 6200, Op::check(Millis(9000)), Outcome::Valid),
+        (
+            "a",
+            6210,
+            6210,
+            Op::write("summary", "a", 4),
+            Outcome::Accepted,
+        ), // newest: no
+        ("a", 6220, 6220, Op::Pause, Outcome::Ok), // after the write: no
+        ("a", 6230, 6230, Op::Resume, Outcome::Ok),
+    ]);
+    let c = count(&h, &derive(&h));
+    let want = [
+        (sometimes::PAUSE_BETWEEN_CHECK_AND_WRITE, 1),
+        (sometimes::EXPIRED_WHILE_PAUSED, 3),
+        (sometimes::TAKEOVER, 3),
+        (sometimes::STALE_WRITE_ATTEMPTED, 3),
+        (sometimes::BLOCKED_ON_FLOOR_LOCK, 2),
+        (sometimes::DB_RESTART, 1),
+        (sometimes::SKEWED_CLOCK, 1),
+    ];
+    for (name, n) in want {
+        assert_eq!(c.get(name), n, "{name}: {c}");
+    }
+    assert_eq!(
+        c.to_string(),
+        "pause-between-check-and-write=1 expired-while-paused=3 takeover=3 \
+         stale-write-attempted=3 blocked-on-floor-lock=2 db-restart=1 skewed-clock=1"
+    );
+}
+
+#[test]
+fn counts_add_up_per_property() {
+    let mut a = Counts::default();
+    assert_eq!(a.get(sometimes::TAKEOVER), 0);
+    let mut b = Counts::default();
+    b.0.insert(sometimes::TAKEOVER, 2);
+    b.0.insert(sometimes::DB_RESTART, 5);
+    a.add(&b);
+    a.add(&b);
+    assert_eq!(a.get(sometimes::TAKEOVER), 4);
+    assert_eq!(a.get(sometimes::DB_RESTART), 10);
+    assert_eq!(a.get(sometimes::SKEWED_CLOCK), 0);
+}
