@@ -223,8 +223,7 @@ fn a_sweep_again_into_the_same_folder_leaves_no_stale_failures() {
 #[test]
 fn shards_of_a_range_find_exactly_the_failures_of_the_whole_range() {
     let dir = tmp("shards");
-    let d = dir.to_string_lossy().into_owned();
-    let run = |shard: &str| {
+    let run = |shard: &str, out: &Path| {
         let (_, out) = leaselab(&[
             "sim",
             "--seeds",
@@ -235,15 +234,15 @@ fn shards_of_a_range_find_exactly_the_failures_of_the_whole_range() {
             "--shard",
             shard,
             "--out",
-            &d,
+            &out.to_string_lossy(),
         ]);
         out
     };
-    let whole = run("0/1");
+    let whole = run("0/1", &dir.join("whole"));
     let whole_dir = folder(&whole);
     let mut union = BTreeSet::new();
     for k in 0..3 {
-        let out = run(&format!("{k}/3"));
+        let out = run(&format!("{k}/3"), &dir.join("shards"));
         let seeds = fail_seeds(&out);
         for s in &seeds {
             assert_eq!(s % 3, k, "shard {k}/3 ran seed {s}");
@@ -259,6 +258,25 @@ fn shards_of_a_range_find_exactly_the_failures_of_the_whole_range() {
     let expected = fail_seeds(&whole);
     assert!(!expected.is_empty());
     assert_eq!(union, expected);
+    // The scale-out recipes merge shard folders with deploy/collect.sh.
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../deploy/collect.sh");
+    let out = Command::new("bash")
+        .arg(&script)
+        .arg(dir.join("shards"))
+        .output()
+        .expect("bash runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "failures found: {text}");
+    assert!(
+        text.contains(&format!(
+            "TOTAL shards=3 seeds=90 failures={} unfinished=0",
+            expected.len()
+        )),
+        "{text}"
+    );
+    for s in &expected {
+        assert!(text.contains(&format!("seed={s} trace=")), "{text}");
+    }
 }
 
 #[cfg(unix)]
