@@ -46,3 +46,126 @@ fn either_waiter_may_go_first_and_nothing_else_is_allowed() {
         "{allowed:?}"
     );
 }
+
+/// Holder `b`'s open transaction holds the `summary` row; `writers` each wait with a one-shot
+/// unfenced write of it (as `(actor, connection, content)`); then `b` commits.
+fn writers_waiting(writers: &[(&str, &str, &str)]) -> Vec<Event> {
+    let cfg = Config {
+        fence: FenceMode::Off,
+        ..Config::default()
+    };
+    let mut w = World::new(cfg);
+    w.run_on("holder-b", "tb", Op::begin(DbName::Res));
+    w.run_on("holder-b", "tb", Op::upsert("summary", "b", 1));
+    for (actor, conn, content) in writers {
+        assert_eq!(
+            w.run_on(actor, conn, Op::write("summary", content, 1)),
+            Outcome::Blocked
+        );
+    }
+    w.run_on("holder-b", "tb", Op::commit(DbName::Res));
+    w.history.events
+}
+
+fn worlds_after(events: &[Event]) -> Allowed {
+    let cfg = Config {
+        fence: FenceMode::Off,
+        ..Config::default()
+    };
+    let mut worlds = Allowed::new(World::new(cfg));
+    for e in events {
+        worlds.step(e, |_| true).expect("every outcome accepted");
+    }
+    worlds
+}
+
+/// Every order of the released waiters is a world of its own — three waiters, six orders —
+/// and the worlds are there to compare the final state with.
+#[test]
+fn three_waiters_race_in_all_six_orders() {
+    let events = writers_waiting(&[("a", "ca", "a"), ("c", "cc", "c"), ("d", "cd", "d")]);
+    let worlds = worlds_after(&events);
+    assert_eq!(worlds.worlds().len(), 6);
+    let contents: std::collections::BTreeSet<String> = worlds
+        .into_worlds()
+        .into_iter()
+        .map(|w| format!("{:?}", w.model.ledger()))
+        .collect();
+    assert_eq!(contents.len(), 6, "six different commit orders");
+}
+
+/// Orders that end in the same database state are one world, not several.
+#[test]
+fn orders_that_end_alike_are_one_world() {
+    let events = writers_waiting(&[("a", "c1", "same"), ("a", "c2", "same")]);
+    assert_eq!(worlds_after(&events).worlds().len(), 1);
+}
+
+/// At most 16 worlds are kept: four transactions wait on the floor lock with their fence;
+/// the commit that frees it lets one of them take it in any of 24 orders (the other three keep
+/// waiting, in the order the pick gave), all different.
+#[test]
+fn the_number_of_worlds_is_capped() {
+    let mut w = World::new(Config::default());
+    w.run_on("holder-b", "tb", Op::begin(DbName::Res));
+    assert_eq!(w.run_on("holder-b", "tb", Op::fence(1)), Outcome::Passed);
+    for (actor, token) in [("a", 2), ("c", 3), ("d", 4), ("e", 5)] {
+        w.run_on(actor, actor, Op::begin(DbName::Res));
+        assert_eq!(w.run_on(actor, actor, Op::fence(token)), Outcome::Blocked);
+    }
+    w.run_on("holder-b", "tb", Op::commit(DbName::Res));
+    let mut worlds = Allowed::new(World::new(Config::default()));
+    for e in &w.history.events {
+        worlds.step(e, |_| true).expect("every outcome accepted");
+    }
+    assert_eq!(worlds.worlds().len(), 16);
+}
+
+/// A client that disconnects while its statement waits leaves an orphan that runs on (an
+/// autocommit statement commits); a new connection of the same name can wait again and
+/// disconnect again — each orphan keeps its own statement, and the waiter queued before them
+/// keeps its own.
+#[test]
+fn orphans_keep_their_statements_apart_from_the_other_waiters() {
+    let cfg = Config {
+        publish: PublishMode::Versioned,
+        ..Config::default()
+    };
+    let mut w = World::new(cfg);
+    w.run_on("holder-b", "tb", Op::begin(DbName::Res));
+    w.run_on("holder-b", "tb", Op::publish("report-1", "b", 1));
+    assert_eq!(
+        w.run_on("holder-c", "cc", Op::publish("report-1", "c", 3)),
+        Outcome::Blocked
+    );
+    for (content, token) in [("first", 4), ("second", 5)] {
+        assert_eq!(
+            w.run_on("holder-a", "ca", Op::publish("report-1", content, token)),
+            Outcome::Blocked
+        );
+        assert_eq!(
+            w.run_on("holder-a", "ca", Op::Disconnect { db: DbName::Res }),
+            Outcome::Ok
+        );
+    }
+    w.run_on("holder-b", "tb", Op::commit(DbName::Res));
+    assert_eq!(
+        w.run_on("holder-c", "cc", Op::await_(DbName::Res)),
+        Outcome::Accepted,
+        "the waiter that stayed gets its answer"
+    );
+    let kept: Vec<String> = w
+        .model
+        .ledger()
+        .into_iter()
+        .filter_map(|e| match e.what {
+            leaselab_model::model::Committed::Publish(_, r) => Some(r.content),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        kept,
+        ["b", "c", "first", "second"],
+        "both orphans committed, in queue order"
+    );
+}
