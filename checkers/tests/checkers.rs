@@ -132,7 +132,7 @@ fn every_check_can_fire() {
         Outcome::Part(None),
     );
     let r = check(&h);
-    assert_eq!(r.verdict(), vec!["final".to_string()]);
+    assert_eq!(r.verdict(), vec![Check::Final]);
 }
 
 /// A hand-written history (no database hands out tokens like this): grants of 5 then 3 by the

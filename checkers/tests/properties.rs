@@ -13,7 +13,7 @@
 
 use leaselab_checkers::{check, Check};
 use leaselab_model::prelude::*;
-use leaselab_model::trace::Trace;
+use leaselab_trace::Trace;
 use proptest::prelude::*;
 use proptest::test_runner::{Config as RunnerConfig, RngAlgorithm, TestError, TestRng, TestRunner};
 use std::path::PathBuf;
@@ -355,7 +355,7 @@ fn find(config: Config, target: Check, name: &str) -> Option<(Vec<Step>, Trace)>
 }
 
 fn replays(t: &Trace) -> bool {
-    leaselab_checkers::replay::replay(t).ok()
+    leaselab_trace::replay::replay(t).ok()
 }
 
 fn control(config: Config, target: Check, name: &str, bound: usize) {

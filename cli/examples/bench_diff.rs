@@ -60,7 +60,7 @@ fn pg_alone(pg: &mut PgBackend, n: u32) -> Result<(u64, f64), Box<dyn std::error
             .new_tree(&mut runner)
             .map_err(|e| e.to_string())?
             .current();
-        let r = leaselab_pg::diff_schedule(pg, &s, None, "bench")?;
+        let r = leaselab_pg::diff_schedule(pg, &s, None)?;
         runs.push((s.config.clone(), r.history));
     }
     let t = Instant::now();

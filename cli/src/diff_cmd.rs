@@ -1,9 +1,9 @@
 //! `leaselab diff`: traces or simulation seeds against the model and PostgreSQL.
 
-use leaselab_model::trace::Trace;
 use leaselab_model::FenceMode;
 use leaselab_pg::{diff_schedule, diff_with_rule, PgBackend};
 use leaselab_sim::{run_seed, Driver, SimOptions};
+use leaselab_trace::Trace;
 use std::path::{Path, PathBuf};
 
 /// Deliberately wrong rules for the model side only: how a diff is shown to catch them.
@@ -133,7 +133,7 @@ pub fn run_gen(
     let mut runner = gen_runner(n, seed);
     let result = runner.run(&leaselab_gen::schedule(steps), |s| {
         let mut pg = pg.borrow_mut();
-        let r = match diff_schedule(&mut pg, &s, wrong, "gen") {
+        let r = match diff_schedule(&mut pg, &s, wrong) {
             Ok(r) => r,
             Err(e) => {
                 *infra.borrow_mut() = Some(e.to_string());
@@ -177,18 +177,17 @@ pub fn run_gen(
             let name = format!("gen-{seed}");
             // PostgreSQL can be nondeterministic where the model is not told so: run the
             // shrunk schedule again until it diverges (a few tries), and say so if it will not.
-            let mut r =
-                diff_schedule(&mut pg, &minimal, wrong, &name).map_err(|e| e.to_string())?;
+            let mut r = diff_schedule(&mut pg, &minimal, wrong).map_err(|e| e.to_string())?;
             let mut tries = 1;
             while r.report.ok() && tries < 10 {
-                r = diff_schedule(&mut pg, &minimal, wrong, &name).map_err(|e| e.to_string())?;
+                r = diff_schedule(&mut pg, &minimal, wrong).map_err(|e| e.to_string())?;
                 tries += 1;
             }
             if r.report.ok() {
-                r.report.state = vec![format!(
+                r.report.final_state = Some(vec![format!(
                     "FLAKY: diverged once while shrinking ({}), then agreed in {tries} runs",
                     reason.message().replace('\n', " ")
-                )];
+                )]);
             }
             let mut t = Trace::new(&name, r.config.clone(), r.history.clone());
             t.seed = seed;

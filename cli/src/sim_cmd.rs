@@ -3,9 +3,9 @@
 
 use crate::args::Exit;
 use leaselab_checkers::sometimes;
-use leaselab_model::trace::event_line;
 use leaselab_sim::sweep::{sweep_streaming, Failure, Seeds, SweepSpec, Tally};
 use leaselab_sim::{run_setup, Driver, Setup, SimOptions, SimRun};
+use leaselab_trace::event_line;
 use std::fmt::Write as _;
 use std::io::{IsTerminal, Write as _};
 use std::path::{Path, PathBuf};

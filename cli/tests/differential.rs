@@ -6,9 +6,9 @@
 
 use leaselab::diff_cmd::run_gen;
 use leaselab_model::model::WrongRule;
-use leaselab_model::trace::Trace;
 use leaselab_pg::cluster::postgres_for_test;
 use leaselab_pg::PgBackend;
+use leaselab_trace::Trace;
 use std::path::PathBuf;
 
 fn postgres(name: &str) -> Option<(PgBackend, PathBuf)> {

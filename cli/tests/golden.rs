@@ -7,7 +7,7 @@
 //!   they still parse, re-serialise unchanged, replay with their verdict, and their setup runs
 //!   again to the same history.
 
-use leaselab_model::trace::Trace;
+use leaselab_trace::Trace;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -112,7 +112,7 @@ fn legacy_traces_still_parse_replay_and_run_again() {
         );
         let t = Trace::parse(&text, &name).expect("parses");
         assert_eq!(t.to_text(), text, "{name}: re-serialises unchanged");
-        let r = leaselab_checkers::replay::replay(&t);
+        let r = leaselab_trace::replay::replay(&t);
         assert!(r.ok(), "{name}: {}", r.describe());
         // The setup in its `fault sim`/`fault holder` lines runs again to the same history.
         let again = run_to_trace(

@@ -4,8 +4,8 @@
 use leaselab::lab;
 use leaselab::replay::replay;
 use leaselab_checkers::Check;
-use leaselab_model::trace::Trace;
 use leaselab_model::FenceMode;
+use leaselab_trace::Trace;
 
 fn run_named(name: &str) -> lab::RunRecord {
     let res = lab::run(None, None).expect("lab runs");

@@ -2,7 +2,7 @@
 //! as soon as one stops reproducing its steps or its expected verdict.
 
 use leaselab::replay::replay_file;
-use leaselab_model::trace::Trace;
+use leaselab_trace::Trace;
 use std::path::PathBuf;
 
 fn trace_files() -> Vec<PathBuf> {
@@ -74,7 +74,7 @@ fn every_lab_run_has_a_committed_trace() {
 #[test]
 fn checker_facts_equal_the_model_ledger_on_every_trace_and_lab_run() {
     use leaselab_checkers::{facts::derive, ledger::cross_check};
-    use leaselab_model::replay::reexecute;
+    use leaselab_trace::replay::reexecute;
     let mut bad = Vec::new();
     let mut traces: Vec<(String, Trace)> = trace_files()
         .into_iter()

@@ -23,7 +23,7 @@ proptest! {
             client.observe(&e, &got);
         }
         let d = cross_check(&derive(&w.history), &w.model.ledger());
-        let text: Vec<String> = w.history.events.iter().map(leaselab_model::trace::event_line).collect();
+        let text: Vec<String> = w.history.events.iter().map(leaselab_trace::event_line).collect();
         prop_assert!(d.is_empty(), "{}\n--- history:\n{}", d.join("\n"), text.join("\n"));
     }
 }

@@ -349,12 +349,12 @@ impl History {
 
 impl std::fmt::Display for Op {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&crate::trace::op_text(self))
+        f.write_str(&crate::text::op_text(self))
     }
 }
 
 impl std::fmt::Display for Outcome {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&crate::trace::outcome_text(self))
+        f.write_str(&crate::text::outcome_text(self))
     }
 }

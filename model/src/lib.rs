@@ -29,8 +29,7 @@
 //! - [`model`]: the in-memory implementation with READ COMMITTED row locks and crashes.
 //! - [`world`]: model + clock + history, the harness cases and replays drive.
 //! - [`client`]: holder-side helpers: local deadline, `LeaseGuard`.
-//! - [`trace`]: the line-oriented trace format v1.
-//! - [`replay`]: re-execute a trace against a fresh model, step by step.
+//! - [`text`]: the text form of an operation and an outcome (event-line syntax).
 //! - [`allowed`]: every model state a run can be in where PostgreSQL races.
 
 pub mod allowed;
@@ -42,11 +41,10 @@ pub mod history;
 pub mod model;
 pub mod names;
 pub mod ops;
-pub mod replay;
 pub mod rows;
 pub mod rules;
+pub mod text;
 pub mod time;
-pub mod trace;
 pub mod world;
 
 pub use backend::{apply, Admin, Backend, Ctx, FencedResource, LeaseStore, SessionStep};

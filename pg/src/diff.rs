@@ -7,55 +7,9 @@ use crate::adapter::{PgBackend, PgError};
 use leaselab_gen::{Client, Schedule};
 use leaselab_model::allowed::Allowed;
 use leaselab_model::model::{Snapshot, WrongRule};
-use leaselab_model::trace::{event_line, Trace};
 use leaselab_model::{apply, Config, Ctx, Event, History, Model, Outcome, World};
-
-/// The first step where the two sides disagree.
-#[derive(Clone, Debug)]
-pub struct StepDiff {
-    /// Step number.
-    pub seq: u64,
-    /// The trace line.
-    pub line: String,
-    /// The model's outcome.
-    pub model: Outcome,
-    /// PostgreSQL's outcome.
-    pub pg: Outcome,
-}
-
-/// The result of one differential replay.
-#[derive(Clone, Debug)]
-pub struct DiffReport {
-    /// Trace name.
-    pub name: String,
-    /// Steps compared.
-    pub steps: usize,
-    /// First diverging step, if any (the replay stops there).
-    pub first: Option<StepDiff>,
-    /// Final-state differences (checked only when every step agreed).
-    pub state: Vec<String>,
-}
-
-impl DiffReport {
-    /// No divergence.
-    pub fn ok(&self) -> bool {
-        self.first.is_none() && self.state.is_empty()
-    }
-
-    /// Human summary.
-    pub fn describe(&self) -> String {
-        if let Some(d) = &self.first {
-            return format!(
-                "DIVERGED at step #{}: model `{}`, postgres `{}`\n    step: {}",
-                d.seq, d.model, d.pg, d.line
-            );
-        }
-        if !self.state.is_empty() {
-            return format!("FINAL STATE DIFFERS:\n    {}", self.state.join("\n    "));
-        }
-        format!("ok ({} steps, final state equal)", self.steps)
-    }
-}
+use leaselab_trace::compare::{Comparison, Divergence, Sides};
+use leaselab_trace::{event_line, Trace};
 
 /// Replays `trace` on both sides. `model_config` replaces the trace's configuration on the
 /// model side only — how a deliberately wrong model rule is shown to be caught.
@@ -63,7 +17,7 @@ pub fn diff(
     pg: &mut PgBackend,
     trace: &Trace,
     model_config: Option<&Config>,
-) -> Result<DiffReport, PgError> {
+) -> Result<Comparison, PgError> {
     diff_with_rule(pg, trace, model_config, None)
 }
 
@@ -74,13 +28,13 @@ pub fn diff_with_rule(
     trace: &Trace,
     model_config: Option<&Config>,
     wrong: Option<WrongRule>,
-) -> Result<DiffReport, PgError> {
+) -> Result<Comparison, PgError> {
     let cfg = model_config.unwrap_or(&trace.config);
     let mut model = Model::new(cfg.clone());
     if let Some(r) = wrong {
         model = model.with_wrong_rule(r);
     }
-    let mut run = Lockstep::start(pg, &trace.config, model, &trace.name)?;
+    let mut run = Lockstep::start(pg, &trace.config, model)?;
     for e in &trace.history.events {
         if run.step(pg, e).is_err() {
             break;
@@ -93,27 +47,17 @@ pub fn diff_with_rule(
 /// outcome the model allows there ([`Allowed`]).
 struct Lockstep {
     worlds: Allowed,
-    report: DiffReport,
+    report: Comparison,
     /// The steps with PostgreSQL's outcomes.
     history: History,
 }
 
 impl Lockstep {
-    fn start(
-        pg: &mut PgBackend,
-        config: &Config,
-        model: Model,
-        name: &str,
-    ) -> Result<Self, PgError> {
+    fn start(pg: &mut PgBackend, config: &Config, model: Model) -> Result<Self, PgError> {
         pg.reset(config)?;
         Ok(Lockstep {
             worlds: Allowed::new(World::with_backend(model)),
-            report: DiffReport {
-                name: name.to_string(),
-                steps: 0,
-                first: None,
-                state: Vec::new(),
-            },
+            report: Comparison::new(Sides::DIFF),
             history: History::default(),
         })
     }
@@ -144,11 +88,11 @@ impl Lockstep {
         match self.worlds.step(e, |m| *m == got) {
             Ok(_) => Ok(got),
             Err(allowed) => {
-                self.report.first = Some(StepDiff {
+                self.report.divergences.push(Divergence {
                     seq: e.seq,
                     line: event_line(e),
-                    model: allowed.into_iter().next().unwrap_or(Outcome::Ok),
-                    pg: got.clone(),
+                    reference: got.clone(),
+                    candidate: allowed.into_iter().next().unwrap_or(Outcome::Ok),
                 });
                 Err(got)
             }
@@ -156,8 +100,8 @@ impl Lockstep {
     }
 
     /// Compares the final committed state (when every step agreed): equal to any allowed world.
-    fn finish(mut self, pg: &mut PgBackend) -> Result<DiffReport, PgError> {
-        if self.report.first.is_none() {
+    fn finish(mut self, pg: &mut PgBackend) -> Result<Comparison, PgError> {
+        if self.report.divergences.is_empty() {
             let p = pg.snapshot()?;
             let mut best: Option<Vec<String>> = None;
             for w in self.worlds.worlds() {
@@ -169,7 +113,7 @@ impl Lockstep {
                     break;
                 }
             }
-            self.report.state = best.unwrap_or_default();
+            self.report.final_state = Some(best.unwrap_or_default());
         }
         Ok(self.report)
     }
@@ -178,7 +122,7 @@ impl Lockstep {
 /// A generated schedule run on both sides.
 pub struct ScheduleRun {
     /// The comparison.
-    pub report: DiffReport,
+    pub report: Comparison,
     /// What ran, with PostgreSQL's outcomes (up to and including a diverging step): written as
     /// a trace, it reproduces the run with `leaselab diff FILE`.
     pub history: History,
@@ -196,13 +140,12 @@ pub fn diff_schedule(
     pg: &mut PgBackend,
     schedule: &Schedule,
     wrong: Option<WrongRule>,
-    name: &str,
 ) -> Result<ScheduleRun, PgError> {
     let mut model = Model::new(schedule.config.clone());
     if let Some(r) = wrong {
         model = model.with_wrong_rule(r);
     }
-    let mut run = Lockstep::start(pg, &schedule.config, model, name)?;
+    let mut run = Lockstep::start(pg, &schedule.config, model)?;
     let mut client = Client::new(schedule.actors);
     for intent in &schedule.intents {
         let Some(e) = client.event(intent) else {

@@ -23,4 +23,4 @@ pub mod real;
 pub mod sql;
 
 pub use adapter::{PgBackend, PgError};
-pub use diff::{diff, diff_schedule, diff_with_rule, DiffReport, ScheduleRun};
+pub use diff::{diff, diff_schedule, diff_with_rule, ScheduleRun};

@@ -7,10 +7,10 @@
 //! test says so in one line and skips — unless `LEASELAB_REQUIRE_PG=1` (set by `.ci/run`),
 //! which turns their absence into a failure.
 
-use leaselab_model::trace::Trace;
 use leaselab_model::{Config, FenceMode};
 use leaselab_pg::cluster::postgres_for_test;
 use leaselab_pg::{diff, PgBackend};
+use leaselab_trace::Trace;
 use std::path::PathBuf;
 
 fn traces() -> Vec<(PathBuf, Trace)> {
@@ -68,7 +68,7 @@ fn postgres_agrees_with_the_model() {
     };
     let r = diff(&mut pg, &f2, Some(&wrong)).expect("diff runs");
     let described = r.describe();
-    let d = r.first.expect("the wrong rule is reported");
+    let d = r.divergences.first().expect("the wrong rule is reported");
     assert_eq!(d.seq, 10, "{described}");
     assert!(
         d.line.contains("write") && d.line.contains("content=v2"),
@@ -117,5 +117,5 @@ fn postgres_agrees_with_the_model() {
         ..f4.config.clone()
     };
     let r = diff(&mut pg, &f4, Some(&wrong)).expect("diff runs");
-    assert_eq!(r.first.map(|d| d.seq), Some(17));
+    assert_eq!(r.divergences.first().map(|d| d.seq), Some(17));
 }

@@ -3,10 +3,10 @@
 
 use crate::faults::{FaultKind, FaultPlan};
 use crate::holder::{HolderCfg, HolderStats};
-use leaselab_checkers::{facts, Report};
+use leaselab_checkers::{facts, Check, Report};
 use leaselab_model::names::defaults;
-use leaselab_model::trace::Trace;
 use leaselab_model::{Config, FenceMode, History, Holder, LeaseDurability, LeaseName, Part, Scope};
+use leaselab_trace::Trace;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -223,6 +223,17 @@ impl Setup {
     }
 }
 
+/// What can fail in a run: the target a shrinker keeps failing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Failing {
+    /// A safety check.
+    Check(Check),
+    /// No holder completed a write after the faults healed.
+    Liveness,
+    /// The driver itself (an unreadable wire message, a history cut short).
+    Driver,
+}
+
 /// One finished run.
 #[derive(Clone, Debug)]
 pub struct SimRun {
@@ -254,15 +265,23 @@ impl SimRun {
             || !self.driver_errors.is_empty()
     }
 
-    /// The name of the first failed check (`driver` for a driver error, `liveness` if only
-    /// liveness failed).
-    pub fn first_failure(&self) -> Option<String> {
+    /// What failed first: a driver error, else the first violated check, else liveness.
+    pub fn first_failure(&self) -> Option<Failing> {
         if !self.driver_errors.is_empty() {
-            return Some("driver".to_string());
+            return Some(Failing::Driver);
         }
         match self.report.violations.first() {
-            Some(v) => Some(v.check.as_str().to_string()),
-            None => self.liveness.as_ref().err().map(|_| "liveness".to_string()),
+            Some(v) => Some(Failing::Check(v.check)),
+            None => self.liveness.as_ref().err().map(|_| Failing::Liveness),
+        }
+    }
+
+    /// Whether `what` failed in this run.
+    pub fn fails(&self, what: Failing) -> bool {
+        match what {
+            Failing::Driver => !self.driver_errors.is_empty(),
+            Failing::Check(c) => self.report.violated(c),
+            Failing::Liveness => self.liveness.is_err(),
         }
     }
 }

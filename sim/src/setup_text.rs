@@ -22,8 +22,8 @@ use crate::faults::{Fault, FaultKind, FaultPlan, Point};
 use crate::holder::HolderCfg;
 use crate::scenario::{Driver, Setup, SimOptions};
 use leaselab_model::names::defaults;
-use leaselab_model::trace::Trace;
 use leaselab_model::{Config, DbName, Holder, LeaseName, Part, Scope};
+use leaselab_trace::Trace;
 use std::fmt;
 
 /// A setup line that cannot be read: where and what.

@@ -6,8 +6,9 @@
 
 use crate::faults::FaultPlan;
 use crate::run_setup;
-use crate::scenario::{Driver, Setup, SimOptions, SimRun};
+use crate::scenario::{Driver, Failing, Setup, SimOptions, SimRun};
 use leaselab_checkers::sometimes::Counts;
+use leaselab_checkers::Check;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Condvar, Mutex};
@@ -288,26 +289,9 @@ pub fn default_jobs() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
-fn still_fails(run: &SimRun, target: &str) -> bool {
-    if target == "liveness" {
-        return run.liveness.is_err();
-    }
-    if target == "driver" {
-        return !run.driver_errors.is_empty();
-    }
-    run.report
-        .violations
-        .iter()
-        .any(|v| v.check.as_str() == target)
-}
-
 /// The authority time just after the first violation of `target` (its last named event).
-fn violation_end(run: &SimRun, target: &str) -> Option<u64> {
-    let v = run
-        .report
-        .violations
-        .iter()
-        .find(|v| v.check.as_str() == target)?;
+fn violation_end(run: &SimRun, target: Check) -> Option<u64> {
+    let v = run.report.violations.iter().find(|v| v.check == target)?;
     let last = v.events.iter().max()?;
     let e = run
         .trace
@@ -326,7 +310,7 @@ pub fn shrink(run: &SimRun) -> SimRun {
     let mut best = run.clone();
     let attempt = |setup: Setup| -> Option<SimRun> {
         let r = run_setup(setup, run.driver);
-        still_fails(&r, &target).then_some(r)
+        r.fails(target).then_some(r)
     };
     let mut budget = 400;
     let mut changed = true;
@@ -334,8 +318,8 @@ pub fn shrink(run: &SimRun) -> SimRun {
         changed = false;
         let mut candidates: Vec<Setup> = Vec::new();
         let base = best.setup.clone();
-        if target != "liveness" {
-            if let Some(end) = violation_end(&best, &target) {
+        if let Failing::Check(check) = target {
+            if let Some(end) = violation_end(&best, check) {
                 if end < base.opts.safety_ms || base.opts.liveness_ms > 0 {
                     let mut s = base.clone();
                     s.opts.safety_ms = end.min(base.opts.safety_ms);

@@ -3,10 +3,10 @@
 //! really fire, and a failing run's trace replaying to the same violation.
 
 use leaselab_checkers::{sometimes, Check};
-use leaselab_model::trace::Trace;
 use leaselab_model::{FenceMode, LeaseDurability};
 use leaselab_sim::sweep::{default_jobs, shrink, sweep, Seeds};
 use leaselab_sim::{run_seed, Driver, FaultKind, SimOptions};
+use leaselab_trace::Trace;
 
 fn opts(fence: FenceMode) -> SimOptions {
     SimOptions {
@@ -57,7 +57,7 @@ fn turmoil_driver_is_deterministic_and_replays() {
 
 /// The trace reproduces on the model step by step, with its recorded verdict.
 fn replays(t: &Trace) -> bool {
-    leaselab_checkers::replay::replay(t).ok()
+    leaselab_trace::replay::replay(t).ok()
 }
 
 fn found_and_shrunk(fence: FenceMode, max_steps: usize) {
@@ -270,7 +270,7 @@ fn a_sweep_gives_the_same_result_on_any_number_of_threads() {
 #[test]
 fn checker_facts_equal_the_model_ledger_on_simulation_runs() {
     use leaselab_checkers::{facts::derive, ledger::cross_check};
-    use leaselab_model::replay::reexecute;
+    use leaselab_trace::replay::reexecute;
     for fence in [
         leaselab_model::FenceMode::Scope,
         leaselab_model::FenceMode::Off,
@@ -309,7 +309,10 @@ fn an_unreadable_wire_message_is_a_driver_error_not_a_clean_run() {
         Some("7 holder-a/lease/0 acquire lease=report-job holder"),
     );
     assert!(bad.failed(), "a run with a bad message must not pass");
-    assert_eq!(bad.first_failure().as_deref(), Some("driver"));
+    assert_eq!(
+        bad.first_failure(),
+        Some(leaselab_sim::scenario::Failing::Driver)
+    );
     assert!(
         bad.driver_errors[0].contains("unreadable request"),
         "{:?}",

@@ -10,9 +10,9 @@ mod cases_x;
 pub mod table;
 
 use leaselab_checkers::{check, Check, Report};
-use leaselab_model::trace::Trace;
 use leaselab_model::{Backend, Config, FenceMode, Model, World};
 use leaselab_pg::PgBackend;
+use leaselab_trace::Trace;
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::rc::Rc;

@@ -7,9 +7,9 @@
 use leaselab_checkers::facts::{derive, Certainty, Facts, LeaseChange};
 use leaselab_checkers::ledger::cross_check;
 use leaselab_model::model::{Committed, LedgerEntry};
-use leaselab_model::replay::reexecute;
-use leaselab_model::trace::Trace;
 use leaselab_model::{Config, DbName, Expiry, Holder, Millis, Op, Token, World};
+use leaselab_trace::replay::reexecute;
+use leaselab_trace::Trace;
 use std::path::PathBuf;
 
 /// (name, facts, ledger) of every committed trace where nothing is unreported or uncertain, so

@@ -1,392 +1,17 @@
-//! Trace format v1: a history plus what is needed to reproduce and judge it.
-//!
-//! Line-oriented text, one event a line, stable under re-serialisation (writing, reading and
-//! writing again gives the same bytes), documented in `traces/README.md`:
-//!
-//! ```text
-//! leaselab-trace v1
-//! name F4
-//! title main experiment
-//! seed 0
-//! config fence=scope lease_table=logged renew_after_expiry=false publish=business-key client_expiry=monotonic scopes=daily-report
-//! expect ok
-//! events
-//! 1 t=0 local=0 holder-a acquire lease=report-job holder=holder-a ttl_ms=1500 => granted token=1 expires=1500
-//! end
-//! ```
-//!
-//! Values are percent-escaped so they never contain a space, `=` or `%`. Malformed input is an
-//! error naming the file, the line and the field — never a panic.
+//! Reading: a trace's text back into a [`Trace`], and one operation or outcome in event-line
+//! syntax (the simulation's wire protocol). Malformed input is an error naming the file, the
+//! line and the field — never a panic.
 
-use crate::config::{ClientExpiry, Config, FenceMode, LeaseDurability, PublishMode};
-use crate::history::{DbName, Event, History, Op, Outcome};
-use crate::names::{ConnId, Holder, LeaseName, Part, Scope, Token};
-use crate::rows::{AttemptOutcome, LeaseRow, PartRow};
-use crate::time::{Expiry, Millis};
-use std::fmt::Write as _;
-
-/// The first line of every v1 trace.
-pub const MAGIC: &str = "leaselab-trace v1";
-
-/// Names of the checks a verdict can list, in canonical order.
-pub const CHECK_NAMES: [&str; 5] = ["I1", "I2", "I3", "acceptance", "final"];
-
-/// A parsed trace.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Trace {
-    /// Short name (the lab case id, or `sim-<seed>`).
-    pub name: String,
-    /// One human line.
-    pub title: String,
-    /// The seed that produced it (0 for staged cases).
-    pub seed: u64,
-    /// Database configuration.
-    pub config: Config,
-    /// Setup lines (settings a simulation run was made from), kept verbatim (`key=value`
-    /// words); the simulation defines and parses them (`leaselab sim --from-trace`).
-    pub setup: Vec<String>,
-    /// Fault plan lines, kept verbatim (`key=value` words); the simulation defines them.
-    pub faults: Vec<String>,
-    /// The checks this history is expected to violate, in canonical order; empty means all hold.
-    pub expect: Vec<String>,
-    /// The recorded history.
-    pub history: History,
-}
-
-/// A malformed trace: where and what.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{file}:{line}: field `{field}`: {message}")]
-pub struct TraceError {
-    /// File name as given by the caller.
-    pub file: String,
-    /// 1-based line number (0 if the file ended too early).
-    pub line: usize,
-    /// The field (or line kind) at fault.
-    pub field: String,
-    /// What is wrong.
-    pub message: String,
-}
-
-// ---------------------------------------------------------------- escaping
-
-fn escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '%' | '=' | ' ' | '\t' | '\n' | '\r' => {
-                let _ = write!(out, "%{:02X}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-fn unescape(s: &str) -> Option<String> {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = s.get(i + 1..i + 3)?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).ok()
-}
-
-// ---------------------------------------------------------------- writing
-
-fn expiry_str(e: Expiry) -> String {
-    e.to_string()
-}
-
-fn kv(out: &mut String, k: &str, v: impl std::fmt::Display) {
-    let _ = write!(out, " {k}={}", escape(&v.to_string()));
-}
-
-/// The canonical text of an operation (word and fields), as in an event line.
-pub fn op_text(op: &Op) -> String {
-    let mut s = String::new();
-    match op {
-        Op::Acquire {
-            lease,
-            holder,
-            ttl_ms,
-        } => {
-            s.push_str("acquire");
-            kv(&mut s, "lease", lease);
-            kv(&mut s, "holder", holder);
-            kv(&mut s, "ttl_ms", ttl_ms);
-        }
-        Op::Renew {
-            lease,
-            holder,
-            token,
-            ttl_ms,
-        } => {
-            s.push_str("renew");
-            kv(&mut s, "lease", lease);
-            kv(&mut s, "holder", holder);
-            kv(&mut s, "token", token);
-            kv(&mut s, "ttl_ms", ttl_ms);
-        }
-        Op::Release {
-            lease,
-            holder,
-            token,
-        } => {
-            s.push_str("release");
-            kv(&mut s, "lease", lease);
-            kv(&mut s, "holder", holder);
-            kv(&mut s, "token", token);
-        }
-        Op::Write {
-            scope,
-            part,
-            content,
-            token,
-        } => {
-            s.push_str("write");
-            kv(&mut s, "scope", scope);
-            kv(&mut s, "part", part);
-            kv(&mut s, "content", content);
-            kv(&mut s, "token", token);
-        }
-        Op::Fence { scope, token } => {
-            s.push_str("fence");
-            kv(&mut s, "scope", scope);
-            kv(&mut s, "token", token);
-        }
-        Op::Upsert {
-            scope,
-            part,
-            content,
-            token,
-        } => {
-            s.push_str("upsert");
-            kv(&mut s, "scope", scope);
-            kv(&mut s, "part", part);
-            kv(&mut s, "content", content);
-            kv(&mut s, "token", token);
-        }
-        Op::Publish {
-            key,
-            content,
-            token,
-        } => {
-            s.push_str("publish");
-            kv(&mut s, "key", key);
-            kv(&mut s, "content", content);
-            kv(&mut s, "token", token);
-        }
-        Op::Begin { db } => db_op(&mut s, "begin", *db),
-        Op::BeginRepeatableRead { db } => {
-            db_op(&mut s, "begin", *db);
-            kv(&mut s, "isolation", "repeatable-read");
-        }
-        Op::Commit { db } => db_op(&mut s, "commit", *db),
-        Op::Rollback { db } => db_op(&mut s, "rollback", *db),
-        Op::Await { db } => db_op(&mut s, "await", *db),
-        Op::Now { db } => db_op(&mut s, "now", *db),
-        Op::Disconnect { db } => db_op(&mut s, "disconnect", *db),
-        Op::Crash { db } => db_op(&mut s, "crash", *db),
-        Op::Restart { db } => db_op(&mut s, "restart", *db),
-        Op::ReadLease { lease } => {
-            s.push_str("read-lease");
-            kv(&mut s, "lease", lease);
-        }
-        Op::ReadFloor { scope } => {
-            s.push_str("read-floor");
-            kv(&mut s, "scope", scope);
-        }
-        Op::ReadPart { scope, part } => {
-            s.push_str("read-part");
-            kv(&mut s, "scope", scope);
-            kv(&mut s, "part", part);
-        }
-        Op::ReadPublish { key } => {
-            s.push_str("read-publish");
-            kv(&mut s, "key", key);
-        }
-        Op::CountAttempts { writer, outcome } => {
-            s.push_str("count-attempts");
-            kv(&mut s, "writer", writer);
-            kv(&mut s, "outcome", outcome.as_str());
-        }
-        Op::Check { deadline } => {
-            s.push_str("check");
-            kv(&mut s, "deadline", deadline);
-        }
-        Op::Pause => s.push_str("pause"),
-        Op::Resume => s.push_str("resume"),
-        Op::Lost => s.push_str("lost"),
-    }
-    s
-}
-
-fn db_op(s: &mut String, word: &str, db: DbName) {
-    s.push_str(word);
-    kv(s, "db", db.as_str());
-}
-
-fn row_fields(s: &mut String, r: &PartRow) {
-    kv(s, "content", &r.content);
-    kv(s, "writer", &r.writer);
-    kv(s, "token", r.token);
-}
-
-/// The canonical text of an outcome.
-pub fn outcome_text(o: &Outcome) -> String {
-    let mut s = String::new();
-    match o {
-        Outcome::Granted { token, expires } => {
-            s.push_str("granted");
-            kv(&mut s, "token", token);
-            kv(&mut s, "expires", expiry_str(*expires));
-        }
-        Outcome::Refused => s.push_str("refused"),
-        Outcome::Renewed { expires } => {
-            s.push_str("renewed");
-            kv(&mut s, "expires", expiry_str(*expires));
-        }
-        Outcome::Released => s.push_str("released"),
-        Outcome::Accepted => s.push_str("accepted"),
-        Outcome::Rejected => s.push_str("rejected"),
-        Outcome::Passed => s.push_str("passed"),
-        Outcome::Failed => s.push_str("failed"),
-        Outcome::Ok => s.push_str("ok"),
-        Outcome::Blocked => s.push_str("blocked"),
-        Outcome::Now(t) => {
-            s.push_str("now");
-            kv(&mut s, "at", t);
-        }
-        Outcome::Floor(Some(t)) => {
-            s.push_str("floor");
-            kv(&mut s, "max_token", t);
-        }
-        Outcome::Floor(None) => s.push_str("floor absent"),
-        Outcome::Part(Some(r)) => {
-            s.push_str("part");
-            row_fields(&mut s, r);
-        }
-        Outcome::Part(None) => s.push_str("part absent"),
-        Outcome::Published(Some(r)) => {
-            s.push_str("published");
-            row_fields(&mut s, r);
-        }
-        Outcome::Published(None) => s.push_str("published absent"),
-        Outcome::Lease(Some(r)) => {
-            s.push_str("lease");
-            kv(&mut s, "holder", &r.holder);
-            kv(&mut s, "token", r.token);
-            kv(&mut s, "expires", expiry_str(r.expires_at));
-        }
-        Outcome::Lease(None) => s.push_str("lease absent"),
-        Outcome::Count(n) => {
-            s.push_str("count");
-            kv(&mut s, "n", n);
-        }
-        Outcome::Valid => s.push_str("valid"),
-        Outcome::Expired => s.push_str("expired"),
-        Outcome::Unavailable => s.push_str("unavailable"),
-        Outcome::Error(r) => {
-            s.push_str("error");
-            kv(&mut s, "reason", r);
-        }
-        Outcome::Indeterminate(r) => {
-            s.push_str("indeterminate");
-            kv(&mut s, "reason", r);
-        }
-    }
-    s
-}
-
-/// The canonical line of one event.
-pub fn event_line(e: &Event) -> String {
-    let mut s = format!(
-        "{} t={} local={} {}",
-        e.seq,
-        e.at,
-        e.local,
-        escape(e.actor.as_str())
-    );
-    if let Some(c) = &e.conn {
-        kv(&mut s, "conn", c);
-    }
-    let _ = write!(s, " {} => {}", op_text(&e.op), outcome_text(&e.outcome));
-    s
-}
-
-/// The `config` line's fields.
-pub fn config_text(c: &Config) -> String {
-    let scopes: Vec<&str> = c.scopes.iter().map(|s| s.as_str()).collect();
-    let mut s = String::new();
-    kv(&mut s, "fence", c.fence);
-    kv(&mut s, "lease_table", c.lease_table);
-    kv(&mut s, "renew_after_expiry", c.renew_after_expiry);
-    kv(&mut s, "publish", c.publish);
-    kv(&mut s, "client_expiry", c.client_expiry);
-    let _ = write!(
-        s,
-        " scopes={}",
-        scopes
-            .iter()
-            .map(|x| escape(x))
-            .collect::<Vec<_>>()
-            .join(",")
-    );
-    s.trim_start().to_string()
-}
+use crate::{Trace, TraceError, MAGIC};
+use leaselab_checkers::Check;
+use leaselab_model::text::unescape;
+use leaselab_model::{
+    AttemptOutcome, ClientExpiry, Config, ConnId, DbName, Event, Expiry, FenceMode, History,
+    Holder, LeaseDurability, LeaseName, LeaseRow, Millis, Op, Outcome, Part, PartRow, PublishMode,
+    Scope, Token,
+};
 
 impl Trace {
-    /// A trace of `history` with an empty title, seed 0 and no faults.
-    pub fn new(name: &str, config: Config, history: History) -> Self {
-        Trace {
-            name: name.to_string(),
-            title: String::new(),
-            seed: 0,
-            config,
-            setup: Vec::new(),
-            faults: Vec::new(),
-            expect: Vec::new(),
-            history,
-        }
-    }
-
-    /// The canonical text.
-    pub fn to_text(&self) -> String {
-        let mut s = String::new();
-        let _ = writeln!(s, "{MAGIC}");
-        let _ = writeln!(s, "name {}", escape(&self.name));
-        if !self.title.is_empty() {
-            let _ = writeln!(s, "title {}", self.title.replace('\n', " "));
-        }
-        let _ = writeln!(s, "seed {}", self.seed);
-        let _ = writeln!(s, "config {}", config_text(&self.config));
-        for l in &self.setup {
-            let _ = writeln!(s, "setup {l}");
-        }
-        for f in &self.faults {
-            let _ = writeln!(s, "fault {f}");
-        }
-        if self.expect.is_empty() {
-            let _ = writeln!(s, "expect ok");
-        } else {
-            let _ = writeln!(s, "expect {}", self.expect.join(","));
-        }
-        let _ = writeln!(s, "events");
-        for e in &self.history.events {
-            let _ = writeln!(s, "{}", event_line(e));
-        }
-        let _ = writeln!(s, "end");
-        s
-    }
-
     /// Parses a trace; `file` is only used in error messages.
     pub fn parse(text: &str, file: &str) -> Result<Trace, TraceError> {
         Parser { file }.trace(text)
@@ -414,32 +39,28 @@ pub fn parse_outcome(text: &str) -> Result<Outcome, TraceError> {
     p.outcome(1, word, args)
 }
 
-/// Puts check names into canonical order and rejects unknown ones.
+/// Puts check names into canonical order ([`Check::ALL`]) and rejects unknown ones.
 pub fn canonical_checks<'a>(
     names: impl IntoIterator<Item = &'a str>,
-) -> Result<Vec<String>, String> {
-    let mut v: Vec<&str> = Vec::new();
+) -> Result<Vec<Check>, String> {
+    let mut v: Vec<Check> = Vec::new();
     for n in names {
-        if !CHECK_NAMES.contains(&n) {
-            return Err(format!(
-                "unknown check `{n}`; expected `ok` or a comma list of {}",
-                CHECK_NAMES.join(", ")
-            ));
-        }
-        if !v.contains(&n) {
-            v.push(n);
+        let c = Check::ALL
+            .into_iter()
+            .find(|c| c.as_str() == n)
+            .ok_or_else(|| {
+                let all: Vec<&str> = Check::ALL.iter().map(|c| c.as_str()).collect();
+                format!(
+                    "unknown check `{n}`; expected `ok` or a comma list of {}",
+                    all.join(", ")
+                )
+            })?;
+        if !v.contains(&c) {
+            v.push(c);
         }
     }
-    let mut out: Vec<String> = CHECK_NAMES
-        .iter()
-        .filter(|c| v.contains(c))
-        .map(|c| c.to_string())
-        .collect();
-    out.dedup();
-    Ok(out)
+    Ok(Check::ALL.into_iter().filter(|c| v.contains(c)).collect())
 }
-
-// ---------------------------------------------------------------- parsing
 
 struct Parser<'f> {
     file: &'f str,
@@ -898,6 +519,7 @@ impl<'f> Parser<'f> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use leaselab_model::text::{op_text, outcome_text};
 
     #[test]
     fn wire_round_trip() {
@@ -913,12 +535,5 @@ mod tests {
             expires: Expiry::NegInfinity,
         };
         assert_eq!(parse_outcome(&outcome_text(&o)), Ok(o));
-    }
-
-    #[test]
-    fn escape_round_trip() {
-        for s in ["plain", "with space", "a=b", "100%", "", "ünï"] {
-            assert_eq!(unescape(&escape(s)).as_deref(), Some(s));
-        }
     }
 }

@@ -1,21 +1,21 @@
-//! What `replay` prints about a trace that no longer reproduces: the first diverging step with
-//! both outcomes, how many more followed, and a changed verdict on a line of its own.
+//! One report format for every comparison: what `replay` prints about a trace that no longer
+//! reproduces (the first diverging step with both outcomes, how many more followed, a changed
+//! verdict on a line of its own), and the same words for a differential run.
 
-use leaselab_checkers::replay::ReplayReport;
 use leaselab_checkers::{Check, Report, Violation};
-use leaselab_model::replay::Divergence;
 use leaselab_model::Outcome;
+use leaselab_trace::compare::{Comparison, Divergence, Judged, Sides};
 
 fn divergence(seq: u64) -> Divergence {
     Divergence {
         line: format!("{seq} t=0 local=0 holder-a write … => accepted"),
         seq,
-        recorded: Outcome::Accepted,
-        replayed: Outcome::Rejected,
+        reference: Outcome::Accepted,
+        candidate: Outcome::Rejected,
     }
 }
 
-fn report(divergences: Vec<Divergence>, violated: bool, expected: &[&str]) -> ReplayReport {
+fn report(divergences: Vec<Divergence>, violated: bool, expected: &[Check]) -> Comparison {
     let violations = if violated {
         vec![Violation {
             check: Check::I3,
@@ -25,20 +25,23 @@ fn report(divergences: Vec<Divergence>, violated: bool, expected: &[&str]) -> Re
     } else {
         Vec::new()
     };
-    ReplayReport {
-        divergences,
-        report: Report {
-            violations,
-            sometimes: Default::default(),
-        },
-        expected: expected.iter().map(|s| s.to_string()).collect(),
+    Comparison {
         steps: 9,
+        divergences,
+        judged: Some(Judged {
+            expected: expected.to_vec(),
+            report: Report {
+                violations,
+                sometimes: Default::default(),
+            },
+        }),
+        ..Comparison::new(Sides::REPLAY)
     }
 }
 
 #[test]
 fn a_clean_replay_is_one_line() {
-    let r = report(Vec::new(), true, &["I3"]);
+    let r = report(Vec::new(), true, &[Check::I3]);
     assert!(r.ok());
     assert_eq!(r.describe(), "ok (9 steps, verdict I3)");
     assert_eq!(
@@ -49,7 +52,7 @@ fn a_clean_replay_is_one_line() {
 
 #[test]
 fn one_divergence_is_named_without_a_count_of_more() {
-    let r = report(vec![divergence(4)], true, &["I3"]);
+    let r = report(vec![divergence(4)], true, &[Check::I3]);
     assert!(!r.ok());
     assert_eq!(
         r.describe(),
@@ -62,7 +65,7 @@ fn later_divergences_are_counted() {
     let r = report(
         vec![divergence(4), divergence(6), divergence(7)],
         true,
-        &["I3"],
+        &[Check::I3],
     );
     assert!(
         r.describe()
@@ -74,7 +77,7 @@ fn later_divergences_are_counted() {
 
 #[test]
 fn a_changed_verdict_follows_the_divergence_on_its_own_line() {
-    let r = report(vec![divergence(4)], false, &["I3"]);
+    let r = report(vec![divergence(4)], false, &[Check::I3]);
     let d = r.describe();
     assert!(
         d.contains("holder-a write … => accepted\n    UNEXPECTED VERDICT: expected=I3 actual=ok"),
@@ -85,4 +88,23 @@ fn a_changed_verdict_follows_the_divergence_on_its_own_line() {
         r.describe(),
         "UNEXPECTED VERDICT: expected=ok actual=I3\n      I3 violated: tokens went down"
     );
+}
+
+#[test]
+fn a_differential_run_uses_the_same_words_for_its_sides_and_the_final_state() {
+    let mut c = Comparison::new(Sides::DIFF);
+    c.steps = 3;
+    c.final_state = Some(Vec::new());
+    assert_eq!(c.describe(), "ok (3 steps, final state equal)");
+    c.final_state = Some(vec!["floors: model [], postgres [1]".into()]);
+    assert!(!c.ok());
+    assert_eq!(
+        c.describe(),
+        "FINAL STATE DIFFERS:\n    floors: model [], postgres [1]"
+    );
+    c.final_state = None;
+    c.divergences = vec![divergence(2)];
+    assert!(c
+        .describe()
+        .starts_with("DIVERGED at step #2: postgres `accepted`, model `rejected`"));
 }

@@ -1,7 +1,7 @@
 //! Trace format v1: canonical round trip and errors that name file, line and field.
 
 use leaselab_model::prelude::*;
-use leaselab_model::trace::Trace;
+use leaselab_trace::Trace;
 
 fn sample() -> Trace {
     let mut w = World::new(Config::default());
@@ -35,7 +35,7 @@ fn sample() -> Trace {
     t.title = "a sample: all kinds".into();
     t.seed = 42;
     t.faults = vec!["pause actor=holder-a at=check".into()];
-    t.expect = vec!["I3".into()];
+    t.expect = vec![leaselab_checkers::Check::I3];
     t
 }
 
@@ -50,7 +50,7 @@ fn write_read_write_is_byte_identical() {
     assert!(text.contains("lease holder=holder-a token=1 expires=-infinity"));
 }
 
-fn err_of(text: &str) -> leaselab_model::trace::TraceError {
+fn err_of(text: &str) -> leaselab_trace::TraceError {
     Trace::parse(text, "bad.trace").expect_err("must be rejected")
 }
 
