@@ -303,3 +303,85 @@ fn a_maybe_write_excuses_its_absence_and_one_row() {
     );
     let _ = Millis(0);
 }
+
+/// One commit keeps one row per part and per publish key: a transaction that writes the same
+/// part twice and publishes the same key twice commits the last of each, and the facts say so.
+#[test]
+fn a_transaction_that_rewrites_a_part_and_a_key_commits_one_row_each() {
+    let cfg = Config {
+        publish: leaselab_model::PublishMode::Versioned,
+        ..Config::default()
+    };
+    let mut w = World::new(cfg);
+    w.run("holder-a", Op::acquire("holder-a", 5_000));
+    w.run_on("holder-a", "t", Op::begin(DbName::Res));
+    w.run_on("holder-a", "t", Op::fence(1));
+    w.run_on("holder-a", "t", Op::upsert("summary", "one", 1));
+    w.run_on("holder-a", "t", Op::upsert("detail", "d", 1));
+    w.run_on("holder-a", "t", Op::upsert("summary", "two", 1));
+    w.run_on("holder-a", "t", Op::publish("report-1", "p1", 1));
+    w.run_on("holder-a", "t", Op::publish("report-1", "p2", 1));
+    w.run_on("holder-a", "t", Op::commit(DbName::Res));
+    let f = derive(&w.history);
+    let l = w.model.ledger();
+    assert_eq!(f.writes.len(), 3, "{:?}", f.writes);
+    let parts = l
+        .iter()
+        .filter(|e| matches!(e.what, Committed::Part(..)))
+        .count();
+    assert_eq!(parts, 2, "one row per part");
+    assert!(cross_check(&f, &l).is_empty(), "{:?}", cross_check(&f, &l));
+    // The kept rows are the last ones: naming the first as kept disagrees.
+    let mut g = f.clone();
+    g.writes.swap(0, 2);
+    assert!(!cross_check(&g, &l).is_empty());
+    // Two extra publish rows are more than the one collapsed publish explains.
+    let mut extra = l.clone();
+    let p = l
+        .iter()
+        .find(|e| matches!(e.what, Committed::Publish(..)))
+        .cloned()
+        .expect("a publish row");
+    let mut one = p.clone();
+    one.seq = 900;
+    extra.push(one.clone());
+    assert!(
+        cross_check(&f, &extra).is_empty(),
+        "one extra row: the collapsed publish"
+    );
+    let mut two = one;
+    two.seq = 901;
+    extra.push(two);
+    assert!(
+        !cross_check(&f, &extra).is_empty(),
+        "a second one is unexplained"
+    );
+}
+
+/// Maybe-writes and unreported statements add up to the rows they can explain.
+#[test]
+fn maybe_writes_and_unreported_statements_add_up() {
+    let mut w = World::new(Config::default());
+    w.run("holder-a", Op::acquire("holder-a", 5_000));
+    w.run("holder-a", Op::write("summary", "a", 1));
+    let mut f = derive(&w.history);
+    f.writes[0].certainty = Certainty::Maybe;
+    let l = w.model.ledger();
+    let part = l
+        .iter()
+        .find(|e| matches!(e.what, Committed::Part(..)))
+        .cloned()
+        .expect("a part row");
+    let mut extra = l.clone();
+    for seq in [800, 801] {
+        let mut c = part.clone();
+        c.seq = seq;
+        extra.push(c);
+    }
+    // Two rows nobody reported, one unknown outcome (the maybe-write, counted whether or not
+    // its row is there): one row too many.
+    assert!(!cross_check(&f, &extra).is_empty());
+    // One more statement whose outcome nobody collected explains the second.
+    f.unreported = vec![(DbName::Res, 1)];
+    assert!(cross_check(&f, &extra).is_empty());
+}
