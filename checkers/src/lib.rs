@@ -22,6 +22,13 @@
 //! - [`safety`]: the `always` checks I1, I2, I3, acceptance, final state.
 //! - [`sometimes`]: counts of the events that show faults landed.
 //! - [`ledger`]: the second oracle: facts against what the model's databases committed.
+//!
+//! ## Environment
+//!
+//! - `PROPTEST_CASES=N`: cases per property in `tests/properties.rs` (proptest's own variable;
+//!   the suite's default is 2,048 for the correct configuration).
+
+#![warn(missing_docs)]
 
 pub mod facts;
 pub mod ledger;

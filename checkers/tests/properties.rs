@@ -304,7 +304,11 @@ fn correct() -> Config {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 2048, ..ProptestConfig::default() })]
+    // 2,048 cases unless PROPTEST_CASES says otherwise (an explicit `cases` would ignore it).
+    #![proptest_config(ProptestConfig {
+        cases: std::env::var("PROPTEST_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(2048),
+        ..ProptestConfig::default()
+    })]
 
     #[test]
     fn correct_configuration_keeps_every_invariant((holders, steps) in steps()) {

@@ -8,6 +8,8 @@
 //!
 //! The binary (`src/main.rs`) only parses arguments and prints.
 
+#![warn(missing_docs)]
+
 pub mod args;
 pub mod diff_cmd;
 pub mod lab;

@@ -15,6 +15,13 @@
 //! to `await` or `disconnect`, a `begin` inside a transaction becomes a `commit`, a crash of a
 //! database that is down becomes its restart. Shrinking removes intents; the client keeps the
 //! rest valid.
+//!
+//! ## Environment
+//!
+//! - `PROPTEST_CASES=N`: how many schedules `tests/oracle.rs` checks facts against the ledger on
+//!   (default 3,000).
+
+#![warn(missing_docs)]
 
 use leaselab_model::names::defaults;
 use leaselab_model::{
@@ -174,13 +181,6 @@ pub struct Client {
     written: u64,
 }
 
-fn di(db: DbName) -> usize {
-    match db {
-        DbName::Lease => 0,
-        DbName::Res => 1,
-    }
-}
-
 impl Client {
     /// A client for `actors` sessions at time 0.
     pub fn new(actors: usize) -> Self {
@@ -247,7 +247,7 @@ impl Client {
             Kind::Crash => {
                 let db = db_of(a);
                 who = Holder::new("admin");
-                if self.down[di(db)] {
+                if self.down[db.index()] {
                     Op::Restart { db }
                 } else {
                     Op::Crash { db }
@@ -270,7 +270,7 @@ impl Client {
                 match op.db() {
                     // A session whose statement waits gets to wait for it (mostly) or leave.
                     Some(db)
-                        if s[di(db)].blocked
+                        if s[db.index()].blocked
                             && !matches!(op, Op::Await { .. } | Op::Disconnect { .. }) =>
                     {
                         if a % 8 == 7 {
@@ -409,16 +409,16 @@ impl Client {
     pub fn observe(&mut self, e: &Event, out: &Outcome) {
         if let Op::Crash { db } = e.op {
             if *out == Outcome::Ok {
-                self.down[di(db)] = true;
+                self.down[db.index()] = true;
                 for s in &mut self.sessions {
-                    s[di(db)] = Session::default();
+                    s[db.index()] = Session::default();
                 }
             }
             return;
         }
         if let Op::Restart { db } = e.op {
             if *out == Outcome::Ok {
-                self.down[di(db)] = false;
+                self.down[db.index()] = false;
             }
             return;
         }
@@ -426,7 +426,7 @@ impl Client {
             return;
         };
         let Some(db) = e.op.db() else { return };
-        let s = &mut self.sessions[actor][di(db)];
+        let s = &mut self.sessions[actor][db.index()];
         if let Outcome::Granted { token, expires } = out {
             self.max_token = self.max_token.max(token.0);
             self.grant[actor] = Some((token.0, expiry_ms(expires)));

@@ -16,6 +16,18 @@ pub enum DbName {
 }
 
 impl DbName {
+    /// Both databases, in index order.
+    pub const ALL: [DbName; 2] = [DbName::Lease, DbName::Res];
+
+    /// A dense index (0 for the lease database, 1 for the resource database), for per-database
+    /// arrays.
+    pub fn index(self) -> usize {
+        match self {
+            DbName::Lease => 0,
+            DbName::Res => 1,
+        }
+    }
+
     /// The spelling used in traces.
     pub fn as_str(self) -> &'static str {
         match self {

@@ -32,6 +32,8 @@
 //! - [`text`]: the text form of an operation and an outcome (event-line syntax).
 //! - [`allowed`]: every model state a run can be in where PostgreSQL races.
 
+#![warn(missing_docs)]
+
 pub mod allowed;
 pub mod backend;
 pub mod client;

@@ -179,13 +179,6 @@ pub struct PgBackend {
     virtual_time: bool,
 }
 
-fn idx(db: DbName) -> usize {
-    match db {
-        DbName::Lease => 0,
-        DbName::Res => 1,
-    }
-}
-
 async fn connect(
     conninfo: &str,
     virtual_time: bool,
@@ -542,7 +535,7 @@ impl PgBackend {
     /// Fault injection: the server ends `conn`'s backend (`pg_terminate_backend`), as a
     /// server-side kill or a network cut would. The client learns of it at its next statement.
     pub fn terminate(&mut self, db: DbName, conn: &ConnId) -> Result<(), PgError> {
-        let i = idx(db);
+        let i = db.index();
         let Some(pid) = self.sides[i].sessions.get(conn).map(|s| s.pid) else {
             return Ok(());
         };
@@ -579,7 +572,7 @@ impl PgBackend {
 
     /// The connection string of a database (real `now()`: no redirection option).
     pub fn conninfo(&self, db: DbName) -> String {
-        self.sides[idx(db)].conninfo.clone()
+        self.sides[db.index()].conninfo.clone()
     }
 
     fn drop_sessions(&mut self, i: usize) {
@@ -613,7 +606,7 @@ impl PgBackend {
 
     /// Admission, as the model does it: down, a connection cut by a crash, busy.
     fn admit(&mut self, db: DbName, conn: &ConnId) -> Option<Outcome> {
-        let side = &mut self.sides[idx(db)];
+        let side = &mut self.sides[db.index()];
         if !side.up {
             return Some(Outcome::Unavailable);
         }
@@ -635,7 +628,7 @@ impl PgBackend {
         db: DbName,
         conn: &ConnId,
     ) -> Result<(Arc<Client>, Stmts, bool), Outcome> {
-        let i = idx(db);
+        let i = db.index();
         if let Some(s) = self.sides[i].sessions.get(conn) {
             return Ok((s.client.clone(), s.st.clone(), s.in_txn));
         }
@@ -717,7 +710,7 @@ impl PgBackend {
     where
         F: Future<Output = Out> + Send + 'static,
     {
-        let i = idx(db);
+        let i = db.index();
         let Some(pid) = self.sides[i].sessions.get(conn).map(|s| s.pid) else {
             return Outcome::Error("no-session".into());
         };
@@ -819,7 +812,7 @@ impl PgBackend {
     }
 
     fn set_in_txn(&mut self, db: DbName, conn: &ConnId, v: bool) {
-        if let Some(s) = self.sides[idx(db)].sessions.get_mut(conn) {
+        if let Some(s) = self.sides[db.index()].sessions.get_mut(conn) {
             s.in_txn = v;
             s.aborted = false;
         }
@@ -1388,7 +1381,7 @@ impl FencedResource for PgBackend {
 
 impl Admin for PgBackend {
     fn session(&mut self, cx: &Ctx<'_>, db: DbName, step: SessionStep) -> Outcome {
-        let i = idx(db);
+        let i = db.index();
         match step {
             SessionStep::Await => {
                 if !self.sides[i].up {
@@ -1542,7 +1535,7 @@ impl Admin for PgBackend {
     }
 
     fn crash(&mut self, _cx: &Ctx<'_>, db: DbName) -> Outcome {
-        let i = idx(db);
+        let i = db.index();
         if !self.sides[i].up {
             return Outcome::Error("already-down".into());
         }
@@ -1568,7 +1561,7 @@ impl Admin for PgBackend {
     }
 
     fn restart(&mut self, _cx: &Ctx<'_>, db: DbName) -> Outcome {
-        let i = idx(db);
+        let i = db.index();
         if self.sides[i].up {
             return Outcome::Error("not-down".into());
         }

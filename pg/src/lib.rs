@@ -15,6 +15,19 @@
 //!
 //! Set `LEASELAB_PG_CONNINFO` (e.g. `host=/tmp port=5432 user=postgres`) to use an existing
 //! server instead of throwaway clusters (crash steps are then unsupported).
+//!
+//! ## Environment
+//!
+//! - `LEASELAB_PG_BIN`: the directory of `initdb`, `pg_ctl` and `postgres` (else
+//!   `pg_config --bindir`, `/usr/lib/postgresql/<newest>/bin`, then `PATH`).
+//! - `LEASELAB_PG_CONNINFO`: use this server instead of throwaway clusters.
+//! - `LEASELAB_REQUIRE_PG=1`: a database test without PostgreSQL fails instead of skipping
+//!   (`.ci/run` sets it); [`cluster::postgres_for_test`].
+//! - `LEASELAB_SKIP_LOG=FILE`: a skipping database test appends a line there
+//!   (`scripts/test.sh` prints the file at the end).
+//! - `LEASELAB_DEBUG_STEPS=1`: print each differential step with its wall time (profiling).
+
+#![warn(missing_docs)]
 
 pub mod adapter;
 pub mod cluster;

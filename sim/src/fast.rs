@@ -126,11 +126,7 @@ pub struct FastSim {
 }
 
 fn link_index(holder: usize, db: DbName) -> usize {
-    holder * 2
-        + match db {
-            DbName::Lease => 0,
-            DbName::Res => 1,
-        }
+    holder * 2 + db.index()
 }
 
 impl FastSim {

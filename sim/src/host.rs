@@ -33,13 +33,6 @@ pub struct DbHosts {
     down: [bool; 2],
 }
 
-fn idx(db: DbName) -> usize {
-    match db {
-        DbName::Lease => 0,
-        DbName::Res => 1,
-    }
-}
-
 impl DbHosts {
     /// Fresh databases.
     pub fn new(config: Config) -> Self {
@@ -56,7 +49,7 @@ impl DbHosts {
 
     /// Whether `db` is down.
     pub fn is_down(&self, db: DbName) -> bool {
-        self.down[idx(db)]
+        self.down[db.index()]
     }
 
     /// Executes a request arriving at authority time `t`. `locals[i]` is holder i's clock at `t`
@@ -150,13 +143,13 @@ impl DbHosts {
 
     /// Immediate stop: the waiting clients' connections break (they hear `conn-lost`).
     pub fn crash(&mut self, t: Millis, db: DbName) -> Vec<Reply> {
-        if self.down[idx(db)] {
+        if self.down[db.index()] {
             return Vec::new();
         }
         self.world.clock.set(t);
         self.world
             .exec_at_local(Holder::new("admin"), None, Op::Crash { db }, t);
-        self.down[idx(db)] = true;
+        self.down[db.index()] = true;
         let cut: Vec<(DbName, ConnId)> = self
             .waiting
             .keys()
@@ -174,12 +167,12 @@ impl DbHosts {
 
     /// Restart with recovery (no-op if up).
     pub fn restart(&mut self, t: Millis, db: DbName) {
-        if !self.down[idx(db)] {
+        if !self.down[db.index()] {
             return;
         }
         self.world.clock.set(t);
         self.world
             .exec_at_local(Holder::new("admin"), None, Op::Restart { db }, t);
-        self.down[idx(db)] = false;
+        self.down[db.index()] = false;
     }
 }

@@ -24,6 +24,15 @@
 //! - [`scenario`]: options, derived setup, run results, liveness.
 //! - [`setup_text`]: a run's setup as trace header lines and back (`--from-trace`).
 //! - [`sweep`]: seed ranges, shards, shrinking.
+//!
+//! ## Build flags
+//!
+//! The turmoil driver needs `--cfg tokio_unstable` (turmoil then seeds tokio's own randomness);
+//! `.cargo/config.toml` sets it for rustc and rustdoc. A `RUSTFLAGS` (`RUSTDOCFLAGS`)
+//! environment variable replaces that list: add the cfg there, or the build stops with a
+//! message saying so.
+
+#![warn(missing_docs)]
 
 pub mod clock;
 pub mod fast;

@@ -47,13 +47,6 @@ fn host_name(db: DbName) -> &'static str {
     }
 }
 
-fn db_idx(db: DbName) -> usize {
-    match db {
-        DbName::Lease => 0,
-        DbName::Res => 1,
-    }
-}
-
 struct Shared {
     hosts: DbHosts,
     clocks: Vec<NodeClock>,
@@ -78,7 +71,7 @@ fn locals(sh: &Shared, t: u64) -> Vec<Millis> {
 
 fn route(sh: &Shared, db: DbName, replies: Vec<Reply>) {
     for (h, req, o) in replies {
-        if let Some(tx) = sh.outbox[db_idx(db)].get(&h) {
+        if let Some(tx) = sh.outbox[db.index()].get(&h) {
             let _ = tx.send(format!("{req} {}", outcome_text(&o)));
         }
     }
@@ -106,7 +99,7 @@ async fn serve_conn(sh: Sh, db: DbName, stream: TcpStream) {
         return;
     };
     let (tx, mut rx) = mpsc::unbounded_channel::<String>();
-    sh.borrow_mut().outbox[db_idx(db)].insert(holder, tx);
+    sh.borrow_mut().outbox[db.index()].insert(holder, tx);
     tokio::task::spawn_local(async move {
         while let Some(line) = rx.recv().await {
             if wr.write_all(format!("{line}\n").as_bytes()).await.is_err() {
@@ -233,7 +226,7 @@ impl Client {
     }
 
     async fn send(&mut self, req: u64, db: DbName, conn: &ConnId, op: &Op) -> Option<Outcome> {
-        let i = db_idx(db);
+        let i = db.index();
         if self.links[i].is_none() {
             self.links[i] = connect(db, self.idx).await;
         }
@@ -304,7 +297,7 @@ impl Client {
 
     async fn run(mut self) -> turmoil::Result {
         for db in [DbName::Lease, DbName::Res] {
-            self.links[db_idx(db)] = connect(db, self.idx).await;
+            self.links[db.index()] = connect(db, self.idx).await;
         }
         if let (Some(g), Some(l)) = (self.garbage.take(), &mut self.links[0]) {
             let _ = l.wr.write_all(format!("{g}\n").as_bytes()).await;
@@ -348,7 +341,7 @@ impl Client {
                 }
                 Some((db, None)) => {
                     // Connection broken (the database crashed): reconnect lazily.
-                    self.links[db_idx(db)] = None;
+                    self.links[db.index()] = None;
                 }
                 None => {
                     let local = self.local();
@@ -487,16 +480,16 @@ pub fn run_with(setup: Setup, garbage: Option<&str>) -> SimRun {
         let t = sim.elapsed().as_millis() as u64;
         while let Some((_, _, c)) = ctl.next_if(|(at, _, _)| *at <= t) {
             match c {
-                Ctl::Crash(db) if !down[db_idx(db)] => {
-                    down[db_idx(db)] = true;
+                Ctl::Crash(db) if !down[db.index()] => {
+                    down[db.index()] = true;
                     sim.crash(host_name(db));
                     let mut s = sh.borrow_mut();
                     let replies = s.hosts.crash(Millis(t), db);
                     route(&s, db, replies);
-                    s.outbox[db_idx(db)].clear();
+                    s.outbox[db.index()].clear();
                 }
-                Ctl::Restart(db) if down[db_idx(db)] => {
-                    down[db_idx(db)] = false;
+                Ctl::Restart(db) if down[db.index()] => {
+                    down[db.index()] = false;
                     sh.borrow_mut().hosts.restart(Millis(t), db);
                     sim.bounce(host_name(db));
                 }
@@ -509,8 +502,8 @@ pub fn run_with(setup: Setup, garbage: Option<&str>) -> SimRun {
                 ),
                 Ctl::Heal => {
                     for db in [DbName::Lease, DbName::Res] {
-                        if down[db_idx(db)] {
-                            down[db_idx(db)] = false;
+                        if down[db.index()] {
+                            down[db.index()] = false;
                             sh.borrow_mut().hosts.restart(Millis(t), db);
                             sim.bounce(host_name(db));
                         }

@@ -31,6 +31,8 @@
 //! assert!(!store.write("summary", "A-stale", a.token, "holder-a"));
 //! ```
 
+#![warn(missing_docs)]
+
 use leaselab_model::rules;
 use leaselab_model::{FenceMode, Holder, LeaseRow, Millis, Token};
 use std::collections::BTreeMap;

@@ -30,6 +30,8 @@
 //! The vocabulary's own text form (one operation, one outcome, escaping) is
 //! `leaselab_model::text`; the verdict's vocabulary is [`leaselab_checkers::Check`].
 
+#![warn(missing_docs)]
+
 pub mod compare;
 mod parse;
 pub mod replay;
