@@ -30,26 +30,33 @@ use tokio_postgres::{Client, NoTls, Statement};
 /// How long a statement may neither finish nor be reported blocked.
 const STUCK: Duration = Duration::from_secs(10);
 
-/// Errors of the adapter itself (not outcomes of statements).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PgError(pub String);
-
-impl std::fmt::Display for PgError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
+/// Errors of the adapter itself (not outcomes of statements, which are [`Outcome`]s).
+#[derive(Debug, thiserror::Error)]
+pub enum PgError {
+    /// The throwaway clusters could not be had or driven.
+    #[error(transparent)]
+    Cluster(#[from] ClusterError),
+    /// The database answered an adapter statement (setup, reset, snapshot) with an error.
+    #[error("{what}: {source}")]
+    Sql {
+        /// What the adapter was doing.
+        what: String,
+        /// The driver's error (its SQLSTATE, where the server sent one, is `source.code()`).
+        source: tokio_postgres::Error,
+    },
+    /// The server is not set up as the adapter needs it.
+    #[error("{0}")]
+    Setup(String),
+    /// A value read back is not what the schema allows.
+    #[error("{0}")]
+    Data(String),
 }
 
-impl std::error::Error for PgError {}
-
-impl From<ClusterError> for PgError {
-    fn from(e: ClusterError) -> Self {
-        PgError(e.0)
+fn pe(what: &str, source: tokio_postgres::Error) -> PgError {
+    PgError::Sql {
+        what: what.to_string(),
+        source,
     }
-}
-
-fn pe(what: &str, e: impl std::fmt::Display) -> PgError {
-    PgError(format!("{what}: {e}"))
 }
 
 /// A statement error as an outcome: definitely not applied unless the connection broke.
@@ -383,7 +390,7 @@ impl PgBackend {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
-            .map_err(|e| pe("tokio runtime", e))?;
+            .map_err(|e| PgError::Setup(format!("tokio runtime: {e}")))?;
         let mk = |dbname: &'static str, cluster: Option<Cluster>, conninfo: String| Side {
             dbname,
             cluster,
@@ -476,7 +483,7 @@ impl PgBackend {
                 if ok {
                     Ok(())
                 } else {
-                    Err(PgError(
+                    Err(PgError::Setup(
                         "now() is not redirected to lab.now(): check the search_path option".into(),
                     ))
                 }
@@ -558,7 +565,9 @@ impl PgBackend {
             if let Some(c) = self.sides[i].cluster.as_mut() {
                 c.stop_immediate()?;
             } else {
-                return Err(PgError("crash-restart needs the throwaway clusters".into()));
+                return Err(PgError::Setup(
+                    "crash-restart needs the throwaway clusters".into(),
+                ));
             }
         }
         for i in 0..2 {
@@ -882,7 +891,7 @@ impl PgBackend {
                 .await
                 .map_err(q)?
             {
-                let exp = ms_of_us(r.get(3)).map_err(|o| PgError(format!("lease expiry: {o}")))?;
+                let exp = ms_of_us(r.get(3)).map_err(|o| PgError::Data(format!("lease expiry: {o}")))?;
                 let token: i64 = r.get(2);
                 snap.leases.push((
                     LeaseName::new(r.get::<_, String>(0)),
@@ -1543,7 +1552,7 @@ impl Admin for PgBackend {
             return Outcome::Error("crash-unsupported-on-an-existing-server".into());
         };
         if let Err(e) = cl.crash() {
-            return Outcome::Error(format!("crash-failed:{}", e.0.replace(' ', "_")));
+            return Outcome::Error(format!("crash-failed:{}", e.to_string().replace(' ', "_")));
         }
         let side = &mut self.sides[i];
         side.up = false;
@@ -1569,7 +1578,10 @@ impl Admin for PgBackend {
             return Outcome::Error("restart-unsupported-on-an-existing-server".into());
         };
         if let Err(e) = cl.boot() {
-            return Outcome::Error(format!("restart-failed:{}", e.0.replace(' ', "_")));
+            return Outcome::Error(format!(
+                "restart-failed:{}",
+                e.to_string().replace(' ', "_")
+            ));
         }
         self.sides[i].up = true;
         Outcome::Ok

@@ -8,17 +8,45 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// Why a cluster could not be had.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ClusterError(pub String);
-
-impl std::fmt::Display for ClusterError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
+/// Why a cluster could not be had or driven.
+#[derive(Debug, thiserror::Error)]
+pub enum ClusterError {
+    /// The server binaries are not installed (or not where `LEASELAB_PG_BIN` says).
+    #[error("{MISSING}")]
+    Missing,
+    /// A file or folder of the cluster could not be used.
+    #[error("{path}: {source}")]
+    Io {
+        /// The path.
+        path: PathBuf,
+        /// What the OS said.
+        source: std::io::Error,
+    },
+    /// A helper program (`initdb`, `pg_ctl`, `chown`, `kill`) could not start.
+    #[error("{program}: cannot run: {source}")]
+    Spawn {
+        /// Which program.
+        program: String,
+        /// What the OS said.
+        source: std::io::Error,
+    },
+    /// A helper program ran and failed.
+    #[error("{program} failed ({status}): {output}")]
+    Failed {
+        /// Which program.
+        program: String,
+        /// Its exit status.
+        status: std::process::ExitStatus,
+        /// Its stdout and stderr.
+        output: String,
+    },
+    /// The server did not come up (or go down) in time.
+    #[error("{0}")]
+    Timeout(String),
+    /// `postmaster.pid` had no readable pid.
+    #[error("no postmaster pid in {}", .0.display())]
+    NoPid(PathBuf),
 }
-
-impl std::error::Error for ClusterError {}
 
 /// The one plain line the tests print when the server binaries are missing.
 pub const MISSING: &str = "PostgreSQL server binaries (initdb, pg_ctl, postgres) not found: install the Debian package `postgresql` or set LEASELAB_PG_BIN to their directory";
@@ -115,30 +143,38 @@ impl Cluster {
     }
 
     fn run(&self, mut c: Command, what: &str) -> Result<(), ClusterError> {
-        let out = c
-            .output()
-            .map_err(|e| ClusterError(format!("{what}: cannot run: {e}")))?;
+        let out = c.output().map_err(|source| ClusterError::Spawn {
+            program: what.to_string(),
+            source,
+        })?;
         if out.status.success() {
             Ok(())
         } else {
-            Err(ClusterError(format!(
-                "{what} failed ({}): {}{}",
-                out.status,
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            )))
+            Err(ClusterError::Failed {
+                program: what.to_string(),
+                status: out.status,
+                output: format!(
+                    "{}{}",
+                    String::from_utf8_lossy(&out.stdout),
+                    String::from_utf8_lossy(&out.stderr)
+                ),
+            })
         }
     }
 
     /// Creates and starts a cluster in `root/<name>-<pid>` (absolute path required).
     pub fn start(root: &Path, name: &str) -> Result<Cluster, ClusterError> {
-        let bin = find_bin().ok_or_else(|| ClusterError(MISSING.into()))?;
-        let root = std::path::absolute(root)
-            .map_err(|e| ClusterError(format!("{}: {e}", root.display())))?;
+        let bin = find_bin().ok_or(ClusterError::Missing)?;
+        let root = std::path::absolute(root).map_err(|source| ClusterError::Io {
+            path: root.to_path_buf(),
+            source,
+        })?;
         let dir = root.join(format!("{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| ClusterError(format!("cannot create {}: {e}", dir.display())))?;
+        std::fs::create_dir_all(&dir).map_err(|source| ClusterError::Io {
+            path: dir.clone(),
+            source,
+        })?;
         let as_root = is_root();
         if as_root {
             let st = Command::new("chown")
@@ -146,12 +182,16 @@ impl Cluster {
                 .arg("postgres:postgres")
                 .arg(&dir)
                 .status()
-                .map_err(|e| ClusterError(format!("chown: {e}")))?;
+                .map_err(|source| ClusterError::Spawn {
+                    program: "chown".into(),
+                    source,
+                })?;
             if !st.success() {
-                return Err(ClusterError(format!(
-                    "chown postgres {} failed",
-                    dir.display()
-                )));
+                return Err(ClusterError::Failed {
+                    program: "chown".into(),
+                    status: st,
+                    output: format!("chown -R postgres:postgres {}", dir.display()),
+                });
             }
         }
         let mut c = Cluster {
@@ -204,7 +244,7 @@ impl Cluster {
             }
             if start.elapsed() > std::time::Duration::from_secs(60) {
                 let log = std::fs::read_to_string(self.dir.join("server.log")).unwrap_or_default();
-                return Err(ClusterError(format!(
+                return Err(ClusterError::Timeout(format!(
                     "server did not become ready within 60 s; log:\n{log}"
                 )));
             }
@@ -224,14 +264,14 @@ impl Cluster {
             .ok()
             .and_then(|t| t.lines().next().map(|l| l.trim().to_string()))
             .filter(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
-            .ok_or_else(|| ClusterError(format!("no postmaster pid in {}", pidfile.display())))?;
+            .ok_or_else(|| ClusterError::NoPid(pidfile.clone()))?;
         let mut c = Command::new("kill");
         c.args(["-QUIT", &pid]);
         self.run(c, "kill -QUIT <postmaster>")?;
         let start = std::time::Instant::now();
         while pidfile.exists() {
             if start.elapsed() > std::time::Duration::from_secs(60) {
-                return Err(ClusterError(format!(
+                return Err(ClusterError::Timeout(format!(
                     "postmaster {pid} still running 60 s after SIGQUIT"
                 )));
             }

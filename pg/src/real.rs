@@ -11,17 +11,63 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio_postgres::{Client, NoTls};
 
-fn runtime() -> Result<tokio::runtime::Runtime, String> {
+/// Why a real-time experiment could not run (not an outcome of it).
+#[derive(Debug, thiserror::Error)]
+pub enum RealError {
+    /// A statement or connection failed; its SQLSTATE, where the server sent one, is
+    /// `source.code()`.
+    #[error("{what}: {source}")]
+    Sql {
+        /// What the experiment was doing.
+        what: String,
+        /// The driver's error.
+        source: tokio_postgres::Error,
+    },
+    /// A process, pipe or file could not be used.
+    #[error("{what}: {source}")]
+    Io {
+        /// What the experiment was doing.
+        what: String,
+        /// What the OS said.
+        source: std::io::Error,
+    },
+    /// A holder process or the server did something the experiment does not expect.
+    #[error("{0}")]
+    Unexpected(String),
+}
+
+/// Names what failed, keeping the error itself.
+trait Context<T> {
+    fn ctx(self, what: &str) -> Result<T, RealError>;
+}
+
+impl<T> Context<T> for Result<T, tokio_postgres::Error> {
+    fn ctx(self, what: &str) -> Result<T, RealError> {
+        self.map_err(|source| RealError::Sql {
+            what: what.to_string(),
+            source,
+        })
+    }
+}
+
+impl<T> Context<T> for Result<T, std::io::Error> {
+    fn ctx(self, what: &str) -> Result<T, RealError> {
+        self.map_err(|source| RealError::Io {
+            what: what.to_string(),
+            source,
+        })
+    }
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, RealError> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| format!("runtime: {e}"))
+        .ctx("runtime")
 }
 
-async fn connect(info: &str) -> Result<Client, String> {
-    let (c, conn) = tokio_postgres::connect(info, NoTls)
-        .await
-        .map_err(|e| format!("connect: {e}"))?;
+async fn connect(info: &str) -> Result<Client, RealError> {
+    let (c, conn) = tokio_postgres::connect(info, NoTls).await.ctx("connect")?;
     tokio::spawn(async move {
         let _ = conn.await;
     });
@@ -64,25 +110,24 @@ async fn write(
     name: &str,
     token: i64,
     content: &str,
-) -> Result<bool, String> {
-    let e = |e: tokio_postgres::Error| format!("write: {e}");
+) -> Result<bool, RealError> {
     let ok = if fenced {
-        res.batch_execute("BEGIN").await.map_err(e)?;
+        res.batch_execute("BEGIN").await.ctx("write")?;
         let n = res
             .execute(sql::FENCE_SCOPE, &[&token, &"daily-report"])
             .await
-            .map_err(e)?;
+            .ctx("write")?;
         if n == 1 {
             res.execute(
                 sql::UPSERT,
                 &[&"daily-report", &"summary", &content, &name, &token],
             )
             .await
-            .map_err(e)?;
-            res.batch_execute("COMMIT").await.map_err(e)?;
+            .ctx("write")?;
+            res.batch_execute("COMMIT").await.ctx("write")?;
             true
         } else {
-            res.batch_execute("ROLLBACK").await.map_err(e)?;
+            res.batch_execute("ROLLBACK").await.ctx("write")?;
             false
         }
     } else {
@@ -91,7 +136,7 @@ async fn write(
             &[&"daily-report", &"summary", &content, &name, &token],
         )
         .await
-        .map_err(e)?;
+        .ctx("write")?;
         true
     };
     res.execute(
@@ -99,12 +144,12 @@ async fn write(
         &[&"daily-report", &"summary", &name, &token, &ok],
     )
     .await
-    .map_err(e)?;
+    .ctx("write")?;
     Ok(ok)
 }
 
 /// The child process. Prints one line per step; the parent reads them.
-pub fn holder_main(a: &HolderArgs) -> Result<(), String> {
+pub fn holder_main(a: &HolderArgs) -> Result<(), RealError> {
     let rt = runtime()?;
     let out = |s: String| {
         println!("{s}");
@@ -122,13 +167,13 @@ pub fn holder_main(a: &HolderArgs) -> Result<(), String> {
             let row = lease
                 .query_opt(ACQUIRE_REAL, &[&"report-job", &a.name, &ttl])
                 .await
-                .map_err(|e| format!("acquire: {e}"))?;
+                .ctx("acquire")?;
             token = row.map(|r| r.get(0));
             if token.is_none() {
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
         }
-        let token = token.ok_or("never acquired")?;
+        let token = token.ok_or_else(|| RealError::Unexpected("never acquired".into()))?;
         out(format!("ACQUIRED token={token}"));
         if a.role == "b" {
             let ok = write(&res, a.fenced, &a.name, token, "rows=201(B)").await?;
@@ -136,12 +181,12 @@ pub fn holder_main(a: &HolderArgs) -> Result<(), String> {
             let n = lease
                 .execute(RENEW_REAL, &[&ttl, &"report-job", &a.name, &token])
                 .await
-                .map_err(|e| format!("renew: {e}"))?;
+                .ctx("renew")?;
             out(format!("RENEW ok={}", n == 1));
             lease
                 .execute(sql::RELEASE, &[&"report-job", &a.name, &token])
                 .await
-                .map_err(|e| format!("release: {e}"))?;
+                .ctx("release")?;
             out("RELEASED".into());
             return Ok(());
         }
@@ -184,25 +229,19 @@ pub fn holder_main(a: &HolderArgs) -> Result<(), String> {
         // the check: that is where the parent stops this process.
         let mut line = String::new();
         let stdin = std::io::stdin();
-        stdin
-            .lock()
-            .read_line(&mut line)
-            .map_err(|e| format!("stdin: {e}"))?;
+        stdin.lock().read_line(&mut line).ctx("stdin")?;
         let valid = !lost.load(Ordering::SeqCst)
             && (start.elapsed().as_millis() as u64) < deadline_ms.load(Ordering::SeqCst);
         out(format!("CHECK valid={valid}"));
         out("READY".into());
         line.clear();
-        stdin
-            .lock()
-            .read_line(&mut line)
-            .map_err(|e| format!("stdin: {e}"))?;
+        stdin.lock().read_line(&mut line).ctx("stdin")?;
         let ok = write(&res, a.fenced, &a.name, token, "rows=200(A)").await?;
         out(format!("WRITE accepted={ok} token={token}"));
         let n = lease
             .execute(RENEW_REAL, &[&ttl, &"report-job", &a.name, &token])
             .await
-            .map_err(|e| format!("renew: {e}"))?;
+            .ctx("renew")?;
         out(format!("RENEW_AFTER_WRITE ok={}", n == 1));
         Ok(())
     })
@@ -241,16 +280,16 @@ fn proc_state(pid: u32) -> char {
         .unwrap_or('?')
 }
 
-fn signal(pid: u32, sig: &str) -> Result<(), String> {
+fn signal(pid: u32, sig: &str) -> Result<(), RealError> {
     let st = Command::new("kill")
         .arg(sig)
         .arg(pid.to_string())
         .status()
-        .map_err(|e| format!("kill: {e}"))?;
+        .ctx("kill")?;
     if st.success() {
         Ok(())
     } else {
-        Err(format!("kill {sig} {pid} failed"))
+        Err(RealError::Unexpected(format!("kill {sig} {pid} failed")))
     }
 }
 
@@ -261,7 +300,7 @@ fn spawn_holder(
     lease: &str,
     res: &str,
     fenced: bool,
-) -> Result<Child, String> {
+) -> Result<Child, RealError> {
     Command::new(exe)
         .args([
             "holder", "--role", role, "--name", name, "--lease", lease, "--res", res,
@@ -270,16 +309,14 @@ fn spawn_holder(
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
-        .map_err(|e| format!("spawn {}: {e}", exe.display()))
+        .ctx(&format!("spawn {}", exe.display()))
 }
 
-fn next_line(r: &mut BufReader<ChildStdout>) -> Result<String, String> {
+fn next_line(r: &mut BufReader<ChildStdout>) -> Result<String, RealError> {
     let mut l = String::new();
-    let n = r
-        .read_line(&mut l)
-        .map_err(|e| format!("read child: {e}"))?;
+    let n = r.read_line(&mut l).ctx("read child")?;
     if n == 0 {
-        return Err("child exited early".into());
+        return Err(RealError::Unexpected("child exited early".into()));
     }
     Ok(l.trim_end().to_string())
 }
@@ -290,12 +327,19 @@ pub fn pause_experiment(
     lease: &str,
     res: &str,
     fenced: bool,
-) -> Result<PauseReport, String> {
+) -> Result<PauseReport, RealError> {
     let rt = runtime()?;
     let mut rep = PauseReport::default();
     let mut a = spawn_holder(exe, "a", "holder-a", lease, res, fenced)?;
-    let mut a_in = a.stdin.take().ok_or("no stdin")?;
-    let mut a_out = BufReader::new(a.stdout.take().ok_or("no stdout")?);
+    let mut a_in = a
+        .stdin
+        .take()
+        .ok_or_else(|| RealError::Unexpected("no stdin".into()))?;
+    let mut a_out = BufReader::new(
+        a.stdout
+            .take()
+            .ok_or_else(|| RealError::Unexpected("no stdout".into()))?,
+    );
     rep.a_acquired = next_line(&mut a_out)?;
     // Renewals must keep the lease for 3000 ms (two TTLs).
     std::thread::sleep(Duration::from_millis(3000));
@@ -306,13 +350,13 @@ pub fn pause_experiment(
             "SELECT holder, token, expires_at > now() FROM lease WHERE name = 'report-job'",
             &[],
         ))
-        .map_err(|e| format!("lease row: {e}"))?;
+        .ctx("lease row")?;
     rep.held_after_wait = (row.get(0), row.get(1), row.get(2));
-    writeln!(a_in, "check").map_err(|e| format!("stdin: {e}"))?;
+    writeln!(a_in, "check").ctx("stdin")?;
     rep.a_check = next_line(&mut a_out)?;
     let ready = next_line(&mut a_out)?;
     if ready != "READY" {
-        return Err(format!("A said `{ready}`"));
+        return Err(RealError::Unexpected(format!("A said `{ready}`")));
     }
     // A passed its check and now waits right before writing: stop the whole process.
     signal(a.id(), "-STOP")?;
@@ -332,7 +376,7 @@ pub fn pause_experiment(
                 "SELECT expires_at <= now() FROM lease WHERE name = 'report-job'",
                 &[],
             ))
-            .map_err(|e| format!("expiry: {e}"))?
+            .ctx("expiry")?
             .get(0);
         if expired || t.elapsed() > Duration::from_secs(10) {
             break;
@@ -340,13 +384,17 @@ pub fn pause_experiment(
         std::thread::sleep(Duration::from_millis(20));
     }
     let mut b = spawn_holder(exe, "b", "holder-b", lease, res, fenced)?;
-    let mut b_out = BufReader::new(b.stdout.take().ok_or("no stdout")?);
+    let mut b_out = BufReader::new(
+        b.stdout
+            .take()
+            .ok_or_else(|| RealError::Unexpected("no stdout".into()))?,
+    );
     while let Ok(l) = next_line(&mut b_out) {
         rep.b_lines.push(l);
     }
     let _ = b.wait();
     // Release line, then SIGCONT.
-    writeln!(a_in, "release").map_err(|e| format!("stdin: {e}"))?;
+    writeln!(a_in, "release").ctx("stdin")?;
     signal(a.id(), "-CONT")?;
     while let Ok(l) = next_line(&mut a_out) {
         rep.a_after.push(l);
@@ -354,28 +402,28 @@ pub fn pause_experiment(
     let _ = a.wait();
     let part = rt
         .block_on(res_c.query_opt("SELECT content, writer, token FROM report_part WHERE scope = 'daily-report' AND part = 'summary'", &[]))
-        .map_err(|e| format!("part: {e}"))?;
+        .ctx("part")?;
     rep.summary = part.map(|r| (r.get(0), r.get(1), r.get(2)));
     rep.floor = rt
         .block_on(res_c.query_one(
             "SELECT max_token FROM fence_floor WHERE scope = 'daily-report'",
             &[],
         ))
-        .map_err(|e| format!("floor: {e}"))?
+        .ctx("floor")?
         .get(0);
     rep.a_rejected = rt
         .block_on(res_c.query_one(
             "SELECT count(*) FROM write_attempt WHERE writer = 'holder-a' AND NOT accepted",
             &[],
         ))
-        .map_err(|e| format!("attempts: {e}"))?
+        .ctx("attempts")?
         .get(0);
     Ok(rep)
 }
 
 /// F3 with real connections: 16 sessions released together by a barrier, three rounds (new,
 /// held, after expiry). Returns the winners per round and the final token.
-pub fn race_experiment(lease: &str, ttl_ms: u64) -> Result<(Vec<usize>, i64), String> {
+pub fn race_experiment(lease: &str, ttl_ms: u64) -> Result<(Vec<usize>, i64), RealError> {
     let rt = runtime()?;
     rt.block_on(async {
         let mut clients = Vec::new();
@@ -413,7 +461,7 @@ pub fn race_experiment(lease: &str, ttl_ms: u64) -> Result<(Vec<usize>, i64), St
         let token: i64 = clients[0]
             .query_one("SELECT token FROM lease WHERE name = 'report-job'", &[])
             .await
-            .map_err(|e| format!("token: {e}"))?
+            .ctx("token")?
             .get(0);
         Ok((winners, token))
     })
@@ -436,20 +484,19 @@ pub struct LongTxnReport {
 
 /// F2 with the real `now()`: a lease of 300 ms; a transaction begun while it is held still sees
 /// it held 400 ms later, while autocommit sees it expired.
-pub fn long_txn_experiment(lease: &str) -> Result<LongTxnReport, String> {
+pub fn long_txn_experiment(lease: &str) -> Result<LongTxnReport, RealError> {
     let rt = runtime()?;
     rt.block_on(async {
-        let e = |w: &'static str| move |e: tokio_postgres::Error| format!("{w}: {e}");
         let long = connect(lease).await?;
         let auto = connect(lease).await?;
         auto.query_opt(ACQUIRE_REAL, &[&"report-job", &"holder-a", &300f64])
             .await
-            .map_err(e("acquire"))?;
-        long.batch_execute("BEGIN").await.map_err(e("begin"))?;
+            .ctx("acquire")?;
+        long.batch_execute("BEGIN").await.ctx("begin")?;
         let r0 = long
             .query_one("SELECT now(), clock_timestamp()", &[])
             .await
-            .map_err(e("now"))?;
+            .ctx("now")?;
         tokio::time::sleep(Duration::from_millis(400)).await;
         let r1 = long
             .query_one(
@@ -457,24 +504,24 @@ pub fn long_txn_experiment(lease: &str) -> Result<LongTxnReport, String> {
                 &[&r0.get::<_, std::time::SystemTime>(0)],
             )
             .await
-            .map_err(e("now again"))?;
+            .ctx("now again")?;
         let expired: bool = auto
             .query_one(
                 "SELECT expires_at <= now() FROM lease WHERE name = 'report-job'",
                 &[],
             )
             .await
-            .map_err(e("expired"))?
+            .ctx("expired")?
             .get(0);
         let inside = long
             .query_opt(ACQUIRE_REAL, &[&"report-job", &"holder-b", &300f64])
             .await
-            .map_err(e("acquire inside"))?;
-        long.batch_execute("COMMIT").await.map_err(e("commit"))?;
+            .ctx("acquire inside")?;
+        long.batch_execute("COMMIT").await.ctx("commit")?;
         let outside = auto
             .query_opt(ACQUIRE_REAL, &[&"report-job", &"holder-b", &300f64])
             .await
-            .map_err(e("acquire outside"))?;
+            .ctx("acquire outside")?;
         Ok(LongTxnReport {
             now_frozen: r1.get(0),
             clock_moved: r1.get(1),
@@ -503,31 +550,29 @@ pub struct CrashReport {
 }
 
 /// Before the crash: holder-b holds token 1 and releases, holder-a acquires token 2 and writes.
-pub fn crash_prefix(lease: &str, res: &str) -> Result<(), String> {
+pub fn crash_prefix(lease: &str, res: &str) -> Result<(), RealError> {
     let rt = runtime()?;
     rt.block_on(async {
-        let e = |w: &'static str| move |e: tokio_postgres::Error| format!("{w}: {e}");
         let l = connect(lease).await?;
         let r = connect(res).await?;
         l.query_opt(ACQUIRE_REAL, &[&"report-job", &"holder-b", &1500f64])
             .await
-            .map_err(e("acquire b"))?;
+            .ctx("acquire b")?;
         l.execute(sql::RELEASE, &[&"report-job", &"holder-b", &1i64])
             .await
-            .map_err(e("release"))?;
+            .ctx("release")?;
         l.query_opt(ACQUIRE_REAL, &[&"report-job", &"holder-a", &1500f64])
             .await
-            .map_err(e("acquire a"))?;
+            .ctx("acquire a")?;
         write(&r, true, "holder-a", 2, "A-2").await?;
         Ok(())
     })
 }
 
 /// After `pg_ctl stop -m immediate` and restart: what survived, and no token reuse.
-pub fn crash_suffix(lease: &str, res: &str) -> Result<CrashReport, String> {
+pub fn crash_suffix(lease: &str, res: &str) -> Result<CrashReport, RealError> {
     let rt = runtime()?;
     rt.block_on(async {
-        let e = |w: &'static str| move |e: tokio_postgres::Error| format!("{w}: {e}");
         let l = connect(lease).await?;
         let r = connect(res).await?;
         let row = l
@@ -536,7 +581,7 @@ pub fn crash_suffix(lease: &str, res: &str) -> Result<CrashReport, String> {
                 &[],
             )
             .await
-            .map_err(e("lease row"))?;
+            .ctx("lease row")?;
         let mut rep = CrashReport {
             lease_after: (row.get(0), row.get(1)),
             held_after_restart: row.get(2),
@@ -548,14 +593,14 @@ pub fn crash_suffix(lease: &str, res: &str) -> Result<CrashReport, String> {
                 &[],
             )
             .await
-            .map_err(e("floor"))?
+            .ctx("floor")?
             .get(0);
         let give_up = Instant::now() + Duration::from_secs(10);
         while rep.next_token.is_none() && Instant::now() < give_up {
             rep.next_token = l
                 .query_opt(ACQUIRE_REAL, &[&"report-job", &"holder-b", &1500f64])
                 .await
-                .map_err(e("acquire"))?
+                .ctx("acquire")?
                 .map(|r| r.get(0));
             if rep.next_token.is_none() {
                 tokio::time::sleep(Duration::from_millis(20)).await;

@@ -79,7 +79,7 @@ impl FaultKind {
     }
 
     /// Parses a comma list; `all` and `none` are accepted.
-    pub fn parse_list(s: &str) -> Result<Vec<FaultKind>, String> {
+    pub fn parse_list(s: &str) -> Result<Vec<FaultKind>, UnknownFaultKind> {
         match s {
             "all" => return Ok(Self::ALL.to_vec()),
             "none" | "" => return Ok(Vec::new()),
@@ -87,13 +87,10 @@ impl FaultKind {
         }
         let mut v = Vec::new();
         for w in s.split(',') {
-            let k = Self::ALL.iter().find(|k| k.as_str() == w).ok_or_else(|| {
-                let names: Vec<&str> = Self::ALL.iter().map(|k| k.as_str()).collect();
-                format!(
-                    "unknown fault kind `{w}`; expected all, none or a comma list of {}",
-                    names.join(", ")
-                )
-            })?;
+            let k = Self::ALL
+                .iter()
+                .find(|k| k.as_str() == w)
+                .ok_or_else(|| UnknownFaultKind(w.to_string()))?;
             if !v.contains(k) {
                 v.push(*k);
             }
@@ -101,6 +98,11 @@ impl FaultKind {
         Ok(v)
     }
 }
+
+/// A word of a fault-kind list that names no kind.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("unknown fault kind `{0}`; expected all, none or a comma list of pause, pause-time, partition, delay, skew, step, crash")]
+pub struct UnknownFaultKind(pub String);
 
 /// One fault.
 #[derive(Clone, Debug, PartialEq, Eq)]

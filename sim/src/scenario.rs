@@ -245,8 +245,8 @@ pub struct SimRun {
     pub trace: Trace,
     /// The checkers' report.
     pub report: Report,
-    /// `Err` with a reason when no holder completed a write in the liveness phase.
-    pub liveness: Result<(), String>,
+    /// `Err` when no holder completed a write in the liveness phase.
+    pub liveness: Result<(), LivenessFailure>,
     /// Per-holder counts.
     pub stats: Vec<HolderStats>,
     /// What went wrong in the driver itself (turmoil: an unreadable wire message, a history cut
@@ -286,9 +286,21 @@ impl SimRun {
     }
 }
 
+/// No holder completed a write within the liveness phase.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "no holder completed a write within {liveness_ms} ms after the faults healed at t={heal_ms}"
+)]
+pub struct LivenessFailure {
+    /// When the faults healed (authority ms).
+    pub heal_ms: u64,
+    /// The length of the liveness phase.
+    pub liveness_ms: u64,
+}
+
 /// Liveness: after the faults heal at `heal_ms`, some holder's write must commit within the
 /// liveness phase.
-pub fn liveness(f: &facts::Facts, heal_ms: u64, liveness_ms: u64) -> Result<(), String> {
+pub fn liveness(f: &facts::Facts, heal_ms: u64, liveness_ms: u64) -> Result<(), LivenessFailure> {
     if liveness_ms == 0 {
         return Ok(());
     }
@@ -300,9 +312,10 @@ pub fn liveness(f: &facts::Facts, heal_ms: u64, liveness_ms: u64) -> Result<(), 
     if ok {
         Ok(())
     } else {
-        Err(format!(
-            "no holder completed a write within {liveness_ms} ms after the faults healed at t={heal_ms}"
-        ))
+        Err(LivenessFailure {
+            heal_ms,
+            liveness_ms,
+        })
     }
 }
 

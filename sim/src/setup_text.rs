@@ -266,7 +266,7 @@ impl Reader<'_> {
     }
 
     fn kinds(&self, line: usize, key: &str, v: &str) -> Result<Vec<FaultKind>, SetupError> {
-        FaultKind::parse_list(v).map_err(|m| self.err(line, key, m))
+        FaultKind::parse_list(v).map_err(|m| self.err(line, key, m.to_string()))
     }
 
     fn read(&self, text: &str, trace: Trace) -> Result<FromTrace, SetupError> {

@@ -387,3 +387,13 @@ fn turmoil_finds_and_shrinks_each_negative_control() {
         );
     }
 }
+
+#[test]
+fn an_unknown_fault_kind_is_named_with_every_kind_there_is() {
+    let e = FaultKind::parse_list("pause,meteor").expect_err("meteor is no fault kind");
+    let text = e.to_string();
+    assert!(text.contains("`meteor`"), "{text}");
+    for k in FaultKind::ALL {
+        assert!(text.contains(k.as_str()), "{text} lacks {k}");
+    }
+}

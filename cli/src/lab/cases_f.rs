@@ -288,11 +288,11 @@ fn real_crash(lab: &mut Lab) {
     };
     let Some(pg) = lab.pg.clone() else { return };
     let run = || -> Result<leaselab_pg::real::CrashReport, String> {
-        leaselab_pg::real::crash_prefix(&lease, &res)?;
+        leaselab_pg::real::crash_prefix(&lease, &res).map_err(|e| e.to_string())?;
         pg.borrow_mut()
             .crash_restart_all()
             .map_err(|e| e.to_string())?;
-        leaselab_pg::real::crash_suffix(&lease, &res)
+        leaselab_pg::real::crash_suffix(&lease, &res).map_err(|e| e.to_string())
     };
     match run() {
         Ok(r) => {
