@@ -121,15 +121,6 @@ pub trait Backend: LeaseStore + FencedResource + Admin {
     fn stamp(&mut self, _seq: u64) {}
 }
 
-impl Backend for crate::model::Model {
-    fn config(&self) -> crate::config::Config {
-        crate::model::Model::config(self).clone()
-    }
-    fn stamp(&mut self, seq: u64) {
-        crate::model::Model::stamp(self, seq)
-    }
-}
-
 /// Implements the backend traits for a wrapper by delegating every method to `$inner`
 /// (an expression over `$self` that yields something implementing them), e.g. a `Box<dyn
 /// Backend>` or an `Rc<RefCell<…>>` shared between lab cases.

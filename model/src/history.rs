@@ -358,15 +358,3 @@ impl History {
         &self.events[self.events.len() - 1]
     }
 }
-
-impl std::fmt::Display for Op {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&crate::text::op_text(self))
-    }
-}
-
-impl std::fmt::Display for Outcome {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&crate::text::outcome_text(self))
-    }
-}

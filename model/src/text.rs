@@ -247,6 +247,18 @@ pub fn outcome_text(o: &Outcome) -> String {
     s
 }
 
+impl std::fmt::Display for Op {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&op_text(self))
+    }
+}
+
+impl std::fmt::Display for Outcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&outcome_text(self))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,0 +1,128 @@
+//! What both databases share: submitting a statement on a connection, parking it when it
+//! blocks, resuming waiters whenever locks may have been released, collecting results.
+
+use crate::engine::{Engine, Key, Waiting};
+use crate::history::Outcome;
+use crate::names::ConnId;
+use crate::time::Millis;
+
+/// How one step ended: an outcome, or a wait on a key with the continuation.
+pub(super) type Step<T> = Result<Outcome, (Key, T)>;
+
+/// Shared driving logic for both databases: submit a task on a connection, park it when it
+/// blocks, and resume waiters whenever locks may have been released.
+pub(super) trait Db {
+    type Task: Clone;
+    type Extra: Default;
+    fn engine(&mut self) -> &mut Engine<Self::Task, Self::Extra>;
+    fn step(&mut self, id: &ConnId, task: Self::Task, now: Millis) -> Step<Self::Task>;
+    /// Whether the task sends a statement to the server at all (a fence step of the row fence
+    /// or of no fence is decided in the client: no statement, so no snapshot either).
+    fn sends_sql(&self, _task: &Self::Task) -> bool {
+        true
+    }
+    /// A statement of `id` starts: a REPEATABLE READ transaction takes its snapshot now.
+    fn snapshot(&mut self, id: &ConnId) {
+        self.engine().take_snapshot(id);
+    }
+    /// Runs `step` for a statement whose client is gone: nothing of it reaches the client, so
+    /// nothing is logged on the client's behalf.
+    fn step_unlogged(&mut self, id: &ConnId, task: Self::Task, now: Millis) -> Step<Self::Task> {
+        self.step(id, task, now)
+    }
+
+    /// Common admission: down → `Unavailable`; a connection cut by a crash reports it once;
+    /// one statement at a time per connection.
+    fn admit(&mut self, id: &ConnId) -> Option<Outcome> {
+        let e = self.engine();
+        if !e.up {
+            return Some(Outcome::Unavailable);
+        }
+        let c = e.conn(id);
+        if c.lost {
+            c.lost = false;
+            return Some(Outcome::Error("conn-lost".into()));
+        }
+        if c.waiting.is_some() {
+            return Some(Outcome::Error("busy".into()));
+        }
+        c.finished = None;
+        None
+    }
+
+    /// A statement in a transaction that an error aborted fails until the transaction ends.
+    fn aborted(&mut self, id: &ConnId) -> Option<Outcome> {
+        self.engine()
+            .is_aborted(id)
+            .then(|| Outcome::Error("sqlstate-25P02".into()))
+    }
+
+    fn submit(&mut self, id: &ConnId, task: Self::Task, now: Millis) -> Outcome {
+        if let Some(o) = self.admit(id) {
+            return o;
+        }
+        if self.sends_sql(&task) {
+            if let Some(o) = self.aborted(id) {
+                return o;
+            }
+            self.snapshot(id);
+        }
+        let out = match self.step(id, task, now) {
+            Ok(o) => o,
+            Err((key, task)) => {
+                self.engine().park(id, Waiting { key, now, task });
+                Outcome::Blocked
+            }
+        };
+        self.wake();
+        out
+    }
+
+    /// Runs every waiter whose lock became free, earliest first, until none can move.
+    fn wake(&mut self) {
+        while let Some((id, w)) = self.engine().next_runnable() {
+            if self.engine().conns.get(&id).is_some_and(|c| c.orphan) {
+                // The orphan got its lock. In a transaction the statement runs and the backend
+                // then finds the socket closed and rolls back: nothing stays. In autocommit the
+                // statement commits (its Sync was already read).
+                let in_txn = self.engine().conn(&id).txn.is_some();
+                if !in_txn {
+                    let _ = self.step_unlogged(&id, w.task, w.now);
+                }
+                self.engine().end(&id, false);
+                self.engine().forget(&id);
+                continue;
+            }
+            match self.step(&id, w.task, w.now) {
+                Ok(o) => self.engine().conn(&id).finished = Some(o),
+                Err((key, task)) => self.engine().park(
+                    &id,
+                    Waiting {
+                        key,
+                        now: w.now,
+                        task,
+                    },
+                ),
+            }
+        }
+    }
+
+    fn await_result(&mut self, id: &ConnId) -> Outcome {
+        let e = self.engine();
+        if !e.up {
+            return Outcome::Unavailable;
+        }
+        let c = e.conn(id);
+        if c.waiting.is_some() {
+            return Outcome::Error("still-blocked".into());
+        }
+        if let Some(o) = c.finished.take() {
+            return o;
+        }
+        if c.lost {
+            c.lost = false;
+            return Outcome::Error("conn-lost".into());
+        }
+        Outcome::Error("not-blocked".into())
+    }
+}
