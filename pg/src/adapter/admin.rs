@@ -1,0 +1,214 @@
+//! `Admin` on PostgreSQL: transactions, sessions (disconnect), `await`, clock, crash and
+//! restart of one database.
+
+use super::error::*;
+use super::session::*;
+use super::state::*;
+use super::statements::*;
+use leaselab_model::{Admin, Config, Ctx, DbName, Expiry, Outcome, SessionStep};
+
+impl Admin for PgBackend {
+    fn session(&mut self, cx: &Ctx<'_>, db: DbName, step: SessionStep) -> Outcome {
+        let i = db.index();
+        match step {
+            SessionStep::Await => {
+                if !self.sides[i].up {
+                    return Outcome::Unavailable;
+                }
+                self.settle(i);
+                let side = &mut self.sides[i];
+                if let Some(s) = side.sessions.get_mut(cx.conn) {
+                    if s.pending.is_some() {
+                        return Outcome::Error("still-blocked".into());
+                    }
+                    if let Some(o) = s.finished.take() {
+                        return o;
+                    }
+                }
+                if side.lost.remove(cx.conn) {
+                    return Outcome::Error("conn-lost".into());
+                }
+                return Outcome::Error("not-blocked".into());
+            }
+            SessionStep::Disconnect => {
+                if !self.sides[i].up {
+                    return Outcome::Unavailable;
+                }
+                if db == DbName::Res {
+                    // As the server will: the open transaction ends without committing. Its
+                    // rejected attempts are logged outside it.
+                    let busy = self.sides[i]
+                        .sessions
+                        .get(cx.conn)
+                        .is_some_and(|s| s.pending.is_some());
+                    self.log_drafts(
+                        cx.conn,
+                        false,
+                        busy || self.sides[i]
+                            .sessions
+                            .get(cx.conn)
+                            .is_some_and(|s| s.in_txn),
+                    );
+                }
+                self.sides[i].lost.remove(cx.conn);
+                if let Some(s) = self.sides[i].sessions.remove(cx.conn) {
+                    // The client closes its socket for real: the task that owns it ends.
+                    let waiting = s.pending.is_some();
+                    if let Some(h) = s.pending {
+                        h.abort();
+                    }
+                    s.socket.abort();
+                    let pid = s.pid;
+                    drop(s.client);
+                    if waiting {
+                        // The backend does not read its socket while the statement waits.
+                        self.sides[i].orphans.push(pid);
+                    } else if let Ok((admin, _)) = self.admin(i) {
+                        // Idle, it reads EOF at once and ends (rolling back): its locks are
+                        // free when it is gone.
+                        self.rt
+                            .block_on(async move { wait_backend_gone(&admin, pid).await });
+                    }
+                }
+                self.settle(i);
+                return Outcome::Ok;
+            }
+            _ => {}
+        }
+        let (c, s, in_txn) = session_or_return!(self, db, cx);
+        let txn_db = self.uses_txn(db);
+        let out = match step {
+            SessionStep::Now => {
+                let now = self.now_for(in_txn, cx.now);
+                self.rt.block_on(async move {
+                    let r: Result<Outcome, Outcome> = async {
+                        set_now(&c, &s, now).await.map_err(stmt_err)?;
+                        let us: i64 = c.query_one(&s.now, &[]).await.map_err(stmt_err)?.get(0);
+                        match ms_of_us(Some(us))? {
+                            Expiry::At(t) => Ok(Outcome::Now(t)),
+                            Expiry::NegInfinity => Ok(Outcome::Error("bad-now".into())),
+                        }
+                    }
+                    .await;
+                    r.unwrap_or_else(|o| o)
+                })
+            }
+            SessionStep::Begin | SessionStep::BeginRepeatableRead if in_txn => {
+                Outcome::Error("in-transaction".into())
+            }
+            SessionStep::Begin | SessionStep::BeginRepeatableRead if !txn_db => Outcome::Ok,
+            SessionStep::Begin | SessionStep::BeginRepeatableRead => {
+                let now = self.now_for(false, cx.now);
+                let begin = if step == SessionStep::BeginRepeatableRead {
+                    "BEGIN ISOLATION LEVEL REPEATABLE READ"
+                } else {
+                    "BEGIN"
+                };
+                let o = self.rt.block_on(async move {
+                    let r: Result<Outcome, Outcome> = async {
+                        set_now(&c, &s, now).await.map_err(stmt_err)?;
+                        c.batch_execute(begin).await.map_err(stmt_err)?;
+                        Ok(Outcome::Ok)
+                    }
+                    .await;
+                    r.unwrap_or_else(|o| o)
+                });
+                if o == Outcome::Ok {
+                    self.set_in_txn(db, cx.conn, true);
+                }
+                o
+            }
+            SessionStep::Commit | SessionStep::Rollback => {
+                let commit = step == SessionStep::Commit;
+                // PostgreSQL answers COMMIT of an aborted transaction with ROLLBACK, no error.
+                let aborted = self.sides[i]
+                    .sessions
+                    .get(cx.conn)
+                    .is_some_and(|s| s.aborted);
+                let o = if in_txn {
+                    self.rt.block_on(async move {
+                        match c
+                            .batch_execute(if commit { "COMMIT" } else { "ROLLBACK" })
+                            .await
+                        {
+                            Ok(()) => Outcome::Ok,
+                            Err(e) if commit => commit_err(e),
+                            Err(e) => stmt_err(e),
+                        }
+                    })
+                } else {
+                    Outcome::Ok
+                };
+                self.set_in_txn(db, cx.conn, false);
+                if db == DbName::Res {
+                    if o != Outcome::Ok {
+                        // The transaction's fate is unknown or it failed: nothing to log, as
+                        // after a crash.
+                        if let Some(s) = self.sides[i].sessions.get_mut(cx.conn) {
+                            s.drafts.clear();
+                        }
+                        return o;
+                    }
+                    let l = self.log_drafts(cx.conn, commit && !aborted, false);
+                    if l != Outcome::Ok {
+                        return l;
+                    }
+                }
+                o
+            }
+            SessionStep::Await | SessionStep::Disconnect => Outcome::Error("not-blocked".into()),
+        };
+        self.settle(i);
+        out
+    }
+
+    fn crash(&mut self, _cx: &Ctx<'_>, db: DbName) -> Outcome {
+        let i = db.index();
+        if !self.sides[i].up {
+            return Outcome::Error("already-down".into());
+        }
+        let Some(cl) = self.sides[i].cluster.as_mut() else {
+            return Outcome::Error("crash-unsupported-on-an-existing-server".into());
+        };
+        if let Err(e) = cl.crash() {
+            return Outcome::Error(format!("crash-failed:{}", e.to_string().replace(' ', "_")));
+        }
+        let side = &mut self.sides[i];
+        side.up = false;
+        side.admin = None;
+        side.orphans.clear();
+        for (k, s) in std::mem::take(&mut side.sessions) {
+            if s.in_txn || s.pending.is_some() {
+                side.lost.insert(k);
+            }
+            if let Some(h) = s.pending {
+                h.abort();
+            }
+        }
+        Outcome::Ok
+    }
+
+    fn restart(&mut self, _cx: &Ctx<'_>, db: DbName) -> Outcome {
+        let i = db.index();
+        if self.sides[i].up {
+            return Outcome::Error("not-down".into());
+        }
+        let Some(cl) = self.sides[i].cluster.as_mut() else {
+            return Outcome::Error("restart-unsupported-on-an-existing-server".into());
+        };
+        if let Err(e) = cl.boot() {
+            return Outcome::Error(format!(
+                "restart-failed:{}",
+                e.to_string().replace(' ', "_")
+            ));
+        }
+        self.sides[i].up = true;
+        Outcome::Ok
+    }
+}
+
+impl leaselab_model::Backend for PgBackend {
+    fn config(&self) -> Config {
+        self.config.clone()
+    }
+}

@@ -1,0 +1,405 @@
+//! Sessions and lock waits: one statement at a time per connection, run as a task; whether it
+//! waits is asked of the server; every statement the server no longer blocks is settled after
+//! each operation; orphans (a client gone while its statement waits) run on.
+
+use super::error::*;
+use super::state::*;
+use super::statements::*;
+use crate::sql;
+use leaselab_model::{ConnId, Ctx, DbName, FenceMode, Millis, Outcome, Part, Scope, Token};
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::task::JoinHandle;
+use tokio_postgres::{Client, NoTls, Statement};
+
+/// How long a statement may neither finish nor be reported blocked.
+pub(super) const STUCK: Duration = Duration::from_secs(10);
+
+pub(super) async fn connect(
+    conninfo: &str,
+    virtual_time: bool,
+) -> Result<(Client, i32), tokio_postgres::Error> {
+    connect_owned(conninfo, virtual_time)
+        .await
+        .map(|(c, pid, _)| (c, pid))
+}
+
+/// Connects and returns the task that owns the socket too: aborting it closes the socket, as a
+/// client process that exits or drops its connection does.
+pub(super) async fn connect_owned(
+    conninfo: &str,
+    virtual_time: bool,
+) -> Result<(Client, i32, JoinHandle<()>), tokio_postgres::Error> {
+    let info = if virtual_time {
+        format!("{conninfo} options='-c search_path=lab,pg_catalog,public'")
+    } else {
+        conninfo.to_string()
+    };
+    let (client, conn) = tokio_postgres::connect(&info, NoTls).await?;
+    let socket = tokio::spawn(async move {
+        let _ = conn.await;
+    });
+    let pid: i32 = client
+        .query_one("SELECT pg_backend_pid()", &[])
+        .await?
+        .get(0);
+    Ok((client, pid, socket))
+}
+
+pub(super) enum Waited {
+    Done(Out),
+    Blocked(JoinHandle<Out>),
+    Stuck,
+}
+
+/// Waits for a statement task: its result if it finishes, `Blocked` as soon as the server says
+/// it waits on one of `others`. Completion is awaited directly (most statements finish in well
+/// under a millisecond); only a statement still running after 1 ms, or one that was already
+/// pending (`ask_first`), is asked about.
+pub(super) async fn wait_or_blocked(
+    mut h: JoinHandle<Out>,
+    admin: (Arc<Client>, Statement),
+    pid: i32,
+    others: Vec<i32>,
+    ask_first: bool,
+) -> Waited {
+    let start = Instant::now();
+    let mut ask = ask_first;
+    loop {
+        if ask && !h.is_finished() && !others.is_empty() {
+            if let Ok(r) = admin.0.query_one(&admin.1, &[&pid, &others]).await {
+                if r.get::<_, bool>(0) {
+                    return Waited::Blocked(h);
+                }
+            }
+        }
+        ask = true;
+        tokio::select! {
+            biased;
+            r = &mut h => {
+                return match r {
+                    Ok(o) => Waited::Done(o),
+                    Err(_) => Waited::Done(Outcome::Error("task-failed".into()).into()),
+                };
+            }
+            _ = tokio::time::sleep(Duration::from_millis(1)) => {}
+        }
+        if start.elapsed() > STUCK {
+            h.abort();
+            return Waited::Stuck;
+        }
+    }
+}
+
+/// Polls until backend `pid` has ended (bounded by [`STUCK`]).
+pub(super) async fn wait_backend_gone(admin: &Client, pid: i32) {
+    let start = Instant::now();
+    while start.elapsed() < STUCK {
+        match admin
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity WHERE pid = $1",
+                &[&pid],
+            )
+            .await
+        {
+            Ok(r) if r.get::<_, i64>(0) == 0 => break,
+            Err(_) => break,
+            _ => tokio::time::sleep(Duration::from_micros(200)).await,
+        }
+    }
+}
+
+macro_rules! session_or_return {
+    ($self:ident, $db:expr, $cx:ident) => {{
+        if let Some(o) = $self.admit($db, $cx.conn) {
+            return o;
+        }
+        match $self.session($db, $cx.conn) {
+            Ok(s) => s,
+            Err(o) => return o,
+        }
+    }};
+}
+
+impl PgBackend {
+    /// Admission, as the model does it: down, a connection cut by a crash, busy.
+    pub(super) fn admit(&mut self, db: DbName, conn: &ConnId) -> Option<Outcome> {
+        let side = &mut self.sides[db.index()];
+        if !side.up {
+            return Some(Outcome::Unavailable);
+        }
+        if side.lost.remove(conn) {
+            return Some(Outcome::Error("conn-lost".into()));
+        }
+        if let Some(s) = side.sessions.get_mut(conn) {
+            if s.pending.is_some() {
+                return Some(Outcome::Error("busy".into()));
+            }
+            s.finished = None;
+        }
+        None
+    }
+
+    /// The session for `conn`, connecting and preparing on first use.
+    pub(super) fn session(
+        &mut self,
+        db: DbName,
+        conn: &ConnId,
+    ) -> Result<(Arc<Client>, Stmts, bool), Outcome> {
+        let i = db.index();
+        if let Some(s) = self.sides[i].sessions.get(conn) {
+            return Ok((s.client.clone(), s.st.clone(), s.in_txn));
+        }
+        let info = self.sides[i].conninfo.clone();
+        let vt = self.virtual_time;
+        let cfg = self.config.clone();
+        let r = self.rt.block_on(async move {
+            let (c, pid, socket) = connect_owned(&info, vt).await?;
+            let st = prepare(&c, db, &cfg).await?;
+            Ok::<_, tokio_postgres::Error>((c, pid, st, socket))
+        });
+        let (c, pid, st, socket) = r.map_err(stmt_err)?;
+        let client = Arc::new(c);
+        self.sides[i].sessions.insert(
+            conn.clone(),
+            Session {
+                client: client.clone(),
+                socket,
+                pid,
+                st: st.clone(),
+                in_txn: false,
+                aborted: false,
+                pending: None,
+                finished: None,
+                drafts: Vec::new(),
+            },
+        );
+        Ok((client, st, false))
+    }
+
+    pub(super) fn others(&self, i: usize, conn: &ConnId) -> Vec<i32> {
+        let side = &self.sides[i];
+        side.sessions
+            .iter()
+            .filter(|(k, _)| *k != conn)
+            .map(|(_, s)| s.pid)
+            .chain(side.orphans.iter().copied())
+            .collect()
+    }
+
+    /// Waits until every orphan that no longer waits on a lock has ended (its statement ran,
+    /// then it found its socket closed): only then are its locks free for the others, as the
+    /// model frees them at once.
+    pub(super) fn reap_orphans(&mut self, i: usize) {
+        if self.sides[i].orphans.is_empty() {
+            return;
+        }
+        let Ok((admin, blocked_q)) = self.admin(i) else {
+            return;
+        };
+        let side = &self.sides[i];
+        let all: Vec<i32> = side
+            .sessions
+            .values()
+            .map(|s| s.pid)
+            .chain(side.orphans.iter().copied())
+            .collect();
+        let orphans = side.orphans.clone();
+        let gone: Vec<i32> = self.rt.block_on(async move {
+            let mut gone = Vec::new();
+            for pid in orphans {
+                let others: Vec<i32> = all.iter().copied().filter(|p| *p != pid).collect();
+                let blocked = match admin.query_one(&blocked_q, &[&pid, &others]).await {
+                    Ok(r) => r.get::<_, bool>(0),
+                    Err(_) => false,
+                };
+                if !blocked {
+                    wait_backend_gone(&admin, pid).await;
+                    gone.push(pid);
+                }
+            }
+            gone
+        });
+        self.sides[i].orphans.retain(|p| !gone.contains(p));
+    }
+
+    /// Runs a task for `conn`: its outcome, or `Blocked` if the server says it waits on a lock.
+    pub(super) fn run<F>(&mut self, db: DbName, conn: &ConnId, fut: F) -> Outcome
+    where
+        F: Future<Output = Out> + Send + 'static,
+    {
+        let i = db.index();
+        let Some(pid) = self.sides[i].sessions.get(conn).map(|s| s.pid) else {
+            return Outcome::Error("no-session".into());
+        };
+        let others = self.others(i, conn);
+        let admin = match self.admin(i) {
+            Ok(a) => a,
+            Err(e) => return Outcome::Error(format!("admin:{e}")),
+        };
+        let handle = self.rt.spawn(fut);
+        let r = self
+            .rt
+            .block_on(wait_or_blocked(handle, admin, pid, others, false));
+        let out = match r {
+            Waited::Done(out) => self.book(i, conn, out),
+            Waited::Blocked(h) => {
+                if let Some(s) = self.sides[i].sessions.get_mut(conn) {
+                    s.pending = Some(h);
+                }
+                Outcome::Blocked
+            }
+            Waited::Stuck => Outcome::Error("stuck-neither-finished-nor-blocked".into()),
+        };
+        self.settle(i);
+        out
+    }
+
+    /// Applies a finished task's bookkeeping and returns its outcome.
+    pub(super) fn book(&mut self, i: usize, conn: &ConnId, out: Out) -> Outcome {
+        if let Some(s) = self.sides[i].sessions.get_mut(conn) {
+            s.drafts.extend(out.drafts);
+            // Any error inside a transaction aborts it (manual 3.4: "the transaction is
+            // aborted"; later statements fail with 25P02 and COMMIT rolls back).
+            if s.in_txn && matches!(&out.outcome, Outcome::Error(r) if r.starts_with("sqlstate-")) {
+                s.aborted = true;
+            }
+        }
+        out.outcome
+    }
+
+    /// Lets every pending statement that the server no longer blocks run to its end, repeating
+    /// while one finishing may free another (the model's synchronous wake).
+    pub(super) fn settle(&mut self, i: usize) {
+        loop {
+            self.reap_orphans(i);
+            let mut progressed = false;
+            let conns: Vec<ConnId> = self.sides[i]
+                .sessions
+                .iter()
+                .filter(|(_, s)| s.pending.is_some())
+                .map(|(k, _)| k.clone())
+                .collect();
+            for c in conns {
+                let Some(h) = self.sides[i]
+                    .sessions
+                    .get_mut(&c)
+                    .and_then(|s| s.pending.take())
+                else {
+                    continue;
+                };
+                let pid = self.sides[i].sessions.get(&c).map(|s| s.pid).unwrap_or(0);
+                let others = self.others(i, &c);
+                let Ok(admin) = self.admin(i) else { return };
+                let w = self
+                    .rt
+                    .block_on(wait_or_blocked(h, admin, pid, others.clone(), true));
+                if std::env::var_os("LEASELAB_DEBUG_STEPS").is_some() {
+                    let what = match &w {
+                        Waited::Done(o) => format!("done {}", o.outcome),
+                        Waited::Blocked(_) => "blocked".into(),
+                        Waited::Stuck => "stuck".into(),
+                    };
+                    eprintln!("    settle {c} pid {pid} others {others:?}: {what}");
+                }
+                match w {
+                    Waited::Done(out) => {
+                        let o = self.book(i, &c, out);
+                        if let Some(s) = self.sides[i].sessions.get_mut(&c) {
+                            s.finished = Some(o);
+                        }
+                        progressed = true;
+                    }
+                    Waited::Blocked(h) => {
+                        if let Some(s) = self.sides[i].sessions.get_mut(&c) {
+                            s.pending = Some(h);
+                        }
+                    }
+                    Waited::Stuck => {
+                        if let Some(s) = self.sides[i].sessions.get_mut(&c) {
+                            s.finished =
+                                Some(Outcome::Error("stuck-neither-finished-nor-blocked".into()));
+                        }
+                    }
+                }
+            }
+            if !progressed {
+                break;
+            }
+        }
+    }
+
+    pub(super) fn set_in_txn(&mut self, db: DbName, conn: &ConnId, v: bool) {
+        if let Some(s) = self.sides[db.index()].sessions.get_mut(conn) {
+            s.in_txn = v;
+            s.aborted = false;
+        }
+    }
+
+    /// Ends the session's transaction bookkeeping: logs the drafts (accepted only on commit).
+    /// The log rows are written outside any transaction of the session: on its own connection
+    /// once its transaction has ended, or on the admin connection when it is still busy.
+    pub(super) fn log_drafts(&mut self, conn: &ConnId, commit: bool, via_admin: bool) -> Outcome {
+        let Some(s) = self.sides[1].sessions.get_mut(conn) else {
+            return Outcome::Ok;
+        };
+        let drafts = std::mem::take(&mut s.drafts);
+        let (client, stmts) = (s.client.clone(), s.st.clone());
+        let todo: Vec<(W, bool)> = drafts
+            .into_iter()
+            .filter(|(_, acc)| commit || !acc)
+            .collect();
+        if todo.is_empty() {
+            return Outcome::Ok;
+        }
+        let admin = if via_admin {
+            match self.admin(1) {
+                Ok((a, _)) => Some(a),
+                Err(e) => return Outcome::Error(format!("admin:{e}")),
+            }
+        } else {
+            None
+        };
+        self.rt.block_on(async move {
+            for (w, acc) in &todo {
+                let r = match &admin {
+                    Some(a) => a
+                        .execute(sql::ATTEMPT, &[&w.scope, &w.part, &w.writer, &w.token, acc])
+                        .await
+                        .map(|_| ())
+                        .map_err(stmt_err),
+                    None => log_attempt(&client, &stmts, w, *acc).await,
+                };
+                if let Err(o) = r {
+                    return o;
+                }
+            }
+            Outcome::Ok
+        })
+    }
+
+    pub(super) fn now_for(&self, in_txn: bool, now: Millis) -> Option<Millis> {
+        (self.virtual_time && !in_txn).then_some(now)
+    }
+
+    pub(super) fn write_args(
+        cx: &Ctx<'_>,
+        scope: &Scope,
+        part: &Part,
+        content: &str,
+        token: Token,
+    ) -> W {
+        W {
+            scope: scope.to_string(),
+            part: part.to_string(),
+            content: content.to_string(),
+            token: token.0 as i64,
+            writer: cx.actor.to_string(),
+        }
+    }
+
+    pub(super) fn uses_txn(&self, db: DbName) -> bool {
+        db == DbName::Lease || self.config.fence != FenceMode::CheckThenWrite
+    }
+}

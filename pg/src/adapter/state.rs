@@ -1,0 +1,55 @@
+//! What the adapter holds: the backend, per database its side (cluster, admin connection,
+//! sessions, orphaned backends), per trace connection its session.
+
+use super::statements::*;
+use crate::cluster::Cluster;
+use leaselab_model::{Config, ConnId, Outcome};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use tokio::runtime::Runtime;
+use tokio::task::JoinHandle;
+use tokio_postgres::{Client, Statement};
+
+pub(super) struct Session {
+    pub(super) client: Arc<Client>,
+    /// The task that owns the socket.
+    pub(super) socket: JoinHandle<()>,
+    pub(super) pid: i32,
+    pub(super) st: Stmts,
+    pub(super) in_txn: bool,
+    /// An error aborted the open transaction: COMMIT will roll it back.
+    pub(super) aborted: bool,
+    pub(super) pending: Option<JoinHandle<Out>>,
+    pub(super) finished: Option<Outcome>,
+    pub(super) drafts: Vec<(W, bool)>,
+}
+
+pub(super) struct Side {
+    pub(super) dbname: &'static str,
+    pub(super) cluster: Option<Cluster>,
+    pub(super) conninfo: String,
+    pub(super) admin: Option<(Arc<Client>, Statement)>,
+    pub(super) sessions: BTreeMap<ConnId, Session>,
+    pub(super) lost: BTreeSet<ConnId>,
+    /// Backends whose client closed its socket while their statement waited on a lock: they
+    /// run on until the statement ends (see the model's engine), holding their locks.
+    pub(super) orphans: Vec<i32>,
+    pub(super) up: bool,
+}
+
+/// Where the databases are.
+pub enum Target {
+    /// Two throwaway clusters under this directory (one per database, so each can crash alone).
+    Throwaway(std::path::PathBuf),
+    /// An existing server (`LEASELAB_PG_CONNINFO`, without `dbname`); crash/restart unsupported.
+    Existing(String),
+}
+
+/// The PostgreSQL backend.
+pub struct PgBackend {
+    pub(super) rt: Runtime,
+    pub(super) config: Config,
+    pub(super) sides: [Side; 2],
+    /// Virtual time (replay) or the real `now()` (experiments).
+    pub(super) virtual_time: bool,
+}

@@ -1,0 +1,264 @@
+//! The throwaway backend: clusters started, the schema installed, databases reset between
+//! runs, sessions terminated, both clusters crashed and restarted.
+
+use super::error::*;
+use super::session::*;
+use super::state::*;
+use crate::cluster::Cluster;
+use crate::sql;
+use leaselab_model::{Config, ConnId, DbName, LeaseDurability};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::sync::Arc;
+use tokio::runtime::Runtime;
+use tokio_postgres::{Client, Statement};
+
+pub(super) fn create_db(rt: &Runtime, conninfo: &str, name: &str) -> Result<(), PgError> {
+    rt.block_on(async {
+        let (c, _) = connect(conninfo, false)
+            .await
+            .map_err(|e| pe("connect", e))?;
+        let exists = c
+            .query_opt("SELECT 1 FROM pg_database WHERE datname = $1", &[&name])
+            .await
+            .map_err(|e| pe("pg_database", e))?
+            .is_some();
+        if !exists {
+            c.batch_execute(&format!("CREATE DATABASE {name}"))
+                .await
+                .map_err(|e| pe("create database", e))?;
+        }
+        Ok(())
+    })
+}
+
+impl PgBackend {
+    /// Starts (or connects to) the databases and creates the schema. `config` is the first
+    /// trace's configuration; [`PgBackend::reset`] switches it.
+    pub fn start(target: Target, virtual_time: bool) -> Result<PgBackend, PgError> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| PgError::Setup(format!("tokio runtime: {e}")))?;
+        let mk = |dbname: &'static str, cluster: Option<Cluster>, conninfo: String| Side {
+            dbname,
+            cluster,
+            conninfo,
+            admin: None,
+            sessions: BTreeMap::new(),
+            lost: BTreeSet::new(),
+            orphans: Vec::new(),
+            up: true,
+        };
+        let sides = match target {
+            Target::Throwaway(root) => {
+                let lc = Cluster::start(&root, "lease26")?;
+                let rc = Cluster::start(&root, "res26")?;
+                let (li, ri) = (lc.conninfo("lease26"), rc.conninfo("res26"));
+                let (lp, rp) = (lc.conninfo("postgres"), rc.conninfo("postgres"));
+                let mut be = [mk("lease26", Some(lc), li), mk("res26", Some(rc), ri)];
+                for (side, p) in be.iter_mut().zip([lp, rp]) {
+                    create_db(&rt, &p, side.dbname)?;
+                }
+                be
+            }
+            Target::Existing(info) => {
+                let p = format!("{info} dbname=postgres");
+                for d in ["lease26", "res26"] {
+                    create_db(&rt, &p, d)?;
+                }
+                [
+                    mk("lease26", None, format!("{info} dbname=lease26")),
+                    mk("res26", None, format!("{info} dbname=res26")),
+                ]
+            }
+        };
+        let mut be = PgBackend {
+            rt,
+            config: Config::default(),
+            sides,
+            virtual_time,
+        };
+        be.install_schema()?;
+        Ok(be)
+    }
+
+    /// Starts two throwaway clusters under `dir` (absolute or relative to the working directory).
+    pub fn throwaway(dir: &Path) -> Result<PgBackend, PgError> {
+        match std::env::var("LEASELAB_PG_CONNINFO") {
+            Ok(info) if !info.is_empty() => Self::start(Target::Existing(info), true),
+            _ => Self::start(Target::Throwaway(dir.to_path_buf()), true),
+        }
+    }
+
+    pub(super) fn install_schema(&mut self) -> Result<(), PgError> {
+        for i in 0..2 {
+            let info = self.sides[i].conninfo.clone();
+            let ddl = if i == 0 {
+                format!(
+                    "{}\nDROP TABLE IF EXISTS lease;\n{}",
+                    sql::LAB_SCHEMA,
+                    sql::lease_table(false)
+                )
+            } else {
+                format!(
+                    "{}\nDROP TABLE IF EXISTS fence_floor, report_part, write_attempt, publish;\n{}",
+                    sql::LAB_SCHEMA,
+                    sql::RES_SCHEMA
+                )
+            };
+            self.rt.block_on(async {
+                let (c, _) = connect(&info, false).await.map_err(|e| pe("connect", e))?;
+                c.batch_execute(&ddl).await.map_err(|e| pe("schema", e))
+            })?;
+        }
+        self.config.lease_table = LeaseDurability::Logged;
+        // The redirection must be active: now() must be the virtual clock.
+        if self.virtual_time {
+            let info = self.sides[0].conninfo.clone();
+            self.rt.block_on(async {
+                let (c, _) = connect(&info, true).await.map_err(|e| pe("connect", e))?;
+                c.query_one(sql::SET_NOW, &[&"1234".to_string()])
+                    .await
+                    .map_err(|e| pe("set lab.now", e))?;
+                let ok: bool = c
+                    .query_one(
+                        &format!("SELECT now() = {} + interval '1.234 seconds'", sql::EPOCH),
+                        &[],
+                    )
+                    .await
+                    .map_err(|e| pe("now() check", e))?
+                    .get(0);
+                if ok {
+                    Ok(())
+                } else {
+                    Err(PgError::Setup(
+                        "now() is not redirected to lab.now(): check the search_path option".into(),
+                    ))
+                }
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Back to an empty state for a new trace with `config`: sessions closed, rows deleted,
+    /// floors reseeded (DELETE + reseed: fast and honest). Crashed clusters are restarted.
+    pub fn reset(&mut self, config: &Config) -> Result<(), PgError> {
+        for i in 0..2 {
+            self.drop_sessions(i);
+            if !self.sides[i].up {
+                if let Some(c) = self.sides[i].cluster.as_mut() {
+                    c.boot()?;
+                }
+                self.sides[i].up = true;
+            }
+            self.sides[i].lost.clear();
+        }
+        let recreate = config.lease_table != self.config.lease_table;
+        let lease_sql = if recreate {
+            format!(
+                "DROP TABLE lease; {}",
+                sql::lease_table(config.lease_table == LeaseDurability::Unlogged)
+            )
+        } else {
+            "DELETE FROM lease;".to_string()
+        };
+        let mut res_sql = "DELETE FROM report_part; DELETE FROM write_attempt; DELETE FROM publish; DELETE FROM fence_floor;".to_string();
+        for s in &config.scopes {
+            res_sql.push_str(&format!(
+                " INSERT INTO fence_floor VALUES ('{}', 0);",
+                s.as_str().replace('\'', "''")
+            ));
+        }
+        for (i, q) in [lease_sql, res_sql].into_iter().enumerate() {
+            let (admin, _) = self.admin(i)?;
+            let dbname = self.sides[i].dbname;
+            self.rt.block_on(async move {
+                admin
+                    .execute(
+                        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()",
+                        &[&dbname],
+                    )
+                    .await
+                    .map_err(|e| pe("terminate sessions", e))?;
+                admin.batch_execute(&q).await.map_err(|e| pe("reset", e))
+            })?;
+        }
+        self.config = config.clone();
+        Ok(())
+    }
+
+    /// Fault injection: the server ends `conn`'s backend (`pg_terminate_backend`), as a
+    /// server-side kill or a network cut would. The client learns of it at its next statement.
+    pub fn terminate(&mut self, db: DbName, conn: &ConnId) -> Result<(), PgError> {
+        let i = db.index();
+        let Some(pid) = self.sides[i].sessions.get(conn).map(|s| s.pid) else {
+            return Ok(());
+        };
+        let (admin, _) = self.admin(i)?;
+        self.rt.block_on(async move {
+            admin
+                .execute("SELECT pg_terminate_backend($1)", &[&pid])
+                .await
+                .map_err(|e| pe("terminate", e))
+        })?;
+        Ok(())
+    }
+
+    /// `pg_ctl stop -m immediate` on both clusters, then restart them (WAL recovery). Every
+    /// session of the adapter is gone afterwards. For the real-time F8.
+    pub fn crash_restart_all(&mut self) -> Result<(), PgError> {
+        for i in 0..2 {
+            self.drop_sessions(i);
+            self.sides[i].admin = None;
+            if let Some(c) = self.sides[i].cluster.as_mut() {
+                c.stop_immediate()?;
+            } else {
+                return Err(PgError::Setup(
+                    "crash-restart needs the throwaway clusters".into(),
+                ));
+            }
+        }
+        for i in 0..2 {
+            if let Some(c) = self.sides[i].cluster.as_mut() {
+                c.boot()?;
+            }
+            self.sides[i].up = true;
+        }
+        Ok(())
+    }
+
+    /// The connection string of a database (real `now()`: no redirection option).
+    pub fn conninfo(&self, db: DbName) -> String {
+        self.sides[db.index()].conninfo.clone()
+    }
+
+    pub(super) fn drop_sessions(&mut self, i: usize) {
+        for (_, s) in std::mem::take(&mut self.sides[i].sessions) {
+            if let Some(h) = s.pending {
+                h.abort();
+            }
+            s.socket.abort();
+        }
+        self.sides[i].orphans.clear();
+    }
+
+    pub(super) fn admin(&mut self, i: usize) -> Result<(Arc<Client>, Statement), PgError> {
+        if let Some(a) = &self.sides[i].admin {
+            return Ok(a.clone());
+        }
+        let info = self.sides[i].conninfo.clone();
+        let a = self.rt.block_on(async {
+            let (c, _) = connect(&info, false)
+                .await
+                .map_err(|e| pe("admin connect", e))?;
+            let s = c
+                .prepare("SELECT pg_isolation_test_session_is_blocked($1::int, $2::int[])")
+                .await
+                .map_err(|e| pe("prepare", e))?;
+            Ok::<_, PgError>((Arc::new(c), s))
+        })?;
+        self.sides[i].admin = Some(a.clone());
+        Ok(a)
+    }
+}
