@@ -28,6 +28,7 @@
 //! - [`rules`]: the lease and fence rules as pure functions.
 //! - [`model`]: the in-memory implementation with READ COMMITTED row locks and crashes.
 //! - [`world`]: model + clock + history, the harness cases and replays drive.
+//! - [`clock`]: a node's own clock (offset, rate skew, NTP steps, freeze).
 //! - [`client`]: holder-side helpers: local deadline, `LeaseGuard`.
 //! - [`text`]: the text form of an operation and an outcome (event-line syntax).
 //! - [`allowed`]: every model state a run can be in where PostgreSQL races.
@@ -37,6 +38,7 @@
 pub mod allowed;
 pub mod backend;
 pub mod client;
+pub mod clock;
 pub mod config;
 mod engine;
 pub mod history;

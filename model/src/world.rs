@@ -4,6 +4,7 @@
 //! every run leaves the same kind of record.
 
 use crate::backend::{apply, Backend, Ctx};
+use crate::clock::NodeClock;
 use crate::config::Config;
 use crate::history::{Event, History, Op, Outcome};
 use crate::model::Model;
@@ -20,8 +21,8 @@ pub struct World<B = Model> {
     pub clock: ManualClock,
     /// Everything done so far.
     pub history: History,
-    /// Per-actor local clock offset in ms (a client whose clock runs ahead or behind).
-    offsets: BTreeMap<Holder, i64>,
+    /// Per-actor local clocks (a client whose clock runs ahead or behind).
+    clocks: BTreeMap<Holder, NodeClock>,
 }
 
 impl World<Model> {
@@ -38,7 +39,7 @@ impl<B: Backend> World<B> {
             model: backend,
             clock: ManualClock::new(),
             history: History::default(),
-            offsets: BTreeMap::new(),
+            clocks: BTreeMap::new(),
         }
     }
 
@@ -54,14 +55,15 @@ impl<B: Backend> World<B> {
 
     /// Sets an actor's local clock offset relative to the authority clock.
     pub fn set_offset(&mut self, actor: &str, offset_ms: i64) {
-        self.offsets.insert(Holder::new(actor), offset_ms);
+        self.clocks.entry(Holder::new(actor)).or_default().offset_ms = offset_ms;
     }
 
     /// `actor`'s local clock reading now (never below 0).
     pub fn local(&self, actor: &Holder) -> Millis {
-        let off = self.offsets.get(actor).copied().unwrap_or(0);
-        let t = self.now().0 as i64 + off;
-        Millis(t.max(0) as u64)
+        match self.clocks.get(actor) {
+            Some(c) => c.local(self.now()),
+            None => self.now(),
+        }
     }
 
     /// Runs `op` as `actor` on its default connection, records and returns the outcome.

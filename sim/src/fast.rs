@@ -347,7 +347,7 @@ impl FastSim {
         n.paused = Some((id, kind));
         n.wake_at = None;
         if kind == PauseKind::Freeze {
-            n.clock.frozen_since = Some(self.now);
+            n.clock.frozen_since = Some(Millis(self.now));
         }
         let end = self.now + dur_ms;
         self.at(end, Ev::PauseEnd { holder: h, id });

@@ -382,7 +382,7 @@ impl FaultPlan {
                     delta_ms,
                 } => {
                     if let Some(c) = clocks.get_mut(holder) {
-                        c.steps.push((at_ms, delta_ms));
+                        c.steps.push((leaselab_model::Millis(at_ms), delta_ms));
                     }
                 }
                 _ => {}

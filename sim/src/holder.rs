@@ -11,6 +11,7 @@
 //! connection (the server rolls it back on disconnect) and the job re-queues.
 
 use crate::faults::Point;
+use leaselab_model::client::{LeaseGuard, LocalDeadline};
 use leaselab_model::{ConnId, DbName, Holder, LeaseName, Millis, Op, Outcome, Part, Scope, Token};
 
 /// Parameters of a holder.
@@ -100,7 +101,7 @@ enum Work {
 #[derive(Clone, Copy, Debug)]
 struct Holding {
     token: Token,
-    deadline: Millis,
+    deadline: LocalDeadline,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -135,7 +136,8 @@ pub struct HolderMachine {
     holding: Option<Holding>,
     /// What the current holding writes into every part (formatted once per grant).
     content: String,
-    lost: bool,
+    /// Seed 003's guard of the current holding: a failed renew sets `lost` for good.
+    guard: LeaseGuard,
     renew_at: Option<Millis>,
     renew_inflight: Option<u64>,
     /// Requests awaiting a reply, in request order (ids only grow, so pushing keeps the order;
@@ -170,7 +172,7 @@ impl HolderMachine {
             work: Work::Idle { until: start },
             holding: None,
             content: String::new(),
-            lost: false,
+            guard: LeaseGuard::default(),
             renew_at: None,
             renew_inflight: None,
             pending: Vec::new(),
@@ -286,7 +288,7 @@ impl HolderMachine {
         if let Some(r) = self.renew_at {
             if r <= now && self.renew_inflight.is_none() {
                 self.renew_at = None;
-                if let (Some(h), false) = (self.holding, self.lost) {
+                if let (Some(h), false) = (self.holding, self.guard.is_lost()) {
                     let op = Op::Renew {
                         lease: self.cfg.lease.clone(),
                         holder: self.cfg.name.clone(),
@@ -328,8 +330,8 @@ impl HolderMachine {
     }
 
     fn mark_lost(&mut self, out: &mut Vec<Effect>) {
-        if !self.lost && self.holding.is_some() {
-            self.lost = true;
+        if !self.guard.is_lost() && self.holding.is_some() {
+            self.guard.on_renew(false);
             out.push(Effect::Record(Op::Lost));
         }
         self.renew_at = None;
@@ -358,7 +360,7 @@ impl HolderMachine {
     /// Forgets the holding, stops renewing and waits until `until` for the next job.
     fn end_job(&mut self, until: Millis) {
         self.holding = None;
-        self.lost = false;
+        self.guard = LeaseGuard::default();
         self.renew_at = None;
         self.work = Work::Idle { until };
     }
@@ -375,9 +377,9 @@ impl HolderMachine {
             return;
         };
         out.push(Effect::Record(Op::Check {
-            deadline: h.deadline,
+            deadline: h.deadline.deadline,
         }));
-        if self.lost || now >= h.deadline {
+        if !self.guard.may_start_write() || !h.deadline.allows(now) {
             self.abort(now);
             return;
         }
@@ -404,9 +406,11 @@ impl HolderMachine {
             self.renew_inflight = None;
             match (outcome, self.holding) {
                 (Outcome::Renewed { .. }, Some(h)) if h.token == token => {
-                    let deadline = sent.plus(self.cfg.ttl_ms.saturating_sub(self.cfg.margin_ms));
+                    let deadline = h
+                        .deadline
+                        .renewed(sent, self.cfg.ttl_ms, self.cfg.margin_ms);
                     self.holding = Some(Holding { token, deadline });
-                    if !self.lost {
+                    if !self.guard.is_lost() {
                         self.renew_at = Some(now.plus(self.cfg.renew_ms));
                     }
                 }
@@ -427,14 +431,18 @@ impl HolderMachine {
         match self.work.clone() {
             Work::Acquiring { req: r, sent } if r == req => match outcome {
                 Outcome::Granted { token, .. } => {
-                    let deadline = sent.plus(self.cfg.ttl_ms.saturating_sub(self.cfg.margin_ms));
+                    let deadline = LocalDeadline::from_request_start(
+                        sent,
+                        self.cfg.ttl_ms,
+                        self.cfg.margin_ms,
+                    );
                     self.holding = Some(Holding {
                         token: *token,
                         deadline,
                     });
                     // Who wrote a part, with which token, in which job.
                     self.content = format!("{}-t{}-j{}", self.cfg.name, token, self.job);
-                    self.lost = false;
+                    self.guard = LeaseGuard::default();
                     self.renew_at = Some(now.plus(self.cfg.renew_ms));
                     self.start_part(now, 0, out);
                 }

@@ -217,7 +217,7 @@ impl Client {
         }
         self.record(Op::Pause);
         if kind == PauseKind::Freeze {
-            self.sh.borrow_mut().clocks[self.idx].frozen_since = Some(start);
+            self.sh.borrow_mut().clocks[self.idx].frozen_since = Some(Millis(start));
         }
         let end = (start + dur_ms).min(self.heal_ms);
         tokio::time::sleep(Duration::from_millis(end - start)).await;
