@@ -2,7 +2,7 @@
 //!
 //! A pure, deterministic model of a lease table that hands out fencing tokens, and of the
 //! resource those tokens protect. It is *sans-IO*: no tokio, no rand, no OS clock. Every
-//! transition takes `now`; a [`ManualClock`] (or a simulation driver) supplies it.
+//! transition takes `now`; whoever drives a [`World`] (a case, a replay, a simulated host) sets it.
 //!
 //! ```
 //! use leaselab_model::prelude::*;
@@ -20,7 +20,7 @@
 //!
 //! ## Map
 //!
-//! - [`time`]: virtual milliseconds, `-infinity` expiry, [`ManualClock`].
+//! - [`time`]: virtual milliseconds, `-infinity` expiry.
 //! - [`names`]: typed [`Token`], holder, lease, scope, part and connection names.
 //! - [`config`]: fence modes and every known mistake as a plain value.
 //! - [`history`]: [`Op`], [`Outcome`], [`Event`], [`History`] — what every run records.
@@ -57,14 +57,14 @@ pub use history::{DbName, Event, History, Op, Outcome};
 pub use model::Model;
 pub use names::{ConnId, Holder, LeaseName, Part, Scope, Token};
 pub use rows::{Attempt, AttemptOutcome, LeaseRow, PartRow};
-pub use time::{Expiry, ManualClock, Millis};
+pub use time::{Expiry, Millis};
 pub use world::World;
 
 /// Everything a case or a test usually needs.
 pub mod prelude {
     pub use crate::{
         apply, AttemptOutcome, ClientExpiry, Config, ConnId, DbName, Event, Expiry, FenceMode,
-        History, Holder, LeaseDurability, LeaseName, LeaseRow, ManualClock, Millis, Op, Outcome,
-        Part, PartRow, PublishMode, Scope, Token, World,
+        History, Holder, LeaseDurability, LeaseName, LeaseRow, Millis, Op, Outcome, Part, PartRow,
+        PublishMode, Scope, Token, World,
     };
 }

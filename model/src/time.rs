@@ -1,10 +1,8 @@
 //! Virtual time. Nothing in the model reads the OS clock: every transition takes `now` as an
-//! argument, and the only source of `now` in a lab run is a [`ManualClock`] that a test or a
-//! driver advances explicitly. That is what makes a run reproducible from its trace.
+//! argument, and the only source of `now` is whoever drives the run (a case, a replay, a
+//! simulated host) setting it explicitly. That is what makes a run reproducible from its trace.
 
 use std::fmt;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
 
 /// An instant on a virtual clock, in milliseconds since the start of the run.
 ///
@@ -66,41 +64,6 @@ impl fmt::Display for Expiry {
     }
 }
 
-/// A shared, explicitly advanced clock (the seed-003 `ManualClock`).
-///
-/// Clones share one counter, so a case can hand the clock to several actors and advance it
-/// once for all of them. Atomic rather than `Cell` so the loom/threaded implementations can
-/// share it too; the model itself never needs more than `Relaxed` because it is driven from one
-/// thread.
-#[derive(Clone, Debug, Default)]
-pub struct ManualClock(Arc<AtomicU64>);
-
-impl ManualClock {
-    /// A clock at time 0.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// The current virtual time.
-    pub fn now(&self) -> Millis {
-        Millis(self.0.load(Ordering::Relaxed))
-    }
-
-    /// Moves time forward by `ms` and returns the new time.
-    pub fn advance(&self, ms: u64) -> Millis {
-        let new = self.0.fetch_add(ms, Ordering::Relaxed).saturating_add(ms);
-        Millis(new)
-    }
-
-    /// Sets the time. Used by replay, which takes each event's recorded time as authoritative.
-    /// Time never goes backwards on the authority clock, so a smaller value is ignored and the
-    /// current time is returned.
-    pub fn set(&self, at: Millis) -> Millis {
-        let prev = self.0.fetch_max(at.0, Ordering::Relaxed);
-        Millis(prev.max(at.0))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -111,15 +74,5 @@ mod tests {
         assert!(!Expiry::At(Millis(100)).is_expired_at(Millis(99)));
         assert!(Expiry::NegInfinity.is_expired_at(Millis(0)));
         assert!(Expiry::NegInfinity < Expiry::At(Millis(0)));
-    }
-
-    #[test]
-    fn manual_clock_is_shared_and_monotonic() {
-        let c = ManualClock::new();
-        let d = c.clone();
-        c.advance(250);
-        assert_eq!(d.now(), Millis(250));
-        assert_eq!(d.set(Millis(100)), Millis(250));
-        assert_eq!(d.set(Millis(300)), Millis(300));
     }
 }

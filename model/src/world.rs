@@ -1,5 +1,6 @@
 //! A recording harness: a backend (the model unless another is given — the PostgreSQL adapter
-//! runs the lab cases through the same harness), a [`ManualClock`] and the [`History`] of
+//! runs the lab cases through the same harness), an explicitly set authority time and the
+//! [`History`] of
 //! everything done to it. Lab cases, proptest and replay drive the backend through this, so
 //! every run leaves the same kind of record.
 
@@ -9,7 +10,7 @@ use crate::config::Config;
 use crate::history::{Event, History, Op, Outcome};
 use crate::model::Model;
 use crate::names::{ConnId, Holder};
-use crate::time::{ManualClock, Millis};
+use crate::time::Millis;
 use std::collections::BTreeMap;
 
 /// A backend plus its clock and history.
@@ -18,7 +19,9 @@ pub struct World<B = Model> {
     /// The databases (named `model` because it is the model unless another backend is given).
     pub model: B,
     /// The authority clock.
-    pub clock: ManualClock,
+    /// The authority time: set explicitly by whoever drives the world (a case, a replay, a
+    /// simulated host), never read from the OS.
+    now: Millis,
     /// Everything done so far.
     pub history: History,
     /// Per-actor local clocks (a client whose clock runs ahead or behind).
@@ -37,7 +40,7 @@ impl<B: Backend> World<B> {
     pub fn with_backend(backend: B) -> Self {
         World {
             model: backend,
-            clock: ManualClock::new(),
+            now: Millis::ZERO,
             history: History::default(),
             clocks: BTreeMap::new(),
         }
@@ -45,12 +48,20 @@ impl<B: Backend> World<B> {
 
     /// The authority time.
     pub fn now(&self) -> Millis {
-        self.clock.now()
+        self.now
+    }
+
+    /// Sets the authority time. Time never goes backwards on the authority clock, so a smaller
+    /// value is ignored; returns the time now.
+    pub fn set_now(&mut self, at: Millis) -> Millis {
+        self.now = self.now.max(at);
+        self.now
     }
 
     /// Advances the authority clock.
     pub fn advance(&mut self, ms: u64) -> Millis {
-        self.clock.advance(ms)
+        self.now = self.now.plus(ms);
+        self.now
     }
 
     /// Sets an actor's local clock offset relative to the authority clock.
@@ -110,7 +121,7 @@ impl<B: Backend> World<B> {
     /// connection, with its local clock reading; returns the new outcome. Replay and the
     /// PostgreSQL differential both step a trace this way.
     pub fn rerun(&mut self, e: &Event) -> Outcome {
-        self.clock.set(e.at);
+        self.set_now(e.at);
         self.exec_at_local(e.actor.clone(), e.conn.clone(), e.op.clone(), e.local)
             .outcome
             .clone()

@@ -393,3 +393,12 @@ fn disconnect_rolls_back_and_releases_locks() {
         "floor back to 0"
     );
 }
+
+#[test]
+fn the_authority_clock_is_set_explicitly_and_never_goes_back() {
+    let mut w = World::new(Config::default());
+    assert_eq!(w.advance(250), Millis(250));
+    assert_eq!(w.set_now(Millis(100)), Millis(250), "never backwards");
+    assert_eq!(w.set_now(Millis(300)), Millis(300));
+    assert_eq!(w.now(), Millis(300));
+}

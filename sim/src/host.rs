@@ -69,7 +69,7 @@ impl DbHosts {
             conn,
             op,
         } = r;
-        self.world.clock.set(t);
+        self.world.set_now(t);
         let db = op.db().unwrap_or(DbName::Res);
         if matches!(op, Op::Disconnect { .. }) {
             self.waiting.remove(&(db, conn.clone()));
@@ -134,7 +134,7 @@ impl DbHosts {
 
     /// Records a client-side event (`check`, `pause`, `resume`, `lost`).
     pub fn record_client(&mut self, t: Millis, local: Millis, actor: &Holder, op: Op) -> Outcome {
-        self.world.clock.set(t);
+        self.world.set_now(t);
         self.world
             .exec_at_local(actor.clone(), None, op, local)
             .outcome
@@ -146,7 +146,7 @@ impl DbHosts {
         if self.down[db.index()] {
             return Vec::new();
         }
-        self.world.clock.set(t);
+        self.world.set_now(t);
         self.world
             .exec_at_local(Holder::new("admin"), None, Op::Crash { db }, t);
         self.down[db.index()] = true;
@@ -170,7 +170,7 @@ impl DbHosts {
         if !self.down[db.index()] {
             return;
         }
-        self.world.clock.set(t);
+        self.world.set_now(t);
         self.world
             .exec_at_local(Holder::new("admin"), None, Op::Restart { db }, t);
         self.down[db.index()] = false;
