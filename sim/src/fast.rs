@@ -7,7 +7,8 @@
 //! arrives after it); a delay window adds latency.
 
 use crate::clock::{NodeClock, PauseKind};
-use crate::faults::{Fault, LinkWindow, Point};
+use crate::driver_core::{record_holder, PointCounts};
+use crate::faults::{Fault, LinkWindow};
 use crate::holder::{Effect, HolderMachine};
 use crate::host::{DbHosts, Reply, Request};
 use crate::scenario::{finish, Driver, Setup, SimRun};
@@ -15,7 +16,7 @@ use leaselab_model::{ConnId, DbName, Holder, Millis, Op, Outcome};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap, VecDeque};
+use std::collections::{BinaryHeap, VecDeque};
 
 #[derive(Clone, Debug)]
 enum Ev {
@@ -99,7 +100,7 @@ struct Node {
     paused: Option<(u64, PauseKind)>,
     inbox: VecDeque<(u64, Outcome)>,
     stash: Vec<Effect>,
-    points: BTreeMap<Point, u32>,
+    points: PointCounts,
     wake_at: Option<u64>,
 }
 
@@ -144,7 +145,7 @@ impl FastSim {
                 paused: None,
                 inbox: VecDeque::new(),
                 stash: Vec::new(),
-                points: BTreeMap::new(),
+                points: PointCounts::default(),
                 wake_at: None,
             })
             .collect();
@@ -279,10 +280,8 @@ impl FastSim {
     }
 
     fn record(&mut self, h: usize, op: Op) {
-        let t = Millis(self.now);
-        let local = self.nodes[h].clock.local(t);
-        let name = self.nodes[h].name.clone();
-        self.hosts.record_client(t, local, &name, op);
+        let n = &self.nodes[h];
+        record_holder(&mut self.hosts, &n.clock, &n.name, Millis(self.now), op);
     }
 
     /// Executes a holder's effects in order; a matching point pause stops it right there.
@@ -316,15 +315,10 @@ impl FastSim {
                 }
                 Effect::Record(op) => self.record(h, op),
                 Effect::Point(p) => {
-                    let c = {
-                        let n = self.nodes[h].points.entry(p).or_insert(0);
-                        *n += 1;
-                        *n
-                    };
+                    let hit = self.nodes[h].points.reach(&self.setup.plan, h, p);
                     if self.healed {
                         continue;
                     }
-                    let hit = self.setup.plan.point_pause(h, p, c);
                     if let Some((dur, kind)) = hit {
                         self.nodes[h].stash = it.collect();
                         self.pause(h, dur, kind);

@@ -19,6 +19,7 @@
 //! - [`fast`]: the discrete-event driver used for sweeps.
 //! - [`turmoil_driver`]: the same holders and hosts on turmoil.
 //! - [`host`]: the database hosts around the model.
+//! - [`driver_core`]: what both drivers do alike around a holder (code points, client events).
 //! - [`clock`]: per-node clocks (offset, skew, steps, freeze).
 //! - [`faults`]: fault kinds, swarm plans from a seed.
 //! - [`scenario`]: options, derived setup, run results, liveness.
@@ -35,6 +36,7 @@
 #![warn(missing_docs)]
 
 pub mod clock;
+pub mod driver_core;
 pub mod fast;
 pub mod faults;
 pub mod holder;

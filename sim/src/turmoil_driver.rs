@@ -21,6 +21,7 @@ compile_error!(
 );
 
 use crate::clock::{NodeClock, PauseKind};
+use crate::driver_core::{record_holder, PointCounts};
 use crate::faults::Fault;
 use crate::holder::{Effect, HolderMachine, HolderStats};
 use crate::host::{DbHosts, Reply, Request};
@@ -186,7 +187,7 @@ struct Client {
     name: Holder,
     links: [Option<Link>; 2],
     plan: crate::faults::FaultPlan,
-    points: BTreeMap<crate::faults::Point, u32>,
+    points: PointCounts,
     /// Time-based pauses of this holder not yet taken: (at, dur, kind).
     timed: Vec<(u64, u64, PauseKind)>,
     steps: Vec<u64>,
@@ -203,10 +204,15 @@ impl Client {
     }
 
     fn record(&self, op: Op) {
-        let t = now_ms();
         let mut s = self.sh.borrow_mut();
-        let local = s.clocks[self.idx].local(Millis(t));
-        s.hosts.record_client(Millis(t), local, &self.name, op);
+        let s = &mut *s;
+        record_holder(
+            &mut s.hosts,
+            &s.clocks[self.idx],
+            &self.name,
+            Millis(now_ms()),
+            op,
+        );
     }
 
     /// SIGSTOP/freeze: nothing of this holder runs until the pause ends.
@@ -260,12 +266,7 @@ impl Client {
                 }
                 Effect::Record(op) => self.record(op),
                 Effect::Point(p) => {
-                    let c = {
-                        let n = self.points.entry(p).or_insert(0);
-                        *n += 1;
-                        *n
-                    };
-                    let hit = self.plan.point_pause(self.idx, p, c);
+                    let hit = self.points.reach(&self.plan, self.idx, p);
                     if let Some((dur, kind)) = hit {
                         self.pause(dur, kind).await;
                     }
@@ -434,7 +435,7 @@ pub fn run_with(setup: Setup, garbage: Option<&str>) -> SimRun {
             name: cfg.name.clone(),
             links: [None, None],
             plan: setup.plan.clone(),
-            points: BTreeMap::new(),
+            points: PointCounts::default(),
             timed,
             steps,
             heal_ms,
