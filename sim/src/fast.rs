@@ -59,14 +59,14 @@ enum Ev {
 /// (the insertion order decides before the slot is ever compared).
 #[derive(Default)]
 struct Queue {
-    heap: BinaryHeap<Reverse<(u64, u64, u32)>>,
+    heap: BinaryHeap<Reverse<(Millis, u64, u32)>>,
     slab: Vec<Option<Ev>>,
     free: Vec<u32>,
     seq: u64,
 }
 
 impl Queue {
-    fn push(&mut self, t: u64, ev: Ev) {
+    fn push(&mut self, t: Millis, ev: Ev) {
         self.seq += 1;
         let slot = match self.free.pop() {
             Some(i) => {
@@ -81,7 +81,7 @@ impl Queue {
         self.heap.push(Reverse((t, self.seq, slot)));
     }
 
-    fn pop(&mut self) -> Option<(u64, Ev)> {
+    fn pop(&mut self) -> Option<(Millis, Ev)> {
         loop {
             let Reverse((t, _, slot)) = self.heap.pop()?;
             self.free.push(slot);
@@ -101,7 +101,7 @@ struct Node {
     inbox: VecDeque<(u64, Outcome)>,
     stash: Vec<Effect>,
     points: PointCounts,
-    wake_at: Option<u64>,
+    wake_at: Option<Millis>,
 }
 
 /// The fast simulation of one setup.
@@ -115,7 +115,7 @@ pub struct FastSim {
     /// Link fault windows, indexed by `link_index`.
     windows: Vec<Vec<LinkWindow>>,
     /// Last delivery time per link and direction (FIFO links), indexed by `link_index`.
-    last: Vec<[u64; 2]>,
+    last: Vec<[Millis; 2]>,
     /// Every holder's clock reading at the current instant (refilled per request).
     locals: Vec<Millis>,
     /// Reused buffers: a holder's effects, a database's replies.
@@ -123,7 +123,7 @@ pub struct FastSim {
     replies: Vec<Reply>,
     healed: bool,
     pause_ids: u64,
-    now: u64,
+    now: Millis,
 }
 
 fn link_index(holder: usize, db: DbName) -> usize {
@@ -163,14 +163,14 @@ impl FastSim {
             replies: Vec::new(),
             healed: false,
             pause_ids: 0,
-            now: 0,
+            now: Millis::ZERO,
             setup,
         };
         sim.plan();
         sim
     }
 
-    fn at(&mut self, t: u64, ev: Ev) {
+    fn at(&mut self, t: Millis, ev: Ev) {
         self.queue.push(t, ev);
     }
 
@@ -184,7 +184,7 @@ impl FastSim {
         }
         let links = self.nodes.len() * 2;
         self.windows = vec![Vec::new(); links];
-        self.last = vec![[0; 2]; links];
+        self.last = vec![[Millis::ZERO; 2]; links];
         let faults = self.setup.plan.faults.clone();
         for w in faults
             .iter()
@@ -194,21 +194,23 @@ impl FastSim {
         }
         for f in faults {
             match f {
-                Fault::Step { holder, at_ms, .. } => self.at(at_ms, Ev::Wake { holder }),
+                Fault::Step { holder, at_ms, .. } => self.at(Millis(at_ms), Ev::Wake { holder }),
                 Fault::PauseAtTime {
                     holder,
                     at_ms,
                     dur_ms,
                     kind,
                 } => self.at(
-                    at_ms,
+                    Millis(at_ms),
                     Ev::PauseStart {
                         holder,
                         dur_ms,
                         kind,
                     },
                 ),
-                Fault::Crash { db, at_ms, down_ms } => self.at(at_ms, Ev::Crash { db, down_ms }),
+                Fault::Crash { db, at_ms, down_ms } => {
+                    self.at(Millis(at_ms), Ev::Crash { db, down_ms })
+                }
                 Fault::Skew { .. }
                 | Fault::PauseAtPoint { .. }
                 | Fault::Partition { .. }
@@ -219,23 +221,23 @@ impl FastSim {
             self.reschedule(h);
         }
         let o = &self.setup.opts;
-        let heal = o.safety_ms;
-        let end = o.safety_ms + o.liveness_ms;
+        let heal = Millis(o.safety_ms);
+        let end = heal.plus(o.liveness_ms);
         self.at(heal, Ev::Heal);
         self.at(end, Ev::End);
     }
 
     /// Sends over the (holder, db) link in one direction; returns the delivery time.
-    fn link(&mut self, t: u64, holder: usize, db: DbName, to_db: bool) -> u64 {
+    fn link(&mut self, t: Millis, holder: usize, db: DbName, to_db: bool) -> Millis {
         let (lo, hi) = self.setup.latency_ms;
-        let mut deliver = t + self.net.random_range(lo..=hi);
+        let mut deliver = t.plus(self.net.random_range(lo..=hi));
         let li = link_index(holder, db);
         if !self.healed {
             for w in &self.windows[li] {
                 if w.from <= t && t < w.end {
                     match w.extra_ms {
-                        None => deliver = deliver.max(w.end + lo),
-                        Some(extra) => deliver += extra,
+                        None => deliver = deliver.max(w.end.plus(lo)),
+                        Some(extra) => deliver = deliver.plus(extra),
                     }
                 }
             }
@@ -246,7 +248,7 @@ impl FastSim {
         deliver
     }
 
-    fn reply(&mut self, t: u64, replies: &mut Vec<Reply>, db: DbName) {
+    fn reply(&mut self, t: Millis, replies: &mut Vec<Reply>, db: DbName) {
         for (holder, req, outcome) in replies.drain(..) {
             let when = self.link(t, holder, db, false);
             self.at(
@@ -261,7 +263,7 @@ impl FastSim {
     }
 
     fn reschedule(&mut self, h: usize) {
-        let now = Millis(self.now);
+        let now = self.now;
         let n = &self.nodes[h];
         if n.paused.is_some() {
             return;
@@ -272,7 +274,7 @@ impl FastSim {
         let Some(at) = n.clock.when(now, local) else {
             return;
         };
-        let at = at.0.max(self.now);
+        let at = at.max(self.now);
         if self.nodes[h].wake_at != Some(at) {
             self.nodes[h].wake_at = Some(at);
             self.at(at, Ev::Wake { holder: h });
@@ -281,7 +283,7 @@ impl FastSim {
 
     fn record(&mut self, h: usize, op: Op) {
         let n = &self.nodes[h];
-        record_holder(&mut self.hosts, &n.clock, &n.name, Millis(self.now), op);
+        record_holder(&mut self.hosts, &n.clock, &n.name, self.now, op);
     }
 
     /// Executes a holder's effects in order; a matching point pause stops it right there.
@@ -341,9 +343,9 @@ impl FastSim {
         n.paused = Some((id, kind));
         n.wake_at = None;
         if kind == PauseKind::Freeze {
-            n.clock.frozen_since = Some(Millis(self.now));
+            n.clock.frozen_since = Some(self.now);
         }
-        let end = self.now + dur_ms;
+        let end = self.now.plus(dur_ms);
         self.at(end, Ev::PauseEnd { holder: h, id });
     }
 
@@ -361,7 +363,7 @@ impl FastSim {
             let Some((req, outcome)) = self.nodes[h].inbox.pop_front() else {
                 break;
             };
-            let local = self.nodes[h].clock.local(Millis(self.now));
+            let local = self.nodes[h].clock.local(self.now);
             self.on_reply(h, local, req, &outcome);
         }
         if self.nodes[h].paused.is_none() {
@@ -370,7 +372,7 @@ impl FastSim {
     }
 
     fn timer(&mut self, h: usize) {
-        let local = self.nodes[h].clock.local(Millis(self.now));
+        let local = self.nodes[h].clock.local(self.now);
         let mut buf = std::mem::take(&mut self.effects);
         self.nodes[h].m.on_timer(local, &mut buf);
         self.feed(h, &mut buf);
@@ -401,10 +403,10 @@ impl FastSim {
                     let db = op.db().unwrap_or(DbName::Res);
                     self.locals.clear();
                     self.locals
-                        .extend(self.nodes.iter().map(|n| n.clock.local(Millis(t))));
+                        .extend(self.nodes.iter().map(|n| n.clock.local(t)));
                     let mut replies = std::mem::take(&mut self.replies);
                     self.hosts.request(
-                        Millis(t),
+                        t,
                         &self.locals,
                         &self.names,
                         Request {
@@ -426,7 +428,7 @@ impl FastSim {
                     if self.nodes[holder].paused.is_some() {
                         self.nodes[holder].inbox.push_back((req, outcome));
                     } else {
-                        let local = self.nodes[holder].clock.local(Millis(t));
+                        let local = self.nodes[holder].clock.local(t);
                         self.on_reply(holder, local, req, &outcome);
                     }
                 }
@@ -458,16 +460,16 @@ impl FastSim {
                 }
                 Ev::Crash { db, down_ms } => {
                     if !self.healed {
-                        let mut replies = self.hosts.crash(Millis(t), db);
+                        let mut replies = self.hosts.crash(t, db);
                         self.reply(t, &mut replies, db);
-                        self.at(t + down_ms, Ev::Restart { db });
+                        self.at(t.plus(down_ms), Ev::Restart { db });
                     }
                 }
-                Ev::Restart { db } => self.hosts.restart(Millis(t), db),
+                Ev::Restart { db } => self.hosts.restart(t, db),
                 Ev::Heal => {
                     self.healed = true;
                     for db in [DbName::Lease, DbName::Res] {
-                        self.hosts.restart(Millis(t), db);
+                        self.hosts.restart(t, db);
                     }
                     for h in 0..self.nodes.len() {
                         self.resume(h);

@@ -3,7 +3,7 @@
 //! start and written into the trace as `fault` lines, one per fault.
 
 use crate::clock::PauseKind;
-use leaselab_model::DbName;
+use leaselab_model::{DbName, Millis};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use std::fmt;
@@ -193,9 +193,9 @@ pub struct LinkWindow {
     /// Database.
     pub db: DbName,
     /// First affected instant.
-    pub from: u64,
+    pub from: Millis,
     /// First unaffected instant (capped at the heal).
-    pub end: u64,
+    pub end: Millis,
     /// `None`: a partition (messages are held until `end`); `Some(ms)`: a delay adding `ms`.
     pub extra_ms: Option<u64>,
 }
@@ -223,8 +223,8 @@ impl Fault {
         (at_ms < heal_ms).then_some(LinkWindow {
             holder,
             db,
-            from: at_ms,
-            end: (at_ms + dur_ms).min(heal_ms),
+            from: Millis(at_ms),
+            end: Millis((at_ms + dur_ms).min(heal_ms)),
             extra_ms,
         })
     }
@@ -382,7 +382,7 @@ impl FaultPlan {
                     delta_ms,
                 } => {
                     if let Some(c) = clocks.get_mut(holder) {
-                        c.steps.push((leaselab_model::Millis(at_ms), delta_ms));
+                        c.steps.push((Millis(at_ms), delta_ms));
                     }
                 }
                 _ => {}

@@ -62,12 +62,13 @@ struct Shared {
 
 type Sh = Rc<RefCell<Shared>>;
 
-fn now_ms() -> u64 {
-    turmoil::elapsed().as_millis() as u64
+/// The authority time: turmoil's simulated elapsed time.
+fn authority_now() -> Millis {
+    Millis(turmoil::elapsed().as_millis() as u64)
 }
 
-fn locals(sh: &Shared, t: u64) -> Vec<Millis> {
-    sh.clocks.iter().map(|c| c.local(Millis(t))).collect()
+fn locals(sh: &Shared, t: Millis) -> Vec<Millis> {
+    sh.clocks.iter().map(|c| c.local(t)).collect()
 }
 
 fn route(sh: &Shared, db: DbName, replies: Vec<Reply>) {
@@ -114,7 +115,7 @@ async fn serve_conn(sh: Sh, db: DbName, stream: TcpStream) {
             sh.borrow_mut().errors.push(format!(
                 "database {} got an unreadable request from holder {holder} at t={}: `{line}` (expected `REQ CONN OP`)",
                 db.as_str(),
-                now_ms()
+                authority_now()
             ));
             continue;
         };
@@ -129,18 +130,18 @@ async fn serve_conn(sh: Sh, db: DbName, stream: TcpStream) {
                 sh.borrow_mut().errors.push(format!(
                     "database {} got an unreadable request from holder {holder} at t={}: `{line}` ({why})",
                     db.as_str(),
-                    now_ms()
+                    authority_now()
                 ));
                 continue;
             }
         };
-        let t = now_ms();
+        let t = authority_now();
         let mut s = sh.borrow_mut();
         let ls = locals(&s, t);
         let names = s.names.clone();
         let mut replies = Vec::new();
         s.hosts.request(
-            Millis(t),
+            t,
             &ls,
             &names,
             Request {
@@ -189,10 +190,10 @@ struct Client {
     plan: crate::faults::FaultPlan,
     points: PointCounts,
     /// Time-based pauses of this holder not yet taken: (at, dur, kind).
-    timed: Vec<(u64, u64, PauseKind)>,
-    steps: Vec<u64>,
-    heal_ms: u64,
-    end_ms: u64,
+    timed: Vec<(Millis, u64, PauseKind)>,
+    steps: Vec<Millis>,
+    heal: Millis,
+    end: Millis,
     /// A line the holder writes to the lease database first (tests of the driver's own error
     /// reporting only).
     garbage: Option<String>,
@@ -200,7 +201,7 @@ struct Client {
 
 impl Client {
     fn local(&self) -> Millis {
-        self.sh.borrow().clocks[self.idx].local(Millis(now_ms()))
+        self.sh.borrow().clocks[self.idx].local(authority_now())
     }
 
     fn record(&self, op: Op) {
@@ -210,23 +211,23 @@ impl Client {
             &mut s.hosts,
             &s.clocks[self.idx],
             &self.name,
-            Millis(now_ms()),
+            authority_now(),
             op,
         );
     }
 
     /// SIGSTOP/freeze: nothing of this holder runs until the pause ends.
     async fn pause(&mut self, dur_ms: u64, kind: PauseKind) {
-        let start = now_ms();
-        if start >= self.heal_ms {
+        let start = authority_now();
+        if start >= self.heal {
             return;
         }
         self.record(Op::Pause);
         if kind == PauseKind::Freeze {
-            self.sh.borrow_mut().clocks[self.idx].frozen_since = Some(Millis(start));
+            self.sh.borrow_mut().clocks[self.idx].frozen_since = Some(start);
         }
-        let end = (start + dur_ms).min(self.heal_ms);
-        tokio::time::sleep(Duration::from_millis(end - start)).await;
+        let end = start.plus(dur_ms).min(self.heal);
+        tokio::time::sleep(Duration::from_millis(end.since(start))).await;
         self.sh.borrow_mut().clocks[self.idx].frozen_since = None;
         self.record(Op::Resume);
     }
@@ -277,12 +278,12 @@ impl Client {
 
     /// The authority instant of the next thing to do: a holder timer, a planned pause, a
     /// clock step (timers move with it), or the end.
-    fn next_wake(&self) -> u64 {
-        let now = now_ms();
-        let mut at = self.end_ms;
+    fn next_wake(&self) -> Millis {
+        let now = authority_now();
+        let mut at = self.end;
         if let Some(l) = self.m.next_timer() {
-            if let Some(t) = self.sh.borrow().clocks[self.idx].when(Millis(now), l) {
-                at = at.min(t.0.max(now));
+            if let Some(t) = self.sh.borrow().clocks[self.idx].when(now, l) {
+                at = at.min(t.max(now));
             }
         }
         for (p, _, _) in &self.timed {
@@ -304,8 +305,8 @@ impl Client {
             let _ = l.wr.write_all(format!("{g}\n").as_bytes()).await;
         }
         loop {
-            let now = now_ms();
-            if now >= self.end_ms {
+            let now = authority_now();
+            if now >= self.end {
                 break;
             }
             if let Some(pos) = self.timed.iter().position(|(at, _, _)| *at <= now) {
@@ -314,7 +315,7 @@ impl Client {
                 continue;
             }
             let wake = self.next_wake();
-            let sleep = tokio::time::sleep(Duration::from_millis(wake.saturating_sub(now)));
+            let sleep = tokio::time::sleep(Duration::from_millis(wake.since(now)));
             let [lease, res] = &mut self.links;
             let got = tokio::select! {
                 biased;
@@ -331,7 +332,7 @@ impl Client {
                         self.sh.borrow_mut().errors.push(format!(
                             "holder {} got an unreadable reply at t={}: `{line}`",
                             self.name,
-                            now_ms()
+                            authority_now()
                         ));
                         continue;
                     };
@@ -378,7 +379,8 @@ pub fn run(setup: Setup) -> SimRun {
 pub fn run_with(setup: Setup, garbage: Option<&str>) -> SimRun {
     let o = setup.opts.clone();
     let heal_ms = o.safety_ms;
-    let end_ms = o.safety_ms + o.liveness_ms;
+    let heal = Millis(heal_ms);
+    let end = heal.plus(o.liveness_ms);
     let (lo, hi) = setup.latency_ms;
     let clocks: Vec<NodeClock> = setup.plan.clocks(setup.holders.len());
     let names: Vec<Holder> = setup.holders.iter().map(|h| h.name.clone()).collect();
@@ -395,7 +397,7 @@ pub fn run_with(setup: Setup, garbage: Option<&str>) -> SimRun {
         .rng_seed(setup.seed)
         .epoch(UNIX_EPOCH + Duration::from_secs(1_767_225_600))
         .tick_duration(Duration::from_millis(o.tick_ms.max(1)))
-        .simulation_duration(Duration::from_millis(end_ms + 60_000))
+        .simulation_duration(Duration::from_millis(end.0 + 60_000))
         .min_message_latency(Duration::from_millis(lo))
         .max_message_latency(Duration::from_millis(hi))
         .build();
@@ -415,7 +417,7 @@ pub fn run_with(setup: Setup, garbage: Option<&str>) -> SimRun {
                     at_ms,
                     dur_ms,
                     kind,
-                } if *holder == i && *at_ms < heal_ms => Some((*at_ms, *dur_ms, *kind)),
+                } if *holder == i && *at_ms < heal_ms => Some((Millis(*at_ms), *dur_ms, *kind)),
                 _ => None,
             })
             .collect();
@@ -424,7 +426,7 @@ pub fn run_with(setup: Setup, garbage: Option<&str>) -> SimRun {
             .faults
             .iter()
             .filter_map(|f| match f {
-                Fault::Step { holder, at_ms, .. } if *holder == i => Some(*at_ms),
+                Fault::Step { holder, at_ms, .. } if *holder == i => Some(Millis(*at_ms)),
                 _ => None,
             })
             .collect();
@@ -438,25 +440,29 @@ pub fn run_with(setup: Setup, garbage: Option<&str>) -> SimRun {
             points: PointCounts::default(),
             timed,
             steps,
-            heal_ms,
-            end_ms,
+            heal,
+            end,
             garbage: garbage.filter(|_| i == 0).map(str::to_string),
         };
         sim.client(cfg.name.as_str(), client.run());
     }
 
     // Faults turmoil carries out itself, in time order.
-    let mut ctl: Vec<(u64, u64, Ctl)> = Vec::new();
+    let mut ctl: Vec<(Millis, u64, Ctl)> = Vec::new();
     let mut n = 0u64;
-    let mut push = |t: u64, c: Ctl, v: &mut Vec<(u64, u64, Ctl)>| {
+    let mut push = |t: Millis, c: Ctl, v: &mut Vec<(Millis, u64, Ctl)>| {
         n += 1;
         v.push((t, n, c));
     };
     for f in &setup.plan.faults {
         match *f {
             Fault::Crash { db, at_ms, down_ms } if at_ms < heal_ms => {
-                push(at_ms, Ctl::Crash(db), &mut ctl);
-                push((at_ms + down_ms).min(heal_ms), Ctl::Restart(db), &mut ctl);
+                push(Millis(at_ms), Ctl::Crash(db), &mut ctl);
+                push(
+                    Millis(at_ms).plus(down_ms).min(heal),
+                    Ctl::Restart(db),
+                    &mut ctl,
+                );
             }
             _ => {
                 if let Some(w) = f.link_window(heal_ms) {
@@ -473,25 +479,25 @@ pub fn run_with(setup: Setup, garbage: Option<&str>) -> SimRun {
             }
         }
     }
-    push(heal_ms, Ctl::Heal, &mut ctl);
+    push(heal, Ctl::Heal, &mut ctl);
     ctl.sort_by_key(|(t, n, _)| (*t, *n));
     let mut ctl = ctl.into_iter().peekable();
     let mut down = [false; 2];
     loop {
-        let t = sim.elapsed().as_millis() as u64;
+        let t = Millis(sim.elapsed().as_millis() as u64);
         while let Some((_, _, c)) = ctl.next_if(|(at, _, _)| *at <= t) {
             match c {
                 Ctl::Crash(db) if !down[db.index()] => {
                     down[db.index()] = true;
                     sim.crash(host_name(db));
                     let mut s = sh.borrow_mut();
-                    let replies = s.hosts.crash(Millis(t), db);
+                    let replies = s.hosts.crash(t, db);
                     route(&s, db, replies);
                     s.outbox[db.index()].clear();
                 }
                 Ctl::Restart(db) if down[db.index()] => {
                     down[db.index()] = false;
-                    sh.borrow_mut().hosts.restart(Millis(t), db);
+                    sh.borrow_mut().hosts.restart(t, db);
                     sim.bounce(host_name(db));
                 }
                 Ctl::Hold(h, db) => sim.hold(names[h].as_str(), host_name(db)),
@@ -505,7 +511,7 @@ pub fn run_with(setup: Setup, garbage: Option<&str>) -> SimRun {
                     for db in [DbName::Lease, DbName::Res] {
                         if down[db.index()] {
                             down[db.index()] = false;
-                            sh.borrow_mut().hosts.restart(Millis(t), db);
+                            sh.borrow_mut().hosts.restart(t, db);
                             sim.bounce(host_name(db));
                         }
                     }
@@ -525,10 +531,10 @@ pub fn run_with(setup: Setup, garbage: Option<&str>) -> SimRun {
             }
         }
     }
-    let stopped_at = sim.elapsed().as_millis() as u64;
-    if stopped_at < end_ms {
+    let stopped_at = Millis(sim.elapsed().as_millis() as u64);
+    if stopped_at < end {
         sh.borrow_mut().errors.push(format!(
-            "the history is cut short: the simulation ended at t={stopped_at}, before the run's end at t={end_ms}"
+            "the history is cut short: the simulation ended at t={stopped_at}, before the run's end at t={end}"
         ));
     }
     drop(sim);
