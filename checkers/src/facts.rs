@@ -7,7 +7,9 @@
 //! that complete in one event have a window of one position. A checker reports "A before B"
 //! only when A's window ends before B's begins — the Jepsen stance on concurrent operations.
 
-use leaselab_model::{DbName, Event, History, Holder, LeaseName, Op, Outcome, Part, Scope, Token};
+use leaselab_model::{
+    DbName, Event, History, Holder, LeaseName, Millis, Op, Outcome, Part, Scope, Token,
+};
 use std::collections::BTreeMap;
 
 /// Where a fact took effect, as history positions (event `seq`).
@@ -57,7 +59,7 @@ pub struct WriteFact {
     /// Where it committed.
     pub window: Window,
     /// Authority time of the reporting event.
-    pub at: u64,
+    pub at: Millis,
     /// Acknowledged or not.
     pub certainty: Certainty,
 }
@@ -74,7 +76,7 @@ pub struct GrantFact {
     /// Where it took effect.
     pub window: Window,
     /// Authority time of the reporting event.
-    pub at: u64,
+    pub at: Millis,
 }
 
 /// One publish attempt with a definite result.
@@ -91,7 +93,7 @@ pub struct PublishFact {
     /// Where.
     pub window: Window,
     /// Authority time.
-    pub at: u64,
+    pub at: Millis,
 }
 
 /// What a committed lease statement did to its row.
@@ -106,7 +108,7 @@ pub enum LeaseChange {
         /// New expiry.
         expires: leaselab_model::Expiry,
         /// The statement's `now()` (the transaction's start inside a transaction).
-        now: u64,
+        now: Millis,
     },
     /// Same token, new expiry.
     Renewed {
@@ -256,12 +258,12 @@ pub fn derive(h: &History) -> Facts {
                 };
                 if let Some(c) = certainty {
                     for (op, actor, _) in ds {
-                        push_write(&mut f, op, actor, Window::at(e.seq), e.at.0, c);
+                        push_write(&mut f, op, actor, Window::at(e.seq), e.at, c);
                     }
                 }
                 if certainty == Some(Certainty::Accepted) {
                     for (lease, change) in t.lease {
-                        push_lease(&mut f, lease, change, Window::at(e.seq), e.at.0);
+                        push_lease(&mut f, lease, change, Window::at(e.seq), e.at);
                     }
                     // Between the statement and the commit: in check-then-write mode the
                     // resource keeps no transactions (BEGIN and COMMIT are markers the history
@@ -383,7 +385,7 @@ fn bump_unreported(f: &mut Facts, db: DbName) {
     }
 }
 
-fn push_lease(f: &mut Facts, lease: LeaseName, change: LeaseChange, w: Window, at: u64) {
+fn push_lease(f: &mut Facts, lease: LeaseName, change: LeaseChange, w: Window, at: Millis) {
     if let LeaseChange::Granted { holder, token, .. } = &change {
         f.grants.push(GrantFact {
             lease: lease.clone(),
@@ -412,11 +414,11 @@ fn record<'h>(
     w: Window,
     e: &Event,
 ) {
-    let at = e.at.0;
+    let at = e.at;
     let change = match (op, out) {
         (Op::Acquire { holder, ttl_ms, .. }, Outcome::Granted { token, expires }) => {
             let now = match expires {
-                leaselab_model::Expiry::At(x) => x.0.saturating_sub(*ttl_ms),
+                leaselab_model::Expiry::At(x) => Millis(x.0.saturating_sub(*ttl_ms)),
                 leaselab_model::Expiry::NegInfinity => at,
             };
             Some(LeaseChange::Granted {
@@ -477,7 +479,7 @@ fn record<'h>(
     }
 }
 
-fn push_write(f: &mut Facts, op: &Op, actor: &Holder, w: Window, at: u64, c: Certainty) {
+fn push_write(f: &mut Facts, op: &Op, actor: &Holder, w: Window, at: Millis, c: Certainty) {
     if let Op::Write {
         scope,
         part,

@@ -52,7 +52,7 @@ pub fn i1(f: &Facts, out: &mut Vec<Violation>) {
                     .filter(|h| h.lease == lease && h.window.before(&lf.window))
                     .max_by_key(|h| h.window.latest);
                 if let Some(c) = prev {
-                    if !c.expires.is_expired_at(leaselab_model::Millis(*now)) {
+                    if !c.expires.is_expired_at(*now) {
                         out.push(Violation {
                             check: Check::I1,
                             message: format!(

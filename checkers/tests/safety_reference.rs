@@ -39,7 +39,7 @@ fn write() -> impl Strategy<Value = WriteFact> {
             writer: Holder::new(["a", "b", "c"][w]),
             token: Token(t),
             window,
-            at: window.latest,
+            at: Millis(window.latest),
             certainty: if sure {
                 Certainty::Accepted
             } else {
@@ -54,7 +54,7 @@ fn grant() -> impl Strategy<Value = GrantFact> {
         holder: Holder::new(["a", "b", "c"][h]),
         token: Token(t),
         window,
-        at: window.latest,
+        at: Millis(window.latest),
     })
 }
 
@@ -170,7 +170,7 @@ fn grant_change(holder: &str, token: u64, expires: u64, now: u64) -> LeaseChange
         holder: Holder::new(holder),
         token: Token(token),
         expires: Expiry::At(Millis(expires)),
-        now,
+        now: Millis(now),
     }
 }
 
@@ -232,7 +232,7 @@ fn a_dropped_publish_is_stale_only_with_a_newer_token() {
             earliest: seq,
             latest: seq,
         },
-        at: seq,
+        at: Millis(seq),
     };
     let f = |p: Vec<PublishFact>| Facts {
         publishes: p,

@@ -5,7 +5,9 @@ use crate::faults::{FaultKind, FaultPlan};
 use crate::holder::{HolderCfg, HolderStats};
 use leaselab_checkers::{facts, Check, Report};
 use leaselab_model::names::defaults;
-use leaselab_model::{Config, FenceMode, History, Holder, LeaseDurability, LeaseName, Part, Scope};
+use leaselab_model::{
+    Config, FenceMode, History, Holder, LeaseDurability, LeaseName, Millis, Part, Scope,
+};
 use leaselab_trace::Trace;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -306,8 +308,8 @@ pub fn liveness(f: &facts::Facts, heal_ms: u64, liveness_ms: u64) -> Result<(), 
     }
     let ok = f.writes.iter().any(|w| {
         w.certainty == facts::Certainty::Accepted
-            && w.at >= heal_ms
-            && w.at <= heal_ms + liveness_ms
+            && w.at >= Millis(heal_ms)
+            && w.at <= Millis(heal_ms).plus(liveness_ms)
     });
     if ok {
         Ok(())
