@@ -28,7 +28,7 @@
 //! - `PROPTEST_CASES=N`: cases per property in `tests/properties.rs` (proptest's own variable;
 //!   the suite's default is 2,048 for the correct configuration).
 
-#![warn(missing_docs)]
+#![warn(missing_docs, unreachable_pub)]
 
 pub mod facts;
 pub mod ledger;

@@ -8,7 +8,7 @@
 //!
 //! The binary (`src/main.rs`) only parses arguments and prints.
 
-#![warn(missing_docs)]
+#![warn(missing_docs, unreachable_pub)]
 
 pub mod args;
 pub mod diff_cmd;

@@ -21,7 +21,7 @@
 //! - `PROPTEST_CASES=N`: how many schedules `tests/oracle.rs` checks facts against the ledger on
 //!   (default 3,000).
 
-#![warn(missing_docs)]
+#![warn(missing_docs, unreachable_pub)]
 
 use leaselab_model::names::defaults;
 use leaselab_model::{

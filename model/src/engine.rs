@@ -211,7 +211,7 @@ impl<T, X: Default> Default for Engine<T, X> {
 
 impl<T: Clone, X: Default> Engine<T, X> {
     /// The connection, created on first use (a client connects lazily).
-    pub fn conn(&mut self, id: &ConnId) -> &mut Conn<T, X> {
+    pub(crate) fn conn(&mut self, id: &ConnId) -> &mut Conn<T, X> {
         // Look up before inserting: `entry` would clone the name on every call.
         if !self.conns.contains_key(id) {
             return self.conns.entry(id.clone()).or_default();
@@ -220,14 +220,14 @@ impl<T: Clone, X: Default> Engine<T, X> {
     }
 
     /// Whether `key` is locked by a connection other than `id`.
-    pub fn locked_by_other(&self, id: &ConnId, key: &Key) -> bool {
+    pub(crate) fn locked_by_other(&self, id: &ConnId, key: &Key) -> bool {
         matches!(self.locks.get(key), Some(owner) if owner != id)
     }
 
     /// The row as `id` sees it: its own uncommitted version, else the committed one.
     /// Borrowed: most statements only look at a token in the row, and a part row carries its
     /// content text.
-    pub fn read(&self, id: &ConnId, key: &Key) -> Option<&Row> {
+    pub(crate) fn read(&self, id: &ConnId, key: &Key) -> Option<&Row> {
         if let Some(txn) = self.conns.get(id).and_then(|c| c.txn.as_ref()) {
             if let Some((_, v)) = txn.overlay.iter().find(|(k, _)| k == key) {
                 return v.as_ref();
@@ -240,7 +240,7 @@ impl<T: Clone, X: Default> Engine<T, X> {
     }
 
     /// `now()` for a statement of `id` starting at `now`.
-    pub fn stmt_now(&self, id: &ConnId, now: Millis) -> Millis {
+    pub(crate) fn stmt_now(&self, id: &ConnId, now: Millis) -> Millis {
         match self.conns.get(id).and_then(|c| c.txn.as_ref()) {
             Some(txn) => txn.start,
             None => now,
@@ -249,7 +249,7 @@ impl<T: Clone, X: Default> Engine<T, X> {
 
     /// Applies a statement's effect on `key` for `id`. In a transaction the change is private
     /// and the lock is kept; in autocommit it is committed at once and no lock remains.
-    pub fn apply(&mut self, id: &ConnId, key: Key, effect: Effect) {
+    pub(crate) fn apply(&mut self, id: &ConnId, key: Key, effect: Effect) {
         let in_txn = self.conns.get(id).is_some_and(|c| c.txn.is_some());
         match (effect, in_txn) {
             (Effect::None, _) => {}
@@ -278,7 +278,7 @@ impl<T: Clone, X: Default> Engine<T, X> {
     }
 
     /// Writes a row version as committed.
-    pub fn commit_row(&mut self, key: Key, row: Option<Row>) {
+    pub(crate) fn commit_row(&mut self, key: Key, row: Option<Row>) {
         self.commit_seq += 1;
         self.key_seq.insert(key.clone(), self.commit_seq);
         self.log.push((self.stamp, key.clone(), row.clone()));
@@ -293,7 +293,7 @@ impl<T: Clone, X: Default> Engine<T, X> {
     }
 
     /// Starts a transaction on `id` at `now`.
-    pub fn begin(&mut self, id: &ConnId, now: Millis, repeatable: bool) {
+    pub(crate) fn begin(&mut self, id: &ConnId, now: Millis, repeatable: bool) {
         self.conn(id).txn = Some(Txn {
             start: now,
             overlay: Vec::new(),
@@ -306,7 +306,7 @@ impl<T: Clone, X: Default> Engine<T, X> {
     }
 
     /// A REPEATABLE READ transaction takes its snapshot at its first statement.
-    pub fn take_snapshot(&mut self, id: &ConnId) {
+    pub(crate) fn take_snapshot(&mut self, id: &ConnId) {
         let seq = self.commit_seq;
         let needs = self
             .conns
@@ -324,7 +324,7 @@ impl<T: Clone, X: Default> Engine<T, X> {
 
     /// REPEATABLE READ: `key` was committed by another transaction after `id`'s snapshot, so
     /// updating it fails with SQLSTATE 40001.
-    pub fn serialization_conflict(&self, id: &ConnId, key: &Key) -> bool {
+    pub(crate) fn serialization_conflict(&self, id: &ConnId, key: &Key) -> bool {
         let Some(t) = self.conns.get(id).and_then(|c| c.txn.as_ref()) else {
             return false;
         };
@@ -340,7 +340,7 @@ impl<T: Clone, X: Default> Engine<T, X> {
     /// later ROLLBACK: PostgreSQL calls `AbortTransaction` when the statement fails and only
     /// leaves the block in `TBLOCK_ABORT` until the client ends it (`src/backend/access/
     /// transam/xact.c`). The caller must then wake the waiters.
-    pub fn abort_txn(&mut self, id: &ConnId) {
+    pub(crate) fn abort_txn(&mut self, id: &ConnId) {
         let locks = match self.conn(id).txn.as_mut() {
             Some(t) => {
                 t.aborted = true;
@@ -353,7 +353,7 @@ impl<T: Clone, X: Default> Engine<T, X> {
     }
 
     /// Whether `id`'s transaction was aborted by an error.
-    pub fn is_aborted(&self, id: &ConnId) -> bool {
+    pub(crate) fn is_aborted(&self, id: &ConnId) -> bool {
         self.conns
             .get(id)
             .and_then(|c| c.txn.as_ref())
@@ -362,7 +362,7 @@ impl<T: Clone, X: Default> Engine<T, X> {
 
     /// Ends `id`'s transaction, publishing its changes if `commit`, and releases its locks.
     /// The caller must then wake the waiters.
-    pub fn end(&mut self, id: &ConnId, commit: bool) {
+    pub(crate) fn end(&mut self, id: &ConnId, commit: bool) {
         let Some(txn) = self.conn(id).txn.take() else {
             return;
         };
@@ -411,7 +411,7 @@ impl<T: Clone, X: Default> Engine<T, X> {
     /// The client of `id` went away while its statement waits: the statement stays queued
     /// under a fresh name (so the client's name can be used again by a new connection), with
     /// its transaction and locks. Returns the orphan's name.
-    pub fn orphan(&mut self, id: &ConnId) -> Option<ConnId> {
+    pub(crate) fn orphan(&mut self, id: &ConnId) -> Option<ConnId> {
         let mut c = self.conns.remove(id)?;
         self.orphans += 1;
         let new = ConnId::new(format!("{}\u{1}orphan{}", id.as_str(), self.orphans));
@@ -432,13 +432,13 @@ impl<T: Clone, X: Default> Engine<T, X> {
 
     /// Drops a connection whose client went away: its waiting statement leaves the lock queue.
     /// The caller ends its transaction first.
-    pub fn forget(&mut self, id: &ConnId) {
+    pub(crate) fn forget(&mut self, id: &ConnId) {
         self.conns.remove(id);
         self.queue.retain(|q| q != id);
     }
 
     /// Parks `id`'s statement until `key` is free.
-    pub fn park(&mut self, id: &ConnId, waiting: Waiting<T>) {
+    pub(crate) fn park(&mut self, id: &ConnId, waiting: Waiting<T>) {
         self.conn(id).waiting = Some(waiting);
         if !self.queue.contains(id) {
             self.queue.push(id.clone());
@@ -447,7 +447,7 @@ impl<T: Clone, X: Default> Engine<T, X> {
 
     /// The first queued connection whose key is now free, removed from the queue together
     /// with its continuation. FIFO: the earliest waiter gets the lock first.
-    pub fn next_runnable(&mut self) -> Option<(ConnId, Waiting<T>)> {
+    pub(crate) fn next_runnable(&mut self) -> Option<(ConnId, Waiting<T>)> {
         let pos = self.queue.iter().position(|id| {
             self.conns
                 .get(id)
@@ -462,7 +462,7 @@ impl<T: Clone, X: Default> Engine<T, X> {
     /// Immediate stop: every open transaction and waiting statement is gone; committed rows
     /// stay. Connections that had work open are marked lost, so the client learns of it.
     /// Returns the connections whose blocked statement was cut off.
-    pub fn crash(&mut self) -> Vec<ConnId> {
+    pub(crate) fn crash(&mut self) -> Vec<ConnId> {
         self.up = false;
         self.locks.clear();
         self.queue.clear();

@@ -33,7 +33,7 @@
 //! - [`text`]: the text form of an operation and an outcome (event-line syntax).
 //! - [`allowed`]: every model state a run can be in where PostgreSQL races.
 
-#![warn(missing_docs)]
+#![warn(missing_docs, unreachable_pub)]
 
 pub mod allowed;
 pub mod backend;

@@ -27,7 +27,7 @@
 //!   (`scripts/test.sh` prints the file at the end).
 //! - `LEASELAB_DEBUG_STEPS=1`: print each differential step with its wall time (profiling).
 
-#![warn(missing_docs)]
+#![warn(missing_docs, unreachable_pub)]
 
 pub mod adapter;
 pub mod cluster;

@@ -33,7 +33,7 @@
 //! environment variable replaces that list: add the cfg there, or the build stops with a
 //! message saying so.
 
-#![warn(missing_docs)]
+#![warn(missing_docs, unreachable_pub)]
 
 pub mod clock;
 pub mod driver_core;

@@ -31,7 +31,7 @@
 //! assert!(!store.write("summary", "A-stale", a.token, "holder-a"));
 //! ```
 
-#![warn(missing_docs)]
+#![warn(missing_docs, unreachable_pub)]
 
 use leaselab_model::rules;
 use leaselab_model::{FenceMode, Holder, LeaseRow, Millis, Token};

@@ -30,7 +30,7 @@
 //! The vocabulary's own text form (one operation, one outcome, escaping) is
 //! `leaselab_model::text`; the verdict's vocabulary is [`leaselab_checkers::Check`].
 
-#![warn(missing_docs)]
+#![warn(missing_docs, unreachable_pub)]
 
 pub mod compare;
 mod parse;

@@ -33,7 +33,7 @@ pub(crate) enum LeaseTask {
 
 /// `lease26`.
 #[derive(Clone, Debug)]
-pub struct LeaseDb {
+pub(super) struct LeaseDb {
     pub(super) engine: Engine<LeaseTask, ()>,
     pub(super) durability: LeaseDurability,
     pub(super) renew_after_expiry: bool,

@@ -61,7 +61,7 @@ pub(crate) struct Drafts {
 
 /// `res26`.
 #[derive(Clone, Debug)]
-pub struct ResDb {
+pub(super) struct ResDb {
     pub(super) engine: Engine<ResTask, Drafts>,
     pub(super) fence: FenceMode,
     pub(super) publish: PublishMode,
