@@ -2,7 +2,7 @@
 //! when, so a learner can find them in the timeline.
 
 use crate::facts::{Certainty, Facts, LeaseChange, WriteFact};
-use crate::{Check, Violation};
+use crate::verdict::{Check, Violation};
 use leaselab_model::{DbName, Expiry, History, Holder, LeaseName, Op, Outcome, Scope, Token};
 use std::collections::{BTreeMap, BTreeSet};
 

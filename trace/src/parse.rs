@@ -2,7 +2,7 @@
 //! syntax (the simulation's wire protocol). Malformed input is an error naming the file, the
 //! line and the field — never a panic.
 
-use crate::{Trace, TraceError, MAGIC};
+use crate::format::{Trace, TraceError, MAGIC};
 use leaselab_checkers::Check;
 use leaselab_model::text::unescape;
 use leaselab_model::{

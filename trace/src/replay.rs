@@ -4,7 +4,8 @@
 //! tests and every test that saves a trace.
 
 use crate::compare::{Comparison, Divergence, Judged, Sides};
-use crate::{event_line, Trace};
+use crate::format::Trace;
+use crate::write::event_line;
 use leaselab_checkers::check;
 use leaselab_model::allowed::Allowed;
 use leaselab_model::model::LedgerEntry;

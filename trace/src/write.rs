@@ -1,6 +1,6 @@
 //! Writing: a trace's canonical text, one header line per field, one line per event.
 
-use crate::{Trace, MAGIC};
+use crate::format::{Trace, MAGIC};
 use leaselab_model::text::{escape, kv, op_text, outcome_text};
 use leaselab_model::{Config, Event, History};
 use std::fmt::Write as _;

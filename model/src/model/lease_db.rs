@@ -1,7 +1,7 @@
 //! `lease26`: the lease table's statements (acquire, renew, release) on the engine.
 
 use super::db::{Db, Step};
-use super::WrongRule;
+use super::wrong::WrongRule;
 use crate::config::LeaseDurability;
 use crate::engine::{Effect, Engine, Key, Row};
 use crate::history::Outcome;

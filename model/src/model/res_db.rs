@@ -2,7 +2,7 @@
 //! mode, publishes) and the write-attempt log, on the engine.
 
 use super::db::{Db, Step};
-use super::WrongRule;
+use super::wrong::WrongRule;
 use crate::backend::Ctx;
 use crate::config::{FenceMode, PublishMode};
 use crate::engine::{Effect, Engine, Key, Row};

@@ -1,0 +1,48 @@
+//! The deliberately wrong database rules of the differential's negative controls.
+
+/// A deliberately wrong database rule, switched on only by the negative controls of the
+/// differential (never by a trace): each must make the model diverge from PostgreSQL.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+pub enum WrongRule {
+    /// A plain `UPDATE … WHERE …` waits for a locked row before evaluating its WHERE.
+    UpdateWaitsBeforeWhere,
+    /// A REPEATABLE READ transaction reads the newest committed rows, not its snapshot.
+    RepeatableReadReadsLatest,
+    /// A statement waiting on a lock is dropped when its client disconnects.
+    DisconnectDropsWaiter,
+}
+
+impl WrongRule {
+    /// Every wrong rule.
+    pub const ALL: [WrongRule; 3] = [
+        WrongRule::UpdateWaitsBeforeWhere,
+        WrongRule::RepeatableReadReadsLatest,
+        WrongRule::DisconnectDropsWaiter,
+    ];
+
+    /// The spelling on the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WrongRule::UpdateWaitsBeforeWhere => "update-waits-before-where",
+            WrongRule::RepeatableReadReadsLatest => "repeatable-read-reads-latest",
+            WrongRule::DisconnectDropsWaiter => "disconnect-drops-waiter",
+        }
+    }
+}
+
+impl std::str::FromStr for WrongRule {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        WrongRule::ALL
+            .into_iter()
+            .find(|r| r.as_str() == s)
+            .ok_or_else(|| {
+                let names: Vec<&str> = WrongRule::ALL.iter().map(|r| r.as_str()).collect();
+                format!(
+                    "unknown wrong rule `{s}`; expected one of: {}",
+                    names.join(", ")
+                )
+            })
+    }
+}
