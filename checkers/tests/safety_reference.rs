@@ -323,3 +323,43 @@ fn floor_reads_observe_the_committed_floor_only_outside_an_own_fence() {
     ]);
     assert_eq!(i3_of(&e), 1);
 }
+
+/// The acceptance message says which kind of newer holding it was: a reused token (two holders
+/// with one token, I2's failure) or a higher one.
+#[test]
+fn acceptance_names_a_reused_token_apart_from_a_higher_one() {
+    let w = |writer: &str, token: u64, seq: u64| WriteFact {
+        scope: Scope::new("s"),
+        part: Part::new("p"),
+        content: "c".into(),
+        writer: Holder::new(writer),
+        token: Token(token),
+        window: Window {
+            earliest: seq,
+            latest: seq,
+        },
+        at: Millis(seq),
+        certainty: Certainty::Accepted,
+    };
+    let judge = |ws: Vec<WriteFact>| {
+        run(
+            &Facts {
+                writes: ws,
+                ..Facts::default()
+            },
+            acceptance,
+        )
+    };
+    let reused = judge(vec![w("b", 2, 1), w("a", 2, 2)]);
+    assert!(
+        reused[0]
+            .message
+            .starts_with("token 2 was used by two holders"),
+        "{reused:?}"
+    );
+    let stale = judge(vec![w("b", 3, 1), w("a", 2, 2)]);
+    assert!(
+        stale[0].message.starts_with("stale holder's write kept"),
+        "{stale:?}"
+    );
+}

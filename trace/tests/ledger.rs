@@ -335,6 +335,16 @@ fn a_transaction_that_rewrites_a_part_and_a_key_commits_one_row_each() {
     let mut g = f.clone();
     g.writes.swap(0, 2);
     assert!(!cross_check(&g, &l).is_empty());
+    // The kept publish must be in the ledger: dropping its row disagrees.
+    let without: Vec<LedgerEntry> = l
+        .iter()
+        .filter(|e| !matches!(e.what, Committed::Publish(..)))
+        .cloned()
+        .collect();
+    assert!(
+        !cross_check(&f, &without).is_empty(),
+        "the kept publish row is missing"
+    );
     // Two extra publish rows are more than the one collapsed publish explains.
     let mut extra = l.clone();
     let p = l
