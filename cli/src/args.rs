@@ -4,7 +4,7 @@
 use clap::builder::PossibleValue;
 use clap::ValueEnum;
 use leaselab_model::{FenceMode, LeaseDurability};
-use leaselab_sim::{Driver, FaultKind, SimOptions};
+use leaselab_sim::{FaultKind, SimOptions};
 use std::sync::LazyLock;
 
 /// How a run is set up; everything else comes from the seed.
@@ -61,11 +61,6 @@ impl RunArgs {
         "liveness_ms",
         "tick_ms",
     ];
-}
-
-/// The driver, `fast` unless given.
-pub fn driver_or_fast(d: Option<Driver>) -> Driver {
-    d.unwrap_or(Driver::Fast)
 }
 
 /// One word of `--faults`: a kind, or `all` / `none`.

@@ -382,7 +382,7 @@ fn run_sim(a: SimArgs) -> Result<Exit, String> {
         return single(t.setup, driver, Source::Trace(file, t.driver));
     }
     let opts = a.run.options()?;
-    let driver = leaselab::args::driver_or_fast(a.driver);
+    let driver = a.driver.unwrap_or(Driver::Fast);
     match (a.seed, a.seeds) {
         (Some(seed), _) => single(
             leaselab_sim::Setup::derive(seed, &opts),

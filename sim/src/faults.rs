@@ -100,9 +100,22 @@ impl FaultKind {
 }
 
 /// A word of a fault-kind list that names no kind.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("unknown fault kind `{0}`; expected all, none or a comma list of pause, pause-time, partition, delay, skew, step, crash")]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct UnknownFaultKind(pub String);
+
+impl fmt::Display for UnknownFaultKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let names: Vec<&str> = FaultKind::ALL.iter().map(|k| k.as_str()).collect();
+        write!(
+            f,
+            "unknown fault kind `{}`; expected all, none or a comma list of {}",
+            self.0,
+            names.join(", ")
+        )
+    }
+}
+
+impl std::error::Error for UnknownFaultKind {}
 
 /// One fault.
 #[derive(Clone, Debug, PartialEq, Eq)]
