@@ -238,8 +238,12 @@ pub fn apply<B: LeaseStore + FencedResource + Admin + ?Sized>(
         Op::Disconnect { db } => b.session(cx, *db, SessionStep::Disconnect),
         Op::Crash { db } => b.crash(cx, *db),
         Op::Restart { db } => b.restart(cx, *db),
+        // The holder's own rule, the same one its deadline is kept by.
         Op::Check { deadline } => {
-            if cx.local < *deadline {
+            let d = crate::client::LocalDeadline {
+                deadline: *deadline,
+            };
+            if d.allows(cx.local) {
                 Outcome::Valid
             } else {
                 Outcome::Expired

@@ -85,6 +85,27 @@ mod tests {
     }
 
     #[test]
+    fn a_freeze_starts_at_its_instant_not_before() {
+        let c = NodeClock {
+            frozen_since: Some(Millis(200)),
+            ..NodeClock::default()
+        };
+        assert_eq!(c.local(Millis(150)), Millis(150), "not frozen yet");
+        assert_eq!(c.local(Millis(250)), Millis(200));
+    }
+
+    #[test]
+    fn a_timer_across_a_step_back_fires_when_the_reading_gets_there() {
+        let c = NodeClock {
+            steps: vec![(Millis(100), -50)],
+            ..NodeClock::default()
+        };
+        // Reading 120 comes at authority 170: the step took 50 ms back at 100.
+        assert_eq!(c.when(Millis(0), Millis(120)), Some(Millis(170)));
+        assert_eq!(c.local(Millis(170)), Millis(120));
+    }
+
+    #[test]
     fn frozen_clock_stands_still() {
         let c = NodeClock {
             frozen_since: Some(Millis(200)),

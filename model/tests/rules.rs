@@ -402,3 +402,16 @@ fn the_authority_clock_is_set_explicitly_and_never_goes_back() {
     assert_eq!(w.set_now(Millis(300)), Millis(300));
     assert_eq!(w.now(), Millis(300));
 }
+
+#[test]
+fn a_local_check_is_valid_strictly_before_the_deadline() {
+    let mut w = World::new(Config::default());
+    w.advance(99);
+    assert_eq!(w.run("a", Op::check(Millis(100))), Outcome::Valid);
+    w.advance(1);
+    assert_eq!(
+        w.run("a", Op::check(Millis(100))),
+        Outcome::Expired,
+        "at the deadline"
+    );
+}
