@@ -39,5 +39,5 @@ pub mod replay;
 mod write;
 
 pub use format::{Trace, TraceError, MAGIC};
-pub use parse::{canonical_checks, parse_op, parse_outcome};
+pub use parse::{parse_op, parse_outcome};
 pub use write::{config_text, event_line};

@@ -4,7 +4,7 @@
 
 use crate::format::{Trace, TraceError, MAGIC};
 use leaselab_checkers::Check;
-use leaselab_model::text::unescape;
+use leaselab_model::text::{escape, unescape};
 use leaselab_model::{
     AttemptOutcome, ClientExpiry, Config, ConnId, DbName, Event, Expiry, FenceMode, History,
     Holder, LeaseDurability, LeaseName, LeaseRow, Millis, Op, Outcome, Part, PartRow, PublishMode,
@@ -39,28 +39,13 @@ pub fn parse_outcome(text: &str) -> Result<Outcome, TraceError> {
     p.outcome(1, word, args)
 }
 
-/// Puts check names into canonical order ([`Check::ALL`]) and rejects unknown ones.
-pub fn canonical_checks<'a>(
-    names: impl IntoIterator<Item = &'a str>,
-) -> Result<Vec<Check>, String> {
-    let mut v: Vec<Check> = Vec::new();
-    for n in names {
-        let c = Check::ALL
-            .into_iter()
-            .find(|c| c.as_str() == n)
-            .ok_or_else(|| {
-                let all: Vec<&str> = Check::ALL.iter().map(|c| c.as_str()).collect();
-                format!(
-                    "unknown check `{n}`; expected `ok` or a comma list of {}",
-                    all.join(", ")
-                )
-            })?;
-        if !v.contains(&c) {
-            v.push(c);
-        }
-    }
-    Ok(Check::ALL.into_iter().filter(|c| v.contains(c)).collect())
-}
+/// Header lines in the only order a trace has them.
+const HEADERS: [&str; 8] = [
+    "name", "title", "seed", "config", "setup", "fault", "expect", "events",
+];
+
+/// The header lines a trace cannot leave out.
+const REQUIRED: [&str; 5] = ["name", "seed", "config", "expect", "events"];
 
 struct Parser<'f> {
     file: &'f str,
@@ -83,12 +68,8 @@ impl<'f> Parser<'f> {
     }
 
     fn trace(&self, text: &str) -> Result<Trace, TraceError> {
-        let mut lines = text.lines().enumerate().map(|(i, l)| (i + 1, l));
-        let (n, first) = lines
-            .next()
-            .ok_or_else(|| self.err(1, "header", "empty file"))?;
-        if first.trim_end() != MAGIC {
-            return Err(self.err(n, "header", format!("expected `{MAGIC}`, found `{first}`")));
+        if text.is_empty() {
+            return Err(self.err(1, "header", "empty file"));
         }
         let mut name = None;
         let mut title = String::new();
@@ -97,45 +78,67 @@ impl<'f> Parser<'f> {
         let mut setup = Vec::new();
         let mut faults = Vec::new();
         let mut expect = None;
-        let mut in_events = false;
-        let mut ended = false;
         let mut history = History::default();
-        let mut last_line = n;
-        for (n, raw) in lines {
-            last_line = n;
-            let line = raw.trim_end_matches('\r');
+        // How far through HEADERS the lines read so far have come (1 = `name` read).
+        let mut rank = 0;
+        let mut ended = false;
+        let mut last = 1;
+        for (i, raw) in text.split_inclusive('\n').enumerate() {
+            let n = i + 1;
+            last = n;
+            let line = raw.strip_suffix('\n').unwrap_or(raw);
+            if line.ends_with('\r') {
+                return Err(self.err(
+                    n,
+                    "line",
+                    "the line ends with CR (a trace's lines end with `\\n` alone)",
+                ));
+            }
+            if n == 1 && line != MAGIC {
+                let found = line.escape_debug();
+                return Err(self.err(n, "header", format!("expected `{MAGIC}`, found `{found}`")));
+            }
+            if line.len() == raw.len() {
+                return Err(self.err(
+                    n,
+                    "newline",
+                    "the last line has no newline (every line ends with `\\n`)",
+                ));
+            }
+            if n == 1 {
+                continue;
+            }
+            self.spacing(n, line)?;
             if ended {
-                if line.trim().is_empty() {
-                    continue;
-                }
                 return Err(self.err(n, "end", "text after `end`"));
             }
-            if in_events {
+            if rank == HEADERS.len() {
                 if line == "end" {
                     ended = true;
-                    continue;
+                } else {
+                    self.push_event(n, line, &mut history)?;
                 }
-                let e = self.event(n, line)?;
-                if e.seq != history.events.len() as u64 + 1 {
-                    return Err(self.err(
-                        n,
-                        "seq",
-                        format!("expected {}, found {}", history.events.len() + 1, e.seq),
-                    ));
-                }
-                if let Some(prev) = history.events.last() {
-                    if e.at < prev.at {
-                        return Err(self.err(
-                            n,
-                            "t",
-                            format!("time goes backwards ({} after {})", e.at, prev.at),
-                        ));
-                    }
-                }
-                history.events.push(e);
                 continue;
             }
             let (kind, rest) = line.split_once(' ').unwrap_or((line, ""));
+            let Some(r) = HEADERS.iter().position(|h| *h == kind).map(|r| r + 1) else {
+                if !kind.is_empty() && kind.bytes().all(|b| b.is_ascii_digit()) {
+                    return Err(self.err(n, "events", "an event line before the `events` line"));
+                }
+                return Err(self.err(
+                    n,
+                    kind,
+                    format!(
+                        "unknown header line (expected one of {})",
+                        HEADERS.join(", ")
+                    ),
+                ));
+            };
+            self.header_order(n, kind, r, rank)?;
+            rank = r;
+            if rest.is_empty() && kind != "events" {
+                return Err(self.err(n, kind, format!("empty `{kind}` line")));
+            }
             match kind {
                 "name" => name = Some(self.unesc(n, "name", rest)?),
                 "title" => title = rest.to_string(),
@@ -143,56 +146,274 @@ impl<'f> Parser<'f> {
                 "config" => config = Some(self.config(n, rest)?),
                 "setup" => setup.push(rest.to_string()),
                 "fault" => faults.push(rest.to_string()),
-                "expect" => {
-                    let v = if rest == "ok" {
-                        Vec::new()
-                    } else {
-                        canonical_checks(rest.split(',')).map_err(|m| self.err(n, "expect", m))?
-                    };
-                    expect = Some(v);
+                "expect" => expect = Some(self.expect(n, rest)?),
+                _ if !rest.is_empty() => {
+                    return Err(self.err(n, "events", "the `events` line has nothing after it"))
                 }
-                "events" => in_events = true,
-                "" => {}
-                other => {
-                    return Err(self.err(n, other, "unknown header line (expected name, title, seed, config, setup, fault, expect or events)"))
-                }
+                _ => {}
             }
         }
         if !ended {
-            return Err(self.err(last_line, "end", "missing `end` line (file truncated?)"));
+            let what = if rank == HEADERS.len() {
+                "end"
+            } else {
+                HEADERS[rank..]
+                    .iter()
+                    .find(|h| REQUIRED.contains(h))
+                    .unwrap_or(&"events")
+            };
+            return Err(self.err(
+                last,
+                what,
+                format!("missing `{what}` line (file truncated?)"),
+            ));
         }
-        Ok(Trace {
-            name: name.ok_or_else(|| self.err(0, "name", "missing `name` line"))?,
+        let t = Trace {
+            // `header_order` saw every required line, so these are all set.
+            name: name.unwrap_or_default(),
             title,
-            seed: seed.ok_or_else(|| self.err(0, "seed", "missing `seed` line"))?,
-            config: config.ok_or_else(|| self.err(0, "config", "missing `config` line"))?,
+            seed: seed.unwrap_or_default(),
+            config: config.unwrap_or_default(),
             setup,
             faults,
-            expect: expect.ok_or_else(|| self.err(0, "expect", "missing `expect` line"))?,
+            expect: expect.unwrap_or_default(),
             history,
-        })
+        };
+        self.canonical(text, &t)?;
+        Ok(t)
     }
 
+    fn push_event(&self, n: usize, line: &str, history: &mut History) -> Result<(), TraceError> {
+        let e = self.event(n, line)?;
+        if e.seq != history.events.len() as u64 + 1 {
+            return Err(self.err(
+                n,
+                "seq",
+                format!("expected {}, found {}", history.events.len() + 1, e.seq),
+            ));
+        }
+        if let Some(prev) = history.events.last() {
+            if e.at < prev.at {
+                return Err(self.err(
+                    n,
+                    "t",
+                    format!("time goes backwards ({} after {})", e.at, prev.at),
+                ));
+            }
+        }
+        history.events.push(e);
+        Ok(())
+    }
+
+    /// Header lines come in [`HEADERS`] order, each once (`setup` and `fault` may repeat), and
+    /// only `title`, `setup` and `fault` may be left out: any other text would not write back
+    /// to the same bytes.
+    fn header_order(&self, n: usize, kind: &str, r: usize, rank: usize) -> Result<(), TraceError> {
+        let order = HEADERS.join(", ");
+        if r < rank || (r == rank && !matches!(kind, "setup" | "fault")) {
+            let why = if r == rank {
+                format!("a second `{kind}` line")
+            } else {
+                format!("`{kind}` after `{}`", HEADERS[rank - 1])
+            };
+            return Err(self.err(
+                n,
+                kind,
+                format!("{why}: header lines come once each, in the order {order}"),
+            ));
+        }
+        // The lines between the last one read and this one (none when a `setup` repeats).
+        let skipped = HEADERS.get(rank..r - 1).unwrap_or_default();
+        match skipped.iter().find(|h| REQUIRED.contains(h)) {
+            Some(missing) => Err(self.err(
+                n,
+                missing,
+                format!("missing `{missing}` line (it comes before `{kind}`)"),
+            )),
+            None => Ok(()),
+        }
+    }
+
+    /// Words are separated by exactly one space and a line neither starts nor ends with one;
+    /// a title is free text.
+    fn spacing(&self, n: usize, line: &str) -> Result<(), TraceError> {
+        if line.is_empty() {
+            return Err(self.err(n, "line", "blank line (a trace has none)"));
+        }
+        if line.starts_with("title ") {
+            return Ok(());
+        }
+        // The field a column belongs to: the key of the last word that starts before it.
+        let field = |col: usize| {
+            line[..col]
+                .split(' ')
+                .rfind(|w| !w.is_empty())
+                .map(|w| w.split('=').next().unwrap_or(w).to_string())
+                .unwrap_or_else(|| "line".to_string())
+        };
+        let (col, what) = if line.starts_with(' ') {
+            (0, "a leading space")
+        } else if line.ends_with(' ') {
+            (line.trim_end_matches(' ').len(), "a trailing space")
+        } else if let Some(col) = line.find("  ") {
+            (col, "two spaces")
+        } else if let Some(col) = line.find('\t') {
+            (col, "a tab (a value writes it %09)")
+        } else {
+            return Ok(());
+        };
+        Err(self.err(n, &field(col), format!("{what} at column {}", col + 1)))
+    }
+
+    /// `ok`, or the violated checks in [`Check::ALL`] order, each once.
+    fn expect(&self, n: usize, rest: &str) -> Result<Vec<Check>, TraceError> {
+        if rest == "ok" {
+            return Ok(Vec::new());
+        }
+        let all: Vec<&str> = Check::ALL.iter().map(|c| c.as_str()).collect();
+        let mut v: Vec<Check> = Vec::new();
+        for word in rest.split(',') {
+            let c = Check::ALL
+                .into_iter()
+                .find(|c| c.as_str() == word)
+                .ok_or_else(|| {
+                    self.err(
+                        n,
+                        "expect",
+                        format!(
+                            "unknown check `{word}`; expected `ok` or a comma list of {}",
+                            all.join(",")
+                        ),
+                    )
+                })?;
+            if let Some(prev) = v.last() {
+                if v.contains(&c) {
+                    return Err(self.err(n, "expect", format!("`{c}` is listed twice")));
+                }
+                if Check::ALL.iter().position(|x| x == prev)
+                    > Check::ALL.iter().position(|x| *x == c)
+                {
+                    return Err(self.err(
+                        n,
+                        "expect",
+                        format!(
+                            "`{c}` after `{prev}`: checks are listed in the order {}",
+                            all.join(",")
+                        ),
+                    ));
+                }
+            }
+            v.push(c);
+        }
+        Ok(v)
+    }
+
+    /// The last word: every value was read back as what it means, so the only text left that
+    /// would not write back the same is a line whose fields are in another order (or that
+    /// spells out a default the writer leaves out). Names the line, the field and the form.
+    fn canonical(&self, text: &str, t: &Trace) -> Result<(), TraceError> {
+        fn key<'a>(w: &&'a str) -> Option<&'a str> {
+            w.split_once('=').map(|(k, _)| k).filter(|k| !k.is_empty())
+        }
+        let canon = t.to_text();
+        if canon == text {
+            return Ok(());
+        }
+        for (i, (found, want)) in text.split('\n').zip(canon.split('\n')).enumerate() {
+            if found == want {
+                continue;
+            }
+            // An event line is two parts, the operation and the outcome: compare the one that
+            // differs, so the message lists that part's fields.
+            let (found, want) = match (found.split_once(" => "), want.split_once(" => ")) {
+                (Some((fl, fr)), Some((wl, wr))) if fl == wl => (fr, wr),
+                (Some((fl, _)), Some((wl, _))) => (fl, wl),
+                _ => (found, want),
+            };
+            let fw: Vec<&str> = found.split(' ').collect();
+            let ww: Vec<&str> = want.split(' ').collect();
+            let at = fw.iter().zip(&ww).position(|(a, b)| a != b).unwrap_or(0);
+            let field = fw
+                .get(at)
+                .and_then(key)
+                .or_else(|| ww.get(at).and_then(key));
+            let own = |k: &&str| !matches!(*k, "t" | "local" | "conn");
+            let mut fk: Vec<&str> = fw.iter().filter_map(key).filter(own).collect();
+            let mut wk: Vec<&str> = ww.iter().filter_map(key).filter(own).collect();
+            let order = wk.join(" ");
+            fk.sort_unstable();
+            wk.sort_unstable();
+            let message = if fk == wk {
+                format!("fields out of order: this line's fields go {order}")
+            } else {
+                format!("not the form a trace is written in; expected `{want}`")
+            };
+            return Err(self.err(i + 1, field.unwrap_or("line"), message));
+        }
+        Err(self.err(1, "line", "not the form a trace is written in"))
+    }
+
+    /// A value is percent-escaped one way only (what [`escape`] writes), so it reads back and
+    /// writes again as the same bytes.
     fn unesc(&self, line: usize, field: &str, v: &str) -> Result<String, TraceError> {
-        unescape(v).ok_or_else(|| self.err(line, field, format!("bad %-escape in `{v}`")))
+        let s = unescape(v).ok_or_else(|| {
+            self.err(
+                line,
+                field,
+                format!("bad %-escape in `{v}` (write `%XX` with two hex digits)"),
+            )
+        })?;
+        let canon = escape(&s);
+        if canon != v {
+            return Err(self.err(
+                line,
+                field,
+                format!(
+                    "`{v}` is escaped another way than a trace writes it: `{canon}` (only %, =, \
+                     space, tab, CR and LF are escaped, as %XX in upper-case hex)"
+                ),
+            ));
+        }
+        Ok(s)
     }
 
     fn num(&self, line: usize, field: &str, v: &str) -> Result<u64, TraceError> {
-        v.parse::<u64>().map_err(|_| {
+        let n = v.parse::<u64>().map_err(|_| {
             self.err(
                 line,
                 field,
                 format!("expected a non-negative integer, found `{v}`"),
             )
-        })
+        })?;
+        if n.to_string() != v {
+            return Err(self.err(
+                line,
+                field,
+                format!("write `{v}` as `{n}` (no sign, no leading zeros)"),
+            ));
+        }
+        Ok(n)
     }
 
     fn fields<'a>(&self, line: usize, words: &[&'a str]) -> Result<Fields<'a>, TraceError> {
-        let mut items = Vec::new();
+        let mut items: Vec<(&str, &str)> = Vec::new();
         for w in words {
-            let (k, v) = w
-                .split_once('=')
-                .ok_or_else(|| self.err(line, w, "expected `key=value`"))?;
+            let Some((k, v)) = w.split_once('=') else {
+                return Err(match items.last() {
+                    Some((prev, _)) => self.err(
+                        line,
+                        prev,
+                        format!(
+                            "`{w}` is not `key=value`: values are percent-escaped, so a space \
+                             inside `{prev}` is written %20"
+                        ),
+                    ),
+                    None => self.err(line, w, format!("expected `key=value`, found `{w}`")),
+                });
+            };
+            if items.iter().any(|(seen, _)| *seen == k) {
+                return Err(self.err(line, k, format!("duplicate field `{k}`")));
+            }
             items.push((k, v));
         }
         Ok(Fields { line, items })
@@ -254,7 +475,7 @@ impl<'f> Parser<'f> {
     }
 
     fn config(&self, line: usize, rest: &str) -> Result<Config, TraceError> {
-        let words: Vec<&str> = rest.split_whitespace().collect();
+        let words: Vec<&str> = rest.split(' ').collect();
         let mut f = self.fields(line, &words)?;
         let fence: FenceMode = self.take_parsed(&mut f, "fence")?;
         let lease_table: LeaseDurability = self.take_parsed(&mut f, "lease_table")?;
@@ -268,7 +489,10 @@ impl<'f> Parser<'f> {
             .ok_or_else(|| self.err(line, "scopes", "missing"))?;
         let (_, raw) = f.items.remove(pos);
         let mut scopes = Vec::new();
-        for s in raw.split(',').filter(|s| !s.is_empty()) {
+        for s in raw.split(',').filter(|_| !raw.is_empty()) {
+            if s.is_empty() {
+                return Err(self.err(line, "scopes", "an empty scope name in the list"));
+            }
             scopes.push(Scope::new(self.unesc(line, "scopes", s)?));
         }
         self.done(f, "config")?;
@@ -297,6 +521,9 @@ impl<'f> Parser<'f> {
         let seq = self.num(n, "seq", words[0])?;
         let at = Millis(self.prefixed(n, "t", words[1])?);
         let local = Millis(self.prefixed(n, "local", words[2])?);
+        if words[3].starts_with("conn=") {
+            return Err(self.conn_misplaced(n));
+        }
         let actor = Holder::new(self.unesc(n, "actor", words[3])?);
         let mut rest = &words[4..];
         let mut conn = None;
@@ -332,7 +559,18 @@ impl<'f> Parser<'f> {
         self.num(n, key, v)
     }
 
+    fn conn_misplaced(&self, n: usize) -> TraceError {
+        self.err(
+            n,
+            "conn",
+            "`conn=` belongs right after the actor, before the operation",
+        )
+    }
+
     fn op(&self, n: usize, word: &str, args: &[&str]) -> Result<Op, TraceError> {
+        if word.starts_with("conn=") || args.iter().any(|w| w.starts_with("conn=")) {
+            return Err(self.conn_misplaced(n));
+        }
         let mut f = self.fields(n, args)?;
         let op = match word {
             "acquire" => Op::Acquire {
@@ -472,6 +710,13 @@ impl<'f> Parser<'f> {
 
     fn outcome(&self, n: usize, word: &str, args: &[&str]) -> Result<Outcome, TraceError> {
         let absent = args == ["absent"];
+        if absent && !matches!(word, "floor" | "part" | "published" | "lease") {
+            return Err(self.err(
+                n,
+                "outcome",
+                format!("`{word} absent`: only floor, part, published and lease can be absent"),
+            ));
+        }
         let args = if absent { &[][..] } else { args };
         let mut f = self.fields(n, args)?;
         let o = match word {

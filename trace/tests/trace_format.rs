@@ -94,23 +94,145 @@ fn malformed_input_names_file_line_and_field() {
 
 #[test]
 fn garbage_is_an_error_not_a_panic() {
+    let head = "leaselab-trace v1\nname g\nseed 0\nconfig fence=scope lease_table=logged \
+                renew_after_expiry=false publish=business-key client_expiry=monotonic \
+                scopes=daily-report\nexpect ok\nevents\n";
     for (text, line, field) in [
-        ("", 1, "header"),
-        ("\n", 1, "header"),
-        ("leaselab-trace v1\nevents\n1 t=x", 3, "outcome"),
-        (
-            "leaselab-trace v1\nevents\n1 t=0 local=0 a => ok\nend",
-            3,
-            "event",
-        ),
-        ("\u{0}\u{ff}", 1, "header"),
+        ("".to_string(), 1, "header"),
+        ("\n".to_string(), 1, "header"),
+        ("leaselab-trace v1\nevents\n1 t=x".to_string(), 2, "name"),
+        (format!("{head}1 t=x\n"), 7, "outcome"),
+        (format!("{head}1 t=0 local=0 a => ok\nend\n"), 7, "event"),
+        ("\u{0}\u{ff}".to_string(), 1, "header"),
     ] {
-        match Trace::parse(text, "g.trace") {
+        match Trace::parse(&text, "g.trace") {
             Ok(_) => panic!("{text:?} parsed as a trace"),
             Err(e) => {
                 assert_eq!(e.file, "g.trace", "{text:?}");
                 assert_eq!((e.line, e.field.as_str()), (line, field), "{text:?}: {e}");
             }
         }
+    }
+}
+
+/// Whatever the parser accepts writes back byte for byte, so anything else is rejected — with
+/// a message that says what a person should write instead.
+#[test]
+fn errors_say_what_to_write_instead() {
+    let good = sample().to_text();
+    let acquire = "holder-a acquire lease=report-job holder=holder-a ttl_ms=100 =>";
+    let cases: Vec<(String, usize, &str, &str)> = vec![
+        (
+            good.replace("content=with%20space", "content=with space"),
+            10,
+            "content",
+            "values are percent-escaped",
+        ),
+        (
+            good.replace("ttl_ms=100 =>", "ttl_ms=100  =>"),
+            9,
+            "ttl_ms",
+            "two spaces at column",
+        ),
+        (
+            good.replace("seed 42\n", "seed 42 \n"),
+            4,
+            "42",
+            "a trailing space at column 8",
+        ),
+        (
+            good.replace("ttl_ms=100 =>", "ttl_ms=100 ttl_ms=100 =>"),
+            9,
+            "ttl_ms",
+            "duplicate field `ttl_ms`",
+        ),
+        (
+            good.replace(
+                "holder-b conn=s1 fence scope=daily-report",
+                "holder-b fence conn=s1 scope=daily-report",
+            ),
+            12,
+            "conn",
+            "belongs right after the actor",
+        ),
+        (
+            good.replace("events\n", ""),
+            8,
+            "events",
+            "before the `events` line",
+        ),
+        (
+            good.replace(
+                "title a sample: all kinds\nseed 42\n",
+                "seed 42\ntitle a sample: all kinds\n",
+            ),
+            4,
+            "title",
+            "`title` after `seed`",
+        ),
+        (
+            good.replace("expect I3", "expect I3,I1"),
+            7,
+            "expect",
+            "`I1` after `I3`: checks are listed in the order",
+        ),
+        (
+            good.replace("expect I3", "expect I3,I3"),
+            7,
+            "expect",
+            "listed twice",
+        ),
+        (
+            good.replace("name sample\n", "name sample\nname again\n"),
+            3,
+            "name",
+            "a second `name` line",
+        ),
+        (
+            good.replace("name sample\n", ""),
+            2,
+            "name",
+            "missing `name` line",
+        ),
+        (
+            good.replace("ttl_ms=100 =>", "ttl_ms=0100 =>"),
+            9,
+            "ttl_ms",
+            "as `100`",
+        ),
+        (
+            good.replace("holder=holder-a ttl_ms=100", "holder=holder%2Da ttl_ms=100"),
+            9,
+            "holder",
+            "escaped another way",
+        ),
+        (
+            good.replace(
+                acquire,
+                "holder-a acquire holder=holder-a lease=report-job ttl_ms=100 =>",
+            ),
+            9,
+            "holder",
+            "fields out of order: this line's fields go lease holder ttl_ms",
+        ),
+        (good.replace("end\n", "end"), 34, "newline", "no newline"),
+        (good.replace("\n", "\r\n"), 1, "line", "CR"),
+        (
+            good.replace("events\n", "events\n\n"),
+            9,
+            "line",
+            "blank line",
+        ),
+        (
+            good.replace("=> released", "=> released absent"),
+            14,
+            "outcome",
+            "only floor, part, published and lease can be absent",
+        ),
+    ];
+    for (text, line, field, says) in cases {
+        let e = err_of(&text);
+        assert_eq!((e.line, e.field.as_str()), (line, field), "{e}");
+        assert!(e.message.contains(says), "{e}\n  should say: {says}");
     }
 }
