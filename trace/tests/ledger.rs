@@ -398,3 +398,31 @@ fn maybe_writes_and_unreported_statements_add_up() {
     f.unreported = vec![(DbName::Res, 1)];
     assert!(cross_check(&f, &extra).is_empty());
 }
+
+/// Two publishes of different keys in one resource transaction commit together (one window
+/// end): each is its own row, and a change to either one shows. Only a later publish of the
+/// *same* key in the same commit supersedes an earlier one.
+#[test]
+fn publishes_of_one_commit_are_each_checked() {
+    let mut w = World::new(Config::default());
+    w.run("holder-a", Op::acquire("holder-a", 5_000));
+    w.run("holder-a", Op::begin(DbName::Res));
+    w.run("holder-a", Op::publish("report-1", "a", 1));
+    w.run("holder-a", Op::publish("report-2", "a", 1));
+    w.run("holder-a", Op::commit(DbName::Res));
+    let f = derive(&w.history);
+    let l = w.model.ledger();
+    let kept: Vec<_> = f.publishes.iter().filter(|p| p.accepted).collect();
+    assert_eq!(kept.len(), 2, "{:?}", f.publishes);
+    assert_eq!(kept[0].window.latest, kept[1].window.latest, "one commit");
+    assert_ne!(kept[0].window.earliest, kept[0].window.latest);
+    assert!(cross_check(&f, &l).is_empty(), "{:?}", cross_check(&f, &l));
+    for i in 0..f.publishes.len() {
+        if !f.publishes[i].accepted {
+            continue;
+        }
+        let mut g = f.clone();
+        bump(&mut g.publishes[i].token);
+        assert!(!cross_check(&g, &l).is_empty(), "publish #{i} token");
+    }
+}
