@@ -23,6 +23,8 @@
 
 #![warn(missing_docs, unreachable_pub)]
 
+pub mod holders;
+
 use leaselab_model::names::defaults;
 use leaselab_model::{
     AttemptOutcome, Config, DbName, Event, FenceMode, Holder, LeaseDurability, LeaseName, Millis,
