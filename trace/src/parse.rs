@@ -58,11 +58,13 @@ struct Fields<'a> {
 }
 
 impl<'f> Parser<'f> {
+    /// An error always names a field (a part of the line when no field can be named), so a
+    /// person knows where to look.
     fn err(&self, line: usize, field: &str, message: impl Into<String>) -> TraceError {
         TraceError {
             file: self.file.to_string(),
             line,
-            field: field.to_string(),
+            field: if field.is_empty() { "line" } else { field }.to_string(),
             message: message.into(),
         }
     }
@@ -411,6 +413,9 @@ impl<'f> Parser<'f> {
                     None => self.err(line, w, format!("expected `key=value`, found `{w}`")),
                 });
             };
+            if k.is_empty() {
+                return Err(self.err(line, w, format!("`{w}` has no field name before `=`")));
+            }
             if items.iter().any(|(seen, _)| *seen == k) {
                 return Err(self.err(line, k, format!("duplicate field `{k}`")));
             }

@@ -122,6 +122,17 @@ fn errors_say_what_to_write_instead() {
     let good = sample().to_text();
     let acquire = "holder-a acquire lease=report-job holder=holder-a ttl_ms=100 =>";
     let cases: Vec<(String, usize, &str, &str)> = vec![
+        // Found by the fuzzer (fuzz/corpus/trace_parse/regression-no-field-name): the error
+        // named an empty field.
+        (
+            good.replace(
+                "renew_after_expiry=false",
+                "renew_after_expiry=false => refused",
+            ),
+            5,
+            "=>",
+            "has no field name before `=`",
+        ),
         (
             good.replace("content=with%20space", "content=with space"),
             10,
