@@ -10,8 +10,8 @@
 use crate::bytes::{byte, pick, wide, wide_bytes};
 use crate::Finding;
 use arbitrary::{Arbitrary, Unstructured};
-use leaselab_gen::holders::{holder, PARTS, TTL};
-use leaselab_model::names::defaults;
+use leaselab_gen::holders::{PARTS, TTL};
+use leaselab_model::names::{defaults, holder_name as holder};
 use leaselab_model::{Config, FenceMode, Op, Outcome, World};
 use leaselab_sync::{Attempt, Clock, FencedStore, LeaseGuard, LeaseService, StoreMode};
 use std::sync::Arc;
@@ -92,13 +92,6 @@ pub fn encode(input: &Input) -> Vec<u8> {
     v
 }
 
-/// The model's view of one holder: its grant's token, and whether its renewer saw it lost.
-#[derive(Clone, Copy)]
-struct Held {
-    token: u64,
-    lost: bool,
-}
-
 fn finding(input: &Input, i: usize, cfg: &Config, w: &World, what: String) -> Finding {
     let t = leaselab_trace::Trace::new("fuzz-model-vs-threaded", cfg.clone(), w.history.clone());
     Finding(format!(
@@ -112,6 +105,12 @@ fn finding(input: &Input, i: usize, cfg: &Config, w: &World, what: String) -> Fi
 /// Runs `input` on both; the first difference is the finding.
 pub fn run(input: &Input) -> Result<(), Finding> {
     let (store_mode, fence) = MODES[usize::from(input.mode) % MODES.len()];
+    run_paired(input, store_mode, fence)
+}
+
+/// Runs `input` with the store fencing as `store_mode` and the model as `fence` (the tests
+/// pair two different modes to show that a difference is reported).
+pub fn run_paired(input: &Input, store_mode: StoreMode, fence: FenceMode) -> Result<(), Finding> {
     let n = input.holders.clamp(2, 4);
     let cfg = Config::with_fence(fence);
     let mut w = World::new(cfg.clone());
@@ -119,7 +118,6 @@ pub fn run(input: &Input) -> Result<(), Finding> {
     let svc = Arc::new(LeaseService::new(clock.clone()));
     let store = FencedStore::new(store_mode);
     let mut guards: Vec<Option<LeaseGuard>> = vec![None; n];
-    let mut held: Vec<Option<Held>> = vec![None; n];
     for (i, st) in input.steps.iter().enumerate() {
         let differ = |w: &World, what: String| finding(input, i, &cfg, w, what);
         match *st {
@@ -130,10 +128,6 @@ pub fn run(input: &Input) -> Result<(), Finding> {
                 let t = svc.acquire(defaults::LEASE, &a, TTL);
                 match (&m, &t) {
                     (Outcome::Granted { token, .. }, Some(g)) if *token == g.token => {
-                        held[h] = Some(Held {
-                            token: token.0,
-                            lost: false,
-                        });
                         guards[h] = Some(LeaseGuard::new(g.clone(), svc.clone()));
                     }
                     (Outcome::Refused, None) => {}
@@ -142,22 +136,21 @@ pub fn run(input: &Input) -> Result<(), Finding> {
             }
             Step::Renew(h) => {
                 let h = usize::from(h) % n;
-                if let (Some(hd), Some(g)) = (held[h].as_mut(), guards[h].as_ref()) {
+                if let Some(g) = guards[h].as_ref() {
                     let a = holder(h);
-                    let m = w.run(&a, Op::renew(&a, hd.token, TTL));
+                    let m = w.run(&a, Op::renew(&a, g.grant().token.0, TTL));
                     let t = g.renew_once();
                     match (&m, t) {
-                        (Outcome::Renewed { .. }, true) => {}
-                        (Outcome::Refused, false) => hd.lost = true,
+                        (Outcome::Renewed { .. }, true) | (Outcome::Refused, false) => {}
                         _ => return Err(differ(&w, format!("model {m:?}, threaded {t}"))),
                     }
                 }
             }
             Step::Release(h) => {
                 let h = usize::from(h) % n;
-                if let (Some(hd), Some(g)) = (held[h].take(), guards[h].take()) {
+                if let Some(g) = guards[h].take() {
                     let a = holder(h);
-                    let m = w.run(&a, Op::release(&a, hd.token));
+                    let m = w.run(&a, Op::release(&a, g.grant().token.0));
                     let t = svc.release(g.grant());
                     match (&m, t) {
                         (Outcome::Released, true) | (Outcome::Refused, false) => {}
@@ -168,15 +161,13 @@ pub fn run(input: &Input) -> Result<(), Finding> {
             Step::Write(h, p) => {
                 let h = usize::from(h) % n;
                 let part = PARTS[usize::from(p) % PARTS.len()];
-                if let (Some(hd), Some(g)) = (held[h], guards[h].as_ref()) {
+                if let Some(g) = guards[h].as_ref() {
                     let a = holder(h);
-                    let content = format!("{a}-t{}-{}", hd.token, i + 1);
+                    let token = g.grant().token.0;
+                    let content = format!("{a}-t{token}-{}", i + 1);
+                    let lost = g.is_lost();
                     let t = g.write(&store, part, &content);
-                    let m = if hd.lost {
-                        None
-                    } else {
-                        Some(w.run(&a, Op::write(part, &content, hd.token)))
-                    };
+                    let m = (!lost).then(|| w.run(&a, Op::write(part, &content, token)));
                     match (&m, t) {
                         (None, Attempt::NotStarted)
                         | (Some(Outcome::Accepted), Attempt::Accepted)

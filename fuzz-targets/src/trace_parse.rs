@@ -41,6 +41,7 @@ pub fn run(data: &[u8]) -> Result<(), Finding> {
                 )));
             }
             let c = replay(&t);
+            // The report a person reads must not panic either.
             let _ = c.describe();
             if c.divergences.is_empty() {
                 let recorded = check(&t.history).verdict();

@@ -8,14 +8,15 @@
 //! schedule only does what the design's client does. Under the correct configuration (the scope
 //! fence, a logged lease table, versioned publishes) no such schedule may violate a check.
 
+use leaselab_model::names::{defaults, holder_name as holder};
 use leaselab_model::{Config, DbName, Op, Outcome, World};
 use proptest::prelude::*;
 
 /// Every holder's lease TTL.
-pub const TTL: u64 = 1500;
+pub const TTL: u64 = defaults::TTL_MS;
 
 /// The parts holders write.
-pub const PARTS: [&str; 2] = ["summary", "detail"];
+pub const PARTS: [&str; 2] = [defaults::SUMMARY, defaults::DETAIL];
 
 /// Step-wise write sessions (session `s` belongs to holder `s % holders`).
 pub const SESSIONS: usize = 3;
@@ -59,11 +60,6 @@ pub enum Step {
     Publish(usize),
     /// Someone reads part `.0`.
     ReadPart(usize),
-}
-
-/// `holder-a`, `holder-b`, …
-pub fn holder(i: usize) -> String {
-    format!("holder-{}", char::from(b'a' + (i % 26) as u8))
 }
 
 fn step(holders: usize) -> impl Strategy<Value = Step> {

@@ -101,6 +101,16 @@ name_type!(
     ConnId
 );
 
+/// Holder names by index: `holder-a`, `holder-b`, … (`holder-26` and on past the alphabet).
+/// The simulation, the holder schedules and the fuzz targets name their holders this one way.
+pub fn holder_name(i: usize) -> String {
+    let letters = b"abcdefghijklmnopqrstuvwxyz";
+    match letters.get(i) {
+        Some(c) => format!("holder-{}", *c as char),
+        None => format!("holder-{i}"),
+    }
+}
+
 /// The parameters the sources use, so cases and tests say what they mean.
 pub mod defaults {
     /// The lease every source experiment competes for.

@@ -129,14 +129,7 @@ pub struct Setup {
     pub holders: Vec<HolderCfg>,
 }
 
-/// Holder names: `holder-a`, `holder-b`, …
-pub fn holder_name(i: usize) -> String {
-    let letters = b"abcdefghijklmnopqrstuvwxyz";
-    match letters.get(i) {
-        Some(c) => format!("holder-{}", *c as char),
-        None => format!("holder-{i}"),
-    }
-}
+pub use leaselab_model::names::holder_name;
 
 impl Setup {
     /// Derives the setup of `seed`: the swarm plan first, then latencies and start offsets, all
