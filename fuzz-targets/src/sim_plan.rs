@@ -9,7 +9,7 @@ use crate::bytes::{pick, wide, wide_bytes};
 use crate::Finding;
 use arbitrary::{Arbitrary, Unstructured};
 use leaselab_model::names::defaults;
-use leaselab_model::{DbName, FenceMode};
+use leaselab_model::{DbName, FenceMode, Millis};
 use leaselab_sim::clock::PauseKind;
 use leaselab_sim::{run_setup, Driver, Fault, FaultKind, FaultPlan, Point, Setup, SimOptions};
 
@@ -55,20 +55,20 @@ fn fault(u: &mut Unstructured<'_>, holders: usize) -> arbitrary::Result<Fault> {
         },
         FaultKind::PauseTime => Fault::PauseAtTime {
             holder,
-            at_ms: range(u, 0, SAFETY_MS - 1)?,
+            at: Millis(range(u, 0, SAFETY_MS - 1)?),
             dur_ms: range(u, 100, 3 * TTL)?,
             kind: PAUSES[pick(u, 2)?],
         },
         FaultKind::Partition => Fault::Partition {
             holder,
             db: DBS[pick(u, 2)?],
-            at_ms: range(u, 0, SAFETY_MS - 1)?,
+            at: Millis(range(u, 0, SAFETY_MS - 1)?),
             dur_ms: range(u, 100, 3 * TTL)?,
         },
         FaultKind::Delay => Fault::Delay {
             holder,
             db: DBS[pick(u, 2)?],
-            at_ms: range(u, 0, SAFETY_MS - 1)?,
+            at: Millis(range(u, 0, SAFETY_MS - 1)?),
             dur_ms: range(u, 100, 2 * TTL)?,
             extra_ms: range(u, 10, 2 * TTL)?,
         },
@@ -79,12 +79,12 @@ fn fault(u: &mut Unstructured<'_>, holders: usize) -> arbitrary::Result<Fault> {
         },
         FaultKind::Step => Fault::Step {
             holder,
-            at_ms: range(u, 0, SAFETY_MS - 1)?,
+            at: Millis(range(u, 0, SAFETY_MS - 1)?),
             delta_ms: range(u, 0, 4 * TTL)? as i64 - 2 * TTL as i64,
         },
         FaultKind::Crash => Fault::Crash {
             db: DBS[pick(u, 2)?],
-            at_ms: range(u, 0, SAFETY_MS - 1)?,
+            at: Millis(range(u, 0, SAFETY_MS - 1)?),
             down_ms: range(u, 10, 2 * TTL)?,
         },
     })
@@ -136,34 +136,34 @@ pub fn encode(input: &Input) -> Vec<u8> {
             }
             Fault::PauseAtTime {
                 holder,
-                at_ms,
+                at,
                 dur_ms,
                 kind,
             } => {
                 v.push(holder as u8);
-                w(&mut v, at_ms, 0);
+                w(&mut v, at.0, 0);
                 w(&mut v, dur_ms, 100);
                 v.push(pk(kind));
             }
             Fault::Partition {
                 holder,
                 db: d,
-                at_ms,
+                at,
                 dur_ms,
             } => {
                 v.extend([holder as u8, db(d)]);
-                w(&mut v, at_ms, 0);
+                w(&mut v, at.0, 0);
                 w(&mut v, dur_ms, 100);
             }
             Fault::Delay {
                 holder,
                 db: d,
-                at_ms,
+                at,
                 dur_ms,
                 extra_ms,
             } => {
                 v.extend([holder as u8, db(d)]);
-                w(&mut v, at_ms, 0);
+                w(&mut v, at.0, 0);
                 w(&mut v, dur_ms, 100);
                 w(&mut v, extra_ms, 10);
             }
@@ -178,20 +178,16 @@ pub fn encode(input: &Input) -> Vec<u8> {
             }
             Fault::Step {
                 holder,
-                at_ms,
+                at,
                 delta_ms,
             } => {
                 v.push(holder as u8);
-                w(&mut v, at_ms, 0);
+                w(&mut v, at.0, 0);
                 w(&mut v, (delta_ms + 2 * TTL as i64).max(0) as u64, 0);
             }
-            Fault::Crash {
-                db: d,
-                at_ms,
-                down_ms,
-            } => {
+            Fault::Crash { db: d, at, down_ms } => {
                 v.extend([0, db(d)]);
-                w(&mut v, at_ms, 0);
+                w(&mut v, at.0, 0);
                 w(&mut v, down_ms, 10);
             }
         }
@@ -245,7 +241,7 @@ pub fn run_checked(s: &Setup) -> Result<(), Finding> {
     if let Err(l) = &a.liveness {
         what.push(format!(
             "liveness: no write committed in the {} ms after the heal at {} ms",
-            l.liveness_ms, l.heal_ms
+            l.liveness_ms, l.heal
         ));
     }
     if what.is_empty() {

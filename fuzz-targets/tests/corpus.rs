@@ -210,7 +210,7 @@ fn sim_plan_flags_a_broken_invariant() {
             holders: 2,
             faults: vec![leaselab_sim::Fault::PauseAtTime {
                 holder: (seed % 2) as usize,
-                at_ms: 805,
+                at: leaselab_model::Millis(805),
                 dur_ms: 2_443,
                 kind: leaselab_sim::clock::PauseKind::Freeze,
             }],

@@ -188,29 +188,27 @@ impl FastSim {
         let faults = self.setup.plan.faults.clone();
         for w in faults
             .iter()
-            .filter_map(|f| f.link_window(self.setup.opts.safety_ms))
+            .filter_map(|f| f.link_window(self.setup.opts.heal()))
         {
             self.windows[link_index(w.holder, w.db)].push(w);
         }
         for f in faults {
             match f {
-                Fault::Step { holder, at_ms, .. } => self.at(Millis(at_ms), Ev::Wake { holder }),
+                Fault::Step { holder, at, .. } => self.at(at, Ev::Wake { holder }),
                 Fault::PauseAtTime {
                     holder,
-                    at_ms,
+                    at,
                     dur_ms,
                     kind,
                 } => self.at(
-                    Millis(at_ms),
+                    at,
                     Ev::PauseStart {
                         holder,
                         dur_ms,
                         kind,
                     },
                 ),
-                Fault::Crash { db, at_ms, down_ms } => {
-                    self.at(Millis(at_ms), Ev::Crash { db, down_ms })
-                }
+                Fault::Crash { db, at, down_ms } => self.at(at, Ev::Crash { db, down_ms }),
                 Fault::Skew { .. }
                 | Fault::PauseAtPoint { .. }
                 | Fault::Partition { .. }
@@ -221,7 +219,7 @@ impl FastSim {
             self.reschedule(h);
         }
         let o = &self.setup.opts;
-        let heal = Millis(o.safety_ms);
+        let heal = o.heal();
         let end = heal.plus(o.liveness_ms);
         self.at(heal, Ev::Heal);
         self.at(end, Ev::End);

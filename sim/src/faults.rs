@@ -133,12 +133,12 @@ pub enum Fault {
         /// Clock behaviour while paused.
         kind: PauseKind,
     },
-    /// Pause `holder` at authority time `at_ms`.
+    /// Pause `holder` at authority time `at`.
     PauseAtTime {
         /// Holder index.
         holder: usize,
-        /// Start.
-        at_ms: u64,
+        /// Start (authority time).
+        at: Millis,
         /// Duration.
         dur_ms: u64,
         /// Clock behaviour.
@@ -150,8 +150,8 @@ pub enum Fault {
         holder: usize,
         /// Database.
         db: DbName,
-        /// Start.
-        at_ms: u64,
+        /// Start (authority time).
+        at: Millis,
         /// Duration.
         dur_ms: u64,
     },
@@ -161,8 +161,8 @@ pub enum Fault {
         holder: usize,
         /// Database.
         db: DbName,
-        /// Start.
-        at_ms: u64,
+        /// Start (authority time).
+        at: Millis,
         /// Duration.
         dur_ms: u64,
         /// Extra latency.
@@ -181,17 +181,17 @@ pub enum Fault {
     Step {
         /// Holder index.
         holder: usize,
-        /// When.
-        at_ms: u64,
+        /// When (authority time).
+        at: Millis,
         /// Jump (negative: back).
         delta_ms: i64,
     },
-    /// Crash a database at `at_ms`; it restarts `down_ms` later.
+    /// Crash a database at `at`; it restarts `down_ms` later.
     Crash {
         /// Database.
         db: DbName,
-        /// When.
-        at_ms: u64,
+        /// When (authority time).
+        at: Millis,
         /// Outage.
         down_ms: u64,
     },
@@ -214,30 +214,30 @@ pub struct LinkWindow {
 }
 
 impl Fault {
-    /// The window of a partition or delay that starts before `heal_ms`; `None` for other
+    /// The window of a partition or delay that starts before `heal`; `None` for other
     /// faults and for link faults planned after the heal.
-    pub fn link_window(&self, heal_ms: u64) -> Option<LinkWindow> {
-        let (holder, db, at_ms, dur_ms, extra_ms) = match *self {
+    pub fn link_window(&self, heal: Millis) -> Option<LinkWindow> {
+        let (holder, db, at, dur_ms, extra_ms) = match *self {
             Fault::Partition {
                 holder,
                 db,
-                at_ms,
+                at,
                 dur_ms,
-            } => (holder, db, at_ms, dur_ms, None),
+            } => (holder, db, at, dur_ms, None),
             Fault::Delay {
                 holder,
                 db,
-                at_ms,
+                at,
                 dur_ms,
                 extra_ms,
-            } => (holder, db, at_ms, dur_ms, Some(extra_ms)),
+            } => (holder, db, at, dur_ms, Some(extra_ms)),
             _ => return None,
         };
-        (at_ms < heal_ms).then_some(LinkWindow {
+        (at < heal).then_some(LinkWindow {
             holder,
             db,
-            from: Millis(at_ms),
-            end: Millis((at_ms + dur_ms).min(heal_ms)),
+            from: at,
+            end: at.plus(dur_ms).min(heal),
             extra_ms,
         })
     }
@@ -333,20 +333,20 @@ impl FaultPlan {
                     },
                     FaultKind::PauseTime => Fault::PauseAtTime {
                         holder,
-                        at_ms: rng.random_range(0..span),
+                        at: Millis(rng.random_range(0..span)),
                         dur_ms: rng.random_range(100..=3 * ttl_ms),
                         kind,
                     },
                     FaultKind::Partition => Fault::Partition {
                         holder,
                         db,
-                        at_ms: rng.random_range(0..span),
+                        at: Millis(rng.random_range(0..span)),
                         dur_ms: rng.random_range(100..=3 * ttl_ms),
                     },
                     FaultKind::Delay => Fault::Delay {
                         holder,
                         db,
-                        at_ms: rng.random_range(0..span),
+                        at: Millis(rng.random_range(0..span)),
                         dur_ms: rng.random_range(100..=2 * ttl_ms),
                         extra_ms: rng.random_range(10..=2 * ttl_ms),
                     },
@@ -357,12 +357,12 @@ impl FaultPlan {
                     },
                     FaultKind::Step => Fault::Step {
                         holder,
-                        at_ms: rng.random_range(0..span),
+                        at: Millis(rng.random_range(0..span)),
                         delta_ms: rng.random_range(-2 * ttl_ms as i64..=2 * ttl_ms as i64),
                     },
                     FaultKind::Crash => Fault::Crash {
                         db,
-                        at_ms: rng.random_range(0..span),
+                        at: Millis(rng.random_range(0..span)),
                         down_ms: rng.random_range(10..=2 * ttl_ms),
                     },
                 };
@@ -391,11 +391,11 @@ impl FaultPlan {
                 }
                 Fault::Step {
                     holder,
-                    at_ms,
+                    at,
                     delta_ms,
                 } => {
                     if let Some(c) = clocks.get_mut(holder) {
-                        c.steps.push((Millis(at_ms), delta_ms));
+                        c.steps.push((at, delta_ms));
                     }
                 }
                 _ => {}

@@ -59,6 +59,11 @@ pub struct SimOptions {
 }
 
 impl SimOptions {
+    /// When the faults heal: the end of the safety phase, which starts at time zero.
+    pub fn heal(&self) -> Millis {
+        Millis::ZERO.plus(self.safety_ms)
+    }
+
     /// The command-line flags that set these options (`--fence` always; the others only when
     /// they differ from the defaults).
     pub fn flags(&self, driver: Driver) -> String {
@@ -283,34 +288,27 @@ impl SimRun {
 
 /// No holder completed a write within the liveness phase.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
-#[error(
-    "no holder completed a write within {liveness_ms} ms after the faults healed at t={heal_ms}"
-)]
+#[error("no holder completed a write within {liveness_ms} ms after the faults healed at t={heal}")]
 pub struct LivenessFailure {
-    /// When the faults healed (authority ms).
-    pub heal_ms: u64,
+    /// When the faults healed (authority time).
+    pub heal: Millis,
     /// The length of the liveness phase.
     pub liveness_ms: u64,
 }
 
-/// Liveness: after the faults heal at `heal_ms`, some holder's write must commit within the
+/// Liveness: after the faults heal at `heal`, some holder's write must commit within the
 /// liveness phase.
-pub fn liveness(f: &facts::Facts, heal_ms: u64, liveness_ms: u64) -> Result<(), LivenessFailure> {
+pub fn liveness(f: &facts::Facts, heal: Millis, liveness_ms: u64) -> Result<(), LivenessFailure> {
     if liveness_ms == 0 {
         return Ok(());
     }
     let ok = f.writes.iter().any(|w| {
-        w.certainty == facts::Certainty::Accepted
-            && w.at >= Millis(heal_ms)
-            && w.at <= Millis(heal_ms).plus(liveness_ms)
+        w.certainty == facts::Certainty::Accepted && w.at >= heal && w.at <= heal.plus(liveness_ms)
     });
     if ok {
         Ok(())
     } else {
-        Err(LivenessFailure {
-            heal_ms,
-            liveness_ms,
-        })
+        Err(LivenessFailure { heal, liveness_ms })
     }
 }
 
@@ -318,7 +316,7 @@ pub fn liveness(f: &facts::Facts, heal_ms: u64, liveness_ms: u64) -> Result<(), 
 pub fn finish(setup: Setup, driver: Driver, history: History, stats: Vec<HolderStats>) -> SimRun {
     let facts = facts::derive(&history);
     let report = leaselab_checkers::check_with(&history, &facts);
-    let live = liveness(&facts, setup.opts.safety_ms, setup.opts.liveness_ms);
+    let live = liveness(&facts, setup.opts.heal(), setup.opts.liveness_ms);
     let mut trace = Trace::new(&format!("sim-{}", setup.seed), setup.config(), history);
     trace.title = setup.title(driver);
     trace.seed = setup.seed;

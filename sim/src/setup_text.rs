@@ -22,7 +22,7 @@ use crate::faults::{Fault, FaultKind, FaultPlan, Point};
 use crate::holder::HolderCfg;
 use crate::scenario::{Driver, Setup, SimOptions};
 use leaselab_model::names::defaults;
-use leaselab_model::{Config, DbName, Holder, LeaseName, Part, Scope};
+use leaselab_model::{Config, DbName, Holder, LeaseName, Millis, Part, Scope};
 use leaselab_trace::Trace;
 use std::fmt;
 
@@ -147,32 +147,32 @@ impl Fault {
             ),
             Fault::PauseAtTime {
                 holder,
-                at_ms,
+                at,
                 dur_ms,
                 kind,
             } => format!(
-                "pause holder={} at_ms={at_ms} dur_ms={dur_ms} kind={}",
+                "pause holder={} at_ms={at} dur_ms={dur_ms} kind={}",
                 h(holder),
                 kind.as_str()
             ),
             Fault::Partition {
                 holder,
                 db,
-                at_ms,
+                at,
                 dur_ms,
             } => format!(
-                "partition holder={} db={} at_ms={at_ms} dur_ms={dur_ms}",
+                "partition holder={} db={} at_ms={at} dur_ms={dur_ms}",
                 h(holder),
                 db.as_str()
             ),
             Fault::Delay {
                 holder,
                 db,
-                at_ms,
+                at,
                 dur_ms,
                 extra_ms,
             } => format!(
-                "delay holder={} db={} at_ms={at_ms} dur_ms={dur_ms} extra_ms={extra_ms}",
+                "delay holder={} db={} at_ms={at} dur_ms={dur_ms} extra_ms={extra_ms}",
                 h(holder),
                 db.as_str()
             ),
@@ -185,16 +185,13 @@ impl Fault {
             }
             Fault::Step {
                 holder,
-                at_ms,
+                at,
                 delta_ms,
             } => {
-                format!(
-                    "step holder={} at_ms={at_ms} delta_ms={delta_ms}",
-                    h(holder)
-                )
+                format!("step holder={} at_ms={at} delta_ms={delta_ms}", h(holder))
             }
-            Fault::Crash { db, at_ms, down_ms } => {
-                format!("crash db={} at_ms={at_ms} down_ms={down_ms}", db.as_str())
+            Fault::Crash { db, at, down_ms } => {
+                format!("crash db={} at_ms={at} down_ms={down_ms}", db.as_str())
             }
         }
     }
@@ -498,20 +495,20 @@ impl Reader<'_> {
             }
             "pause" => Fault::PauseAtTime {
                 holder: holder(self, &mut f)?,
-                at_ms: self.parse(&mut f, "at_ms", "milliseconds")?,
+                at: Millis(self.parse(&mut f, "at_ms", "milliseconds")?),
                 dur_ms: self.parse(&mut f, "dur_ms", "milliseconds")?,
                 kind: pause_kind(self, &mut f)?,
             },
             "partition" => Fault::Partition {
                 holder: holder(self, &mut f)?,
                 db: db(self, &mut f)?,
-                at_ms: self.parse(&mut f, "at_ms", "milliseconds")?,
+                at: Millis(self.parse(&mut f, "at_ms", "milliseconds")?),
                 dur_ms: self.parse(&mut f, "dur_ms", "milliseconds")?,
             },
             "delay" => Fault::Delay {
                 holder: holder(self, &mut f)?,
                 db: db(self, &mut f)?,
-                at_ms: self.parse(&mut f, "at_ms", "milliseconds")?,
+                at: Millis(self.parse(&mut f, "at_ms", "milliseconds")?),
                 dur_ms: self.parse(&mut f, "dur_ms", "milliseconds")?,
                 extra_ms: self.parse(&mut f, "extra_ms", "milliseconds")?,
             },
@@ -522,12 +519,12 @@ impl Reader<'_> {
             },
             "step" => Fault::Step {
                 holder: holder(self, &mut f)?,
-                at_ms: self.parse(&mut f, "at_ms", "milliseconds")?,
+                at: Millis(self.parse(&mut f, "at_ms", "milliseconds")?),
                 delta_ms: self.parse(&mut f, "delta_ms", "signed milliseconds")?,
             },
             "crash" => Fault::Crash {
                 db: db(self, &mut f)?,
-                at_ms: self.parse(&mut f, "at_ms", "milliseconds")?,
+                at: Millis(self.parse(&mut f, "at_ms", "milliseconds")?),
                 down_ms: self.parse(&mut f, "down_ms", "milliseconds")?,
             },
             other => {

@@ -378,8 +378,7 @@ pub fn run(setup: Setup) -> SimRun {
 #[doc(hidden)]
 pub fn run_with(setup: Setup, garbage: Option<&str>) -> SimRun {
     let o = setup.opts.clone();
-    let heal_ms = o.safety_ms;
-    let heal = Millis(heal_ms);
+    let heal = o.heal();
     let end = heal.plus(o.liveness_ms);
     let (lo, hi) = setup.latency_ms;
     let clocks: Vec<NodeClock> = setup.plan.clocks(setup.holders.len());
@@ -414,10 +413,10 @@ pub fn run_with(setup: Setup, garbage: Option<&str>) -> SimRun {
             .filter_map(|f| match f {
                 Fault::PauseAtTime {
                     holder,
-                    at_ms,
+                    at,
                     dur_ms,
                     kind,
-                } if *holder == i && *at_ms < heal_ms => Some((Millis(*at_ms), *dur_ms, *kind)),
+                } if *holder == i && *at < heal => Some((*at, *dur_ms, *kind)),
                 _ => None,
             })
             .collect();
@@ -426,7 +425,7 @@ pub fn run_with(setup: Setup, garbage: Option<&str>) -> SimRun {
             .faults
             .iter()
             .filter_map(|f| match f {
-                Fault::Step { holder, at_ms, .. } if *holder == i => Some(Millis(*at_ms)),
+                Fault::Step { holder, at, .. } if *holder == i => Some(*at),
                 _ => None,
             })
             .collect();
@@ -456,16 +455,12 @@ pub fn run_with(setup: Setup, garbage: Option<&str>) -> SimRun {
     };
     for f in &setup.plan.faults {
         match *f {
-            Fault::Crash { db, at_ms, down_ms } if at_ms < heal_ms => {
-                push(Millis(at_ms), Ctl::Crash(db), &mut ctl);
-                push(
-                    Millis(at_ms).plus(down_ms).min(heal),
-                    Ctl::Restart(db),
-                    &mut ctl,
-                );
+            Fault::Crash { db, at, down_ms } if at < heal => {
+                push(at, Ctl::Crash(db), &mut ctl);
+                push(at.plus(down_ms).min(heal), Ctl::Restart(db), &mut ctl);
             }
             _ => {
-                if let Some(w) = f.link_window(heal_ms) {
+                if let Some(w) = f.link_window(heal) {
                     let (on, off) = match w.extra_ms {
                         None => (Ctl::Hold(w.holder, w.db), Ctl::Release(w.holder, w.db)),
                         Some(extra) => (
