@@ -21,7 +21,7 @@ use leaselab_trace::Trace;
 pub const MAX_STEPS: usize = 160;
 
 /// The clock advances at most this much in one step (the TTL is 1,500 ms).
-pub const MAX_ADVANCE_MS: u64 = 4_000;
+const MAX_ADVANCE_MS: u64 = 4_000;
 
 /// One decoded input.
 #[derive(Clone, Debug, PartialEq, Eq)]

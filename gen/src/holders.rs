@@ -19,7 +19,7 @@ pub const TTL: u64 = defaults::TTL_MS;
 pub const PARTS: [&str; 2] = [defaults::SUMMARY, defaults::DETAIL];
 
 /// Step-wise write sessions (session `s` belongs to holder `s % holders`).
-pub const SESSIONS: usize = 3;
+const SESSIONS: usize = 3;
 
 /// One step of a holder schedule. Holder and session indices are taken modulo the schedule's
 /// counts by [`Harness::apply`]; a step that the client's code would not take in its state

@@ -1,7 +1,7 @@
 //! The set of model states a run can be in when the database itself is nondeterministic.
 //!
 //! PostgreSQL decides some orders by a race (the waiters of an ended inserting transaction, see
-//! the engine's module doc). The model does not guess: every such decision is a [`Choices`]
+//! the engine's module doc). The model does not guess: every such decision is a `Choices`
 //! pick, and this module runs a step under every pick, keeping each resulting world whose
 //! outcome the observer accepts. A replay or a differential compares a step against this set:
 //! a step diverges only when *no* allowed world produced what was observed.

@@ -226,11 +226,6 @@ impl Op {
             Op::Check { .. } | Op::Pause | Op::Resume | Op::Lost => None,
         }
     }
-
-    /// True for events that only record what a client did or saw; replay does not execute them.
-    pub fn is_client_side(&self) -> bool {
-        self.db().is_none()
-    }
 }
 
 /// What an operation returned.

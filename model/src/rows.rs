@@ -28,9 +28,6 @@ pub struct PartRow {
     pub token: Token,
 }
 
-/// A row of the publish stand-in (F9): one per business key.
-pub type PublishRow = PartRow;
-
 /// How a write attempt ended, as recorded in `write_attempt`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum AttemptOutcome {

@@ -64,11 +64,6 @@ impl<B: Backend> World<B> {
         self.now
     }
 
-    /// Sets an actor's local clock offset relative to the authority clock.
-    pub fn set_offset(&mut self, actor: &str, offset_ms: i64) {
-        self.clocks.entry(Holder::new(actor)).or_default().offset_ms = offset_ms;
-    }
-
     /// `actor`'s local clock reading now (never below 0).
     pub fn local(&self, actor: &Holder) -> Millis {
         match self.clocks.get(actor) {

@@ -49,7 +49,7 @@ pub enum ClusterError {
 }
 
 /// The one plain line the tests print when the server binaries are missing.
-pub const MISSING: &str = "PostgreSQL server binaries (initdb, pg_ctl, postgres) not found: install the Debian package `postgresql` or set LEASELAB_PG_BIN to their directory";
+const MISSING: &str = "PostgreSQL server binaries (initdb, pg_ctl, postgres) not found: install the Debian package `postgresql` or set LEASELAB_PG_BIN to their directory";
 
 /// Whether a database test can run. When it cannot, says so in one line and records the skip
 /// in the file `LEASELAB_SKIP_LOG` names (the test command prints that file in its final
@@ -76,7 +76,7 @@ pub fn postgres_for_test(test: &str) -> bool {
 
 /// Finds the directory holding `initdb`, `pg_ctl` and `postgres`: `LEASELAB_PG_BIN`, then
 /// `pg_config --bindir`, then `/usr/lib/postgresql/<newest>/bin`, then `PATH`.
-pub fn find_bin() -> Option<PathBuf> {
+fn find_bin() -> Option<PathBuf> {
     let has_all = |d: &Path| {
         ["initdb", "pg_ctl", "postgres"]
             .iter()
@@ -290,11 +290,6 @@ impl Cluster {
         self.run(c, "pg_ctl stop -m immediate")?;
         self.running = false;
         Ok(())
-    }
-
-    /// Whether the server is up.
-    pub fn is_running(&self) -> bool {
-        self.running
     }
 
     /// A libpq-style connection string for `dbname`.

@@ -167,7 +167,7 @@ pub fn diff_schedule(
 }
 
 /// Where the model's committed state and PostgreSQL's differ, one line per table.
-pub fn state_differences(m: &Snapshot, p: &Snapshot) -> Vec<String> {
+fn state_differences(m: &Snapshot, p: &Snapshot) -> Vec<String> {
     fn differs<T: PartialEq + std::fmt::Debug>(out: &mut Vec<String>, what: &str, m: &T, p: &T) {
         if m != p {
             out.push(format!("{what}: model {m:?}, postgres {p:?}"));

@@ -10,7 +10,7 @@
 //! - [`sql`]: the source's schema and statements; `now()` redirected to a virtual clock in
 //!   replay mode.
 //! - [`adapter`]: the backend seam on PostgreSQL, with lock waits detected by asking the server.
-//! - [`diff`]: the differential replay of a trace against the model and PostgreSQL.
+//! - [`diff()`]: the differential replay of a trace against the model and PostgreSQL.
 //! - [`real`]: real-time experiments: F3's 16-connection race, F4/F5 with real processes.
 //!
 //! Set `LEASELAB_PG_CONNINFO` (e.g. `host=/tmp port=5432 user=postgres`) to use an existing

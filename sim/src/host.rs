@@ -47,11 +47,6 @@ impl DbHosts {
         }
     }
 
-    /// Whether `db` is down.
-    pub fn is_down(&self, db: DbName) -> bool {
-        self.down[db.index()]
-    }
-
     /// Executes a request arriving at authority time `t`. `locals[i]` is holder i's clock at `t`
     /// (recorded with each event), `names[i]` its name. The replies (the request's own, unless
     /// it blocked, and those of waiters it released) are appended to `replies`.

@@ -191,12 +191,12 @@ impl Setup {
     /// Whether this setup is exactly what its seed derives under its options — then
     /// `leaselab sim --seed …` reproduces it; otherwise (a shrunk or edited plan) only the trace
     /// file does (`leaselab sim --from-trace FILE`).
-    pub fn derivable(&self) -> bool {
+    fn derivable(&self) -> bool {
         Setup::derive(self.seed, &self.opts) == *self
     }
 
     /// The `leaselab sim --seed …` command that re-derives this setup, or `None` when the seed
-    /// does not derive it (see [`Setup::derivable`]). Options at their defaults are left out.
+    /// does not derive it (`Setup::derivable`). Options at their defaults are left out.
     pub fn command(&self, driver: Driver) -> Option<String> {
         if !self.derivable() {
             return None;

@@ -1,5 +1,5 @@
 //! The in-memory implementation of the backend seam: the lease table and the fenced resource,
-//! built on the [`engine`](crate::engine) so that locking, blocking and crash behave as
+//! built on the engine (`engine.rs`) so that locking, blocking and crash behave as
 //! PostgreSQL's READ COMMITTED does for the source's statements.
 //!
 //! - [`db`](self): what both databases share (submit, park, wake, await);
