@@ -151,12 +151,12 @@ pub struct SweepSpec<'a> {
 /// soon as every earlier seed is done. `progress` is called after each folded seed. When `stop`
 /// becomes true, no new seed starts, the running ones finish, and [`SweepEnd::resume_at`] names
 /// the first seed not covered. An error from `on_failure` stops the sweep and is returned.
-pub fn sweep_streaming(
+pub fn sweep_streaming<E>(
     spec: SweepSpec<'_>,
     stop: &AtomicBool,
-    on_failure: &mut dyn FnMut(Failure) -> Result<(), String>,
+    on_failure: &mut dyn FnMut(Failure) -> Result<(), E>,
     progress: &mut dyn FnMut(&Tally, u64),
-) -> Result<SweepEnd, String> {
+) -> Result<SweepEnd, E> {
     let SweepSpec {
         seeds,
         opts,
@@ -173,7 +173,7 @@ pub fn sweep_streaming(
     let (tx, rx) = mpsc::channel::<(u64, SeedResult)>();
     let mut tally = Tally::default();
     let mut folded = 0u64;
-    let mut error: Option<String> = None;
+    let mut error: Option<E> = None;
     std::thread::scope(|scope| {
         for _ in 0..jobs {
             let tx = tx.clone();
@@ -261,7 +261,7 @@ pub fn sweep(
         shrink: shrink_failures,
         jobs,
     };
-    let end = sweep_streaming(
+    let end = sweep_streaming::<std::convert::Infallible>(
         spec,
         &AtomicBool::new(false),
         &mut |f| {
@@ -272,8 +272,7 @@ pub fn sweep(
     );
     let tally = match end {
         Ok(e) => e.tally,
-        // `on_failure` above never fails.
-        Err(_) => Tally::default(),
+        Err(never) => match never {},
     };
     SweepResult {
         runs: tally.runs,

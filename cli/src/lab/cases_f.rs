@@ -281,18 +281,26 @@ fn f4(lab: &mut Lab) {
     real_pause(lab, true);
 }
 
+/// Why the real-time crash experiment could not run: a statement failed, or the clusters did
+/// not stop and restart.
+#[derive(Debug, thiserror::Error)]
+enum RealCrashError {
+    #[error(transparent)]
+    Statement(#[from] leaselab_pg::real::RealError),
+    #[error("crash-restart of the clusters: {0}")]
+    Restart(#[from] leaselab_pg::PgError),
+}
+
 /// F8 as the source ran it: real `now()`, `pg_ctl stop -m immediate`, restart, WAL recovery.
 fn real_crash(lab: &mut Lab) {
     let Some((lease, res)) = lab.real_pg(&Config::default()) else {
         return;
     };
     let Some(pg) = lab.pg.clone() else { return };
-    let run = || -> Result<leaselab_pg::real::CrashReport, String> {
-        leaselab_pg::real::crash_prefix(&lease, &res).map_err(|e| e.to_string())?;
-        pg.borrow_mut()
-            .crash_restart_all()
-            .map_err(|e| e.to_string())?;
-        leaselab_pg::real::crash_suffix(&lease, &res).map_err(|e| e.to_string())
+    let run = || -> Result<leaselab_pg::real::CrashReport, RealCrashError> {
+        leaselab_pg::real::crash_prefix(&lease, &res)?;
+        pg.borrow_mut().crash_restart_all()?;
+        Ok(leaselab_pg::real::crash_suffix(&lease, &res)?)
     };
     match run() {
         Ok(r) => {
