@@ -13,5 +13,6 @@
 pub mod args;
 pub mod diff_cmd;
 pub mod lab;
+pub mod picture_cmd;
 pub mod replay;
 pub mod sim_cmd;

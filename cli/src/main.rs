@@ -114,6 +114,24 @@ enum Cmd {
         #[arg(long, default_value_t = 300)]
         margin_ms: u64,
     },
+    /// Draw a trace: a terminal timeline (default), a Mermaid sequenceDiagram (--mermaid), or
+    /// one self-contained offline HTML page (--html OUT.html).
+    Diagram {
+        /// Trace file.
+        file: PathBuf,
+        /// Print a Mermaid `sequenceDiagram`.
+        #[arg(long, conflicts_with = "html")]
+        mermaid: bool,
+        /// Write an HTML page: lanes on a time axis, leases by both clocks, pauses, writes.
+        #[arg(long, value_name = "OUT.html")]
+        html: Option<PathBuf>,
+    },
+    /// Tell a trace in plain words: who held which token when, where the pause landed, which
+    /// write was stale, why the resource kept or refused it, what broke, what would stop it.
+    Explain {
+        /// Trace file.
+        file: PathBuf,
+    },
     /// Re-execute traces against the model; non-zero exit on a divergence or unexpected verdict.
     Replay {
         /// Trace files.
@@ -158,6 +176,20 @@ fn main() -> ExitCode {
             run_lab(case.as_deref(), beyond, fence, trace_out, table, pg).into()
         }
         Cmd::Replay { files } => run_replay(&files).into(),
+        Cmd::Diagram {
+            file,
+            mermaid,
+            html,
+        } => {
+            use leaselab::picture_cmd::{diagram, Form};
+            let form = match (mermaid, html) {
+                (true, _) => Form::Mermaid,
+                (false, Some(out)) => Form::Html(out),
+                (false, None) => Form::Timeline,
+            };
+            print_or_fail("diagram", diagram(&file, &form))
+        }
+        Cmd::Explain { file } => print_or_fail("explain", leaselab::picture_cmd::explain(&file)),
         Cmd::Holder {
             role,
             name,
@@ -232,6 +264,19 @@ fn main() -> ExitCode {
                 Exit::Usage.into()
             }
         },
+    }
+}
+
+fn print_or_fail(cmd: &str, r: Result<String, String>) -> ExitCode {
+    match r {
+        Ok(text) => {
+            print!("{text}");
+            Exit::Clean.into()
+        }
+        Err(e) => {
+            eprintln!("leaselab {cmd}: {e}");
+            Exit::Usage.into()
+        }
     }
 }
 

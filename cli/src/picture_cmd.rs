@@ -1,0 +1,73 @@
+//! `leaselab diagram` and `leaselab explain`: the pictures of a trace file, and the short
+//! timeline that `lab`, `sim` and `replay` print on a failure.
+
+use leaselab_checkers::check;
+use leaselab_model::{Config, History};
+use leaselab_picture::{explain, html, mermaid, timeline, Story};
+use leaselab_trace::Trace;
+use std::path::Path;
+
+/// The story of a recorded run, judged by the checkers (never by running the model).
+pub fn story(history: &History, config: &Config) -> Story {
+    Story::new(history, config, &check(history))
+}
+
+/// The short timeline of a run, each line indented by `indent`.
+pub fn timeline_of(history: &History, config: &Config, indent: &str) -> String {
+    timeline::render(&story(history, config))
+        .lines()
+        .map(|l| format!("{indent}{l}\n"))
+        .collect()
+}
+
+/// Reads and parses a trace file; errors name the file (and the line and field).
+pub fn read_trace(path: &Path) -> Result<Trace, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+    Trace::parse(&text, &path.display().to_string()).map_err(|e| e.to_string())
+}
+
+/// What `leaselab diagram` draws.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Form {
+    /// The terminal timeline.
+    Timeline,
+    /// A Mermaid `sequenceDiagram` on stdout.
+    Mermaid,
+    /// A self-contained HTML page written to this file.
+    Html(std::path::PathBuf),
+}
+
+fn title(t: &Trace) -> String {
+    if t.title.is_empty() {
+        t.name.clone()
+    } else {
+        format!("{}: {}", t.name, t.title)
+    }
+}
+
+/// `leaselab diagram TRACE [--mermaid | --html OUT]`: the text to print.
+pub fn diagram(path: &Path, form: &Form) -> Result<String, String> {
+    let t = read_trace(path)?;
+    let s = story(&t.history, &t.config);
+    match form {
+        Form::Timeline => Ok(timeline::render(&s)),
+        Form::Mermaid => Ok(mermaid::render(&s)),
+        Form::Html(out) => {
+            std::fs::write(out, html::render(&s, &title(&t)))
+                .map_err(|e| format!("cannot write {}: {e}", out.display()))?;
+            Ok(format!("wrote {}\n", out.display()))
+        }
+    }
+}
+
+/// `leaselab explain TRACE`: the run in plain words, then its timeline.
+pub fn explain(path: &Path) -> Result<String, String> {
+    let t = read_trace(path)?;
+    let s = story(&t.history, &t.config);
+    Ok(format!(
+        "{}\n{}",
+        explain::render(&s, &title(&t)),
+        timeline::render(&s)
+    ))
+}

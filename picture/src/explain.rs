@@ -1,0 +1,201 @@
+//! The run in plain words: who held which token when, where the pause landed, which write was
+//! stale, why the resource kept or refused it, which invariant broke, and which safeguard
+//! would have stopped it.
+
+use crate::key;
+use crate::story::{End, Story, Verdict, Write};
+use leaselab_checkers::Check;
+use leaselab_model::{ClientExpiry, FenceMode, LeaseDurability, PublishMode};
+use std::fmt::Write as _;
+
+/// What the resource's fence does, in one sentence.
+pub fn fence_words(f: FenceMode) -> &'static str {
+    match f {
+        FenceMode::Scope => "the scope fence: `UPDATE fence_floor SET max_token = t WHERE scope = s AND max_token <= t` in the write's own transaction, holding the floor's row lock until commit",
+        FenceMode::Strict => "the strict scope fence (`max_token < t`): like the scope fence, but an equal token is refused too",
+        FenceMode::ScopeUpsert => "the scope fence as a guarded upsert of the floor row (`ON CONFLICT … WHERE max_token <= EXCLUDED.max_token`)",
+        FenceMode::Row => "a per-row fence: the upsert compares with the token already in that part's row (`WHERE part.token <= new.token`)",
+        FenceMode::CheckThenWrite => "check-then-write: read the floor, compare in the client, then set the floor and write, each step autocommitted",
+        FenceMode::Off => "no fence at all: a plain upsert that never looks at the token",
+    }
+}
+
+/// Why the resource kept a stale write, under `story`'s configuration.
+fn why_accepted(story: &Story, w: &Write) -> String {
+    if w.target.starts_with("publish:") {
+        return match story.config.publish {
+            PublishMode::BusinessKey => "the publish is deduplicated by business key (`ON CONFLICT DO NOTHING`): the first copy to arrive is kept, not the newest".into(),
+            PublishMode::Versioned => "the versioned publish keeps any copy whose token is at least the kept one's".into(),
+        };
+    }
+    match story.config.fence {
+        FenceMode::Off => "the resource checks no token".into(),
+        FenceMode::CheckThenWrite => "the floor was read, compared and written in separate autocommitted steps, so a newer writer could commit in between and the stale one then set the floor back".into(),
+        FenceMode::Row => format!("the row fence compares only with the token in the row of `{}`; a part the new holder never wrote has no token to compare with", w.target),
+        FenceMode::Scope | FenceMode::Strict | FenceMode::ScopeUpsert => "the scope's floor was not above its token: the token was handed out again (the lease table lost its counter), so the fence could not tell old from new".into(),
+    }
+}
+
+/// The safeguard that stops what `check` caught, under `story`'s configuration.
+fn safeguard(story: &Story, check: Check) -> String {
+    let c = &story.config;
+    match check {
+        Check::I2 if c.lease_table == LeaseDurability::Unlogged => "a durable (logged) lease table: the token counter must survive a crash, or tokens are reused (F8)".into(),
+        Check::I1 if c.renew_after_expiry => "refuse a renew once the lease expired (`AND expires_at > now()`): the holder must acquire again and get a new token".into(),
+        Check::Acceptance if c.publish == PublishMode::BusinessKey && story.writes.iter().any(|w| w.violating && w.target.starts_with("publish:")) => "carry the token with the side effect and keep only `>=` downstream (`--publish versioned`), or write to a fenced table and forward it (outbox) (F9)".into(),
+        _ => match c.fence {
+            FenceMode::Off | FenceMode::CheckThenWrite | FenceMode::Row => "the scope fence: one conditional `UPDATE fence_floor … WHERE max_token <= t` in the write's own transaction, so the check and the write are one atomic step over the whole scope (F4, F6b, F7)".into(),
+            _ if c.client_expiry == ClientExpiry::WallClock => "a local deadline on the holder's monotonic clock, read before sending acquire (G3)".into(),
+            _ => "a monotonic, never-reused token (a durable lease table) with the scope fence".into(),
+        },
+    }
+}
+
+/// The explanation of `story` (its title first), as lines of plain text.
+pub fn render(story: &Story, title: &str) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "{title}");
+    let _ = writeln!(
+        s,
+        "The resource ran with {}.",
+        fence_words(story.config.fence)
+    );
+    let (keys, _) = key::select(story, 16);
+    let shown = |seq: u64| keys.iter().any(|k| k.seq == seq);
+    // (when, sentence), told in time order.
+    let mut told: Vec<(leaselab_model::Millis, String)> = Vec::new();
+    for h in &story.holdings {
+        if !shown(h.seq) {
+            continue;
+        }
+        let until = match h.end {
+            End::Released => format!("released it at t={}", h.until),
+            End::Expired => format!(
+                "held it until it expired at t={} by the database clock",
+                h.until
+            ),
+            End::Open => format!("still held it (valid until t={})", h.until),
+        };
+        let own = h.local_until.map_or(String::new(), |l| {
+            format!("; by its own clock it counted on the lease until t={l}")
+        });
+        told.push((
+            h.from,
+            format!(
+                "- t={}: {} acquired the lease with token {} and {until}{own}.",
+                h.from, h.holder, h.token
+            ),
+        ));
+    }
+    let focus_writer = key::focus(story).map(|w| w.holder.clone());
+    for p in &story.pauses {
+        let during: Vec<String> = story
+            .holdings
+            .iter()
+            .filter(|h| {
+                h.holder == p.holder
+                    && h.end == End::Expired
+                    && p.from <= h.until
+                    && h.until <= p.to
+            })
+            .map(|h| {
+                format!(
+                    "token {} expired at t={} while it was paused",
+                    h.token, h.until
+                )
+            })
+            .collect();
+        let taken: Vec<String> = story
+            .holdings
+            .iter()
+            .filter(|h| h.holder != p.holder && p.from <= h.from && h.from <= p.to)
+            .map(|h| {
+                format!(
+                    "{} took over with token {} at t={}",
+                    h.holder, h.token, h.from
+                )
+            })
+            .collect();
+        if during.is_empty() && taken.is_empty() && focus_writer.as_ref() != Some(&p.holder) {
+            continue;
+        }
+        let spot = p.after_check.map_or(String::new(), |d| {
+            format!(", right after its local check passed (deadline t={d} on its own clock) and before its write,")
+        });
+        let mut line = if p.resumed {
+            format!(
+                "- t={}: {} was paused{spot} for {} ms, until t={}",
+                p.from,
+                p.holder,
+                p.to.since(p.from),
+                p.to
+            )
+        } else {
+            format!(
+                "- t={}: {} was paused{spot} and never resumed",
+                p.from, p.holder
+            )
+        };
+        for x in during.iter().chain(taken.iter()) {
+            let _ = write!(line, "; {x}");
+        }
+        told.push((p.from, format!("{line}.")));
+    }
+    told.sort_by_key(|(t, _)| *t);
+    for (_, line) in told {
+        let _ = writeln!(s, "{line}");
+    }
+    match key::focus(story) {
+        None => {
+            let _ = writeln!(s, "- No holder wrote with a token older than one already granted: no write was stale.");
+        }
+        Some(w) => {
+            let newer = story
+                .holdings
+                .iter()
+                .filter(|h| h.token > w.token && h.seq < w.seq)
+                .min_by_key(|h| h.token);
+            let why_stale = newer.map_or(String::new(), |h| {
+                format!(
+                    ", but {} had been granted token {} at t={}",
+                    h.holder, h.token, h.from
+                )
+            });
+            let _ = writeln!(
+                s,
+                "- t={}: {} wrote {} with token {}{why_stale}: the write was stale (event #{}).",
+                w.at, w.holder, w.target, w.token, w.seq
+            );
+            let verdict = match w.verdict {
+                Verdict::Rejected => {
+                    "The resource REJECTED it: the floor already held a higher token, so the fence's condition matched no row and the write rolled back.".to_string()
+                }
+                Verdict::Accepted => format!("The resource ACCEPTED it: {}.", why_accepted(story, w)),
+                Verdict::Maybe => "Its commit may or may not have happened (the connection was lost during commit).".to_string(),
+            };
+            let _ = writeln!(s, "  {verdict}");
+        }
+    }
+    if story.violations.is_empty() {
+        let _ = writeln!(s, "Verdict: I1, I2, I3, acceptance and final all hold.");
+    } else {
+        let _ = writeln!(s, "Verdict:");
+        let mut seen: Vec<Check> = Vec::new();
+        let mut fixes: Vec<String> = Vec::new();
+        for v in &story.violations {
+            if seen.contains(&v.check) {
+                continue;
+            }
+            seen.push(v.check);
+            let _ = writeln!(s, "- {} broke: {}", v.check, v.message);
+            let fix = safeguard(story, v.check);
+            if !fixes.contains(&fix) {
+                fixes.push(fix);
+            }
+        }
+        for fix in fixes {
+            let _ = writeln!(s, "What would have stopped it: {fix}.");
+        }
+    }
+    s
+}

@@ -1,0 +1,230 @@
+//! One self-contained HTML page of a story, for a browser with no network: the story as JSON,
+//! and a small inline script that draws it as SVG — a lane per holder on a time axis, lease
+//! intervals by the database clock and by the holder's own clock, pauses shaded, writes as
+//! marks with token and verdict, the violating pair highlighted, and a legend. Nothing is
+//! fetched: no fonts, no scripts, no images from elsewhere.
+
+use crate::story::{End, Mark, Story, Verdict};
+use std::fmt::Write as _;
+
+/// A JSON string literal that is also safe inside `<script>` (no `<`, `>` or `&` verbatim).
+fn js(s: &str) -> String {
+    let mut o = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '"' => o.push_str("\\\""),
+            '\\' => o.push_str("\\\\"),
+            '<' | '>' | '&' => {
+                let _ = write!(o, "\\u{:04x}", c as u32);
+            }
+            c if (c as u32) < 0x20 => {
+                let _ = write!(o, "\\u{:04x}", c as u32);
+            }
+            c => o.push(c),
+        }
+    }
+    o.push('"');
+    o
+}
+
+/// Text for HTML element content.
+fn text(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+fn data(story: &Story, title: &str) -> String {
+    let lane = |h: &leaselab_model::Holder| {
+        story
+            .lanes
+            .iter()
+            .position(|l| l == h)
+            .map_or(-1, |i| i as i64)
+    };
+    let mut d = String::from("{");
+    let _ = write!(
+        d,
+        "\"title\":{},\"fence\":{},\"end\":{},\"verdict\":{},",
+        js(title),
+        js(story.config.fence.as_str()),
+        story.end.0,
+        js(&crate::timeline::verdict_line(story))
+    );
+    let lanes: Vec<String> = story.lanes.iter().map(|l| js(l.as_str())).collect();
+    let _ = write!(d, "\"lanes\":[{}],", lanes.join(","));
+    let hs: Vec<String> = story
+        .holdings
+        .iter()
+        .map(|h| {
+            format!(
+                "{{\"lane\":{},\"token\":{},\"from\":{},\"until\":{},\"end\":{},\"local\":{}}}",
+                lane(&h.holder),
+                h.token.0,
+                h.from.0,
+                h.until.0,
+                js(match h.end {
+                    End::Released => "released",
+                    End::Expired => "expired",
+                    End::Open => "open",
+                }),
+                h.local_until
+                    .map_or("null".to_string(), |x| x.0.to_string())
+            )
+        })
+        .collect();
+    let _ = write!(d, "\"holdings\":[{}],", hs.join(","));
+    let ps: Vec<String> = story
+        .pauses
+        .iter()
+        .map(|p| {
+            format!(
+                "{{\"lane\":{},\"from\":{},\"to\":{}}}",
+                lane(&p.holder),
+                p.from.0,
+                p.to.0
+            )
+        })
+        .collect();
+    let _ = write!(d, "\"pauses\":[{}],", ps.join(","));
+    let ws: Vec<String> = story
+        .writes
+        .iter()
+        .map(|w| {
+            format!(
+                "{{\"lane\":{},\"token\":{},\"target\":{},\"at\":{},\"seq\":{},\"verdict\":{},\"stale\":{},\"violating\":{}}}",
+                lane(&w.holder),
+                w.token.0,
+                js(&w.target),
+                w.at.0,
+                w.seq,
+                js(match w.verdict {
+                    Verdict::Accepted => "accepted",
+                    Verdict::Rejected => "rejected",
+                    Verdict::Maybe => "maybe",
+                }),
+                w.stale,
+                w.violating
+            )
+        })
+        .collect();
+    let _ = write!(d, "\"writes\":[{}],", ws.join(","));
+    let ms: Vec<String> = story
+        .moments
+        .iter()
+        .filter_map(|m| {
+            let t = match &m.mark {
+                Mark::Crash(db) => format!("{} db crash", db.as_str()),
+                Mark::Restart(db) => format!("{} db restart", db.as_str()),
+                Mark::Lost(h) => format!("{h}: lease lost"),
+                _ => return None,
+            };
+            Some(format!("{{\"at\":{},\"text\":{}}}", m.at.0, js(&t)))
+        })
+        .collect();
+    let _ = write!(d, "\"moments\":[{}]}}", ms.join(","));
+    d
+}
+
+const STYLE: &str = r#"
+body { font: 14px/1.4 system-ui, sans-serif; margin: 24px; color: #222; }
+h1 { font-size: 18px; margin: 0 0 4px; }
+#verdict { margin: 4px 0 12px; font-weight: 600; }
+#verdict.bad { color: #b00020; } #verdict.good { color: #1b5e20; }
+svg text { font: 11px system-ui, sans-serif; }
+.lane-name { font-weight: 600; font-size: 12px; }
+.db-lease { fill: #4a78c2; } .local-lease { fill: #f0a030; }
+.pause { fill: #888; opacity: 0.25; }
+.mark.accepted circle { fill: #2e7d32; } .mark.rejected circle { fill: #fff; stroke: #555; stroke-width: 2; }
+.mark.maybe circle { fill: #bbb; }
+.mark.violating circle { stroke: #d50000; stroke-width: 4; }
+.mark.violating text { fill: #d50000; font-weight: 700; }
+.moment { stroke: #6a1b9a; stroke-dasharray: 4 3; }
+#legend span { display: inline-block; margin-right: 16px; }
+.sw { display: inline-block; width: 14px; height: 10px; margin-right: 4px; vertical-align: middle; }
+#violating-pair li { color: #b00020; }
+"#;
+
+const SCRIPT: &str = r#"
+(function () {
+  const d = JSON.parse(document.getElementById('story').textContent);
+  const NS = 'http://www.w3.org/2000/svg';
+  const left = 110, width = 900, laneH = 90, top = 30;
+  const end = Math.max(d.end, 1);
+  const x = t => left + (t / end) * width;
+  const svg = document.createElementNS(NS, 'svg');
+  svg.setAttribute('width', left + width + 40);
+  svg.setAttribute('height', top + d.lanes.length * laneH + 30);
+  const el = (name, attrs, parent, txt) => {
+    const e = document.createElementNS(NS, name);
+    for (const k in attrs) e.setAttribute(k, attrs[k]);
+    if (txt !== undefined) e.textContent = txt;
+    (parent || svg).appendChild(e);
+    return e;
+  };
+  for (let i = 0; i <= 10; i++) {
+    const t = Math.round(end * i / 10);
+    el('line', {x1: x(t), x2: x(t), y1: top - 8, y2: top + d.lanes.length * laneH, stroke: '#eee'});
+    el('text', {x: x(t), y: top - 12, 'text-anchor': 'middle'}, null, t + ' ms');
+  }
+  d.lanes.forEach((name, i) => {
+    const y = top + i * laneH;
+    el('line', {x1: left, x2: left + width, y1: y + laneH, y2: y + laneH, stroke: '#ccc'});
+    el('text', {x: 4, y: y + 30, class: 'lane-name'}, null, name);
+  });
+  d.pauses.forEach(p => {
+    if (p.lane < 0) return;
+    const y = top + p.lane * laneH;
+    const r = el('rect', {x: x(p.from), y: y + 2, width: Math.max(x(p.to) - x(p.from), 1), height: laneH - 4, class: 'pause'});
+    el('title', {}, r, 'paused ' + p.from + '–' + p.to + ' ms');
+  });
+  d.holdings.forEach(h => {
+    if (h.lane < 0) return;
+    const y = top + h.lane * laneH;
+    const b = el('rect', {x: x(h.from), y: y + 10, width: Math.max(x(h.until) - x(h.from), 2), height: 12, class: 'db-lease'});
+    el('title', {}, b, 'token ' + h.token + ' held ' + h.from + '–' + h.until + ' ms by the database clock (' + h.end + ')');
+    el('text', {x: x(h.from) + 3, y: y + 20, fill: '#fff'}, null, 'token ' + h.token);
+    if (h.local !== null) {
+      const l = el('rect', {x: x(h.from), y: y + 25, width: Math.max(x(h.local) - x(h.from), 2), height: 5, class: 'local-lease'});
+      el('title', {}, l, 'token ' + h.token + ': valid until ' + h.local + ' ms by ' + d.lanes[h.lane] + "'s own clock");
+    }
+  });
+  d.moments.forEach(m => {
+    el('line', {x1: x(m.at), x2: x(m.at), y1: top, y2: top + d.lanes.length * laneH, class: 'moment'});
+    el('text', {x: x(m.at) + 3, y: top + d.lanes.length * laneH + 14, fill: '#6a1b9a'}, null, m.text);
+  });
+  const pair = document.getElementById('violating-pair');
+  d.writes.forEach((w, n) => {
+    if (w.lane < 0) return;
+    const y = top + w.lane * laneH + 52 + (n % 2) * 14;
+    const g = el('g', {class: 'mark ' + w.verdict + (w.violating ? ' violating' : ''), 'data-seq': w.seq});
+    el('circle', {cx: x(w.at), cy: y, r: 5}, g);
+    const sign = w.verdict === 'accepted' ? '✓' : (w.verdict === 'rejected' ? '✗' : '?');
+    el('text', {x: x(w.at) + 8, y: y + 4}, g, 't' + w.token + ' ' + sign + (w.stale ? ' stale' : ''));
+    el('title', {}, g, '#' + w.seq + ' write ' + w.target + ' token ' + w.token + ' ' + w.verdict + ' at ' + w.at + ' ms');
+    if (w.violating) {
+      const li = document.createElement('li');
+      li.textContent = 'event #' + w.seq + ': ' + d.lanes[w.lane] + ' wrote ' + w.target + ' with token ' + w.token + ' at ' + w.at + ' ms — ' + w.verdict;
+      pair.appendChild(li);
+    }
+  });
+  document.getElementById('picture').appendChild(svg);
+  const v = document.getElementById('verdict');
+  v.textContent = d.verdict;
+  v.className = d.verdict.startsWith('✗') ? 'bad' : 'good';
+})();
+"#;
+
+/// The page for `story`, titled `title`.
+pub fn render(story: &Story, title: &str) -> String {
+    let mut s = String::new();
+    let _ = write!(
+        s,
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<h1>{}</h1>\n<div>fence: {}</div>\n<div id=\"verdict\"></div>\n<div id=\"picture\"></div>\n<div id=\"legend\"><span><i class=\"sw\" style=\"background:#4a78c2\"></i>lease held (database clock)</span><span><i class=\"sw\" style=\"background:#f0a030\"></i>lease valid (holder's own clock)</span><span><i class=\"sw\" style=\"background:#888;opacity:.35\"></i>paused</span><span>● accepted write</span><span>○ rejected write</span><span style=\"color:#d50000\">◉ violating write</span></div>\n<ul id=\"violating-pair\"></ul>\n<script type=\"application/json\" id=\"story\">{}</script>\n<script>{SCRIPT}</script>\n</body>\n</html>\n",
+        text(title),
+        text(title),
+        text(story.config.fence.as_str()),
+        data(story, title)
+    );
+    s
+}

@@ -1,0 +1,111 @@
+//! A Mermaid `sequenceDiagram` of a story, like the source's figure 26-2: the holders, the
+//! lease database and the resource as participants; grants, writes and their verdicts as
+//! messages; pauses as notes; the violating writes in a red box.
+
+use crate::key::{self, Kind};
+use crate::story::{Mark, Story, Verdict};
+use std::fmt::Write as _;
+
+/// The most key events a diagram shows.
+pub const MAX_EVENTS: usize = 40;
+
+/// Mermaid reads `;` as the end of a statement and `#…;` as an entity: keep them out of text.
+fn safe(s: &str) -> String {
+    s.replace(';', ",").replace('#', "no. ")
+}
+
+fn id(i: usize) -> String {
+    format!("H{i}")
+}
+
+/// The diagram's text (paste it into any Mermaid renderer, or a Markdown ```mermaid block).
+pub fn render(story: &Story) -> String {
+    let (keys, total) = key::select(story, MAX_EVENTS);
+    let mut s = String::from("sequenceDiagram\n");
+    for (i, l) in story.lanes.iter().enumerate() {
+        let _ = writeln!(s, "    participant {} as {}", id(i), l);
+    }
+    let _ = writeln!(s, "    participant L as lease db");
+    let _ = writeln!(
+        s,
+        "    participant R as resource (fence={})",
+        story.config.fence.as_str()
+    );
+    if total > keys.len() {
+        let _ = writeln!(
+            s,
+            "    Note over L,R: {} of {} key events",
+            keys.len(),
+            total
+        );
+    }
+    for k in &keys {
+        let h = k.lane.map(id).unwrap_or_else(|| "L".to_string());
+        let t = k.at.0;
+        match &k.kind {
+            Kind::Grant(tok) => {
+                let _ = writeln!(s, "    {h}->>L: acquire (t={t})");
+                let _ = writeln!(s, "    L-->>{h}: granted token {}", tok.0);
+            }
+            Kind::Expire(tok) => {
+                let _ = writeln!(
+                    s,
+                    "    Note over L: t={t} token {} expires (db clock)",
+                    tok.0
+                );
+            }
+            Kind::Release(tok) => {
+                let _ = writeln!(s, "    {h}->>L: release token {} (t={t})", tok.0);
+            }
+            Kind::Pause(ms) => {
+                let how = ms.map_or("never resumes".to_string(), |m| format!("{m} ms"));
+                let _ = writeln!(s, "    Note over {h}: t={t} PAUSED ({how})");
+            }
+            Kind::Resume(ms) => {
+                let _ = writeln!(s, "    Note over {h}: t={t} resumes after {ms} ms");
+            }
+            Kind::Write(w) => {
+                let verdict = match w.verdict {
+                    Verdict::Accepted => "accepted",
+                    Verdict::Rejected => "rejected",
+                    Verdict::Maybe => "maybe applied",
+                };
+                let stale = if w.stale { " STALE" } else { "" };
+                if w.violating {
+                    let _ = writeln!(s, "    rect rgb(255, 205, 205)");
+                }
+                let _ = writeln!(
+                    s,
+                    "    {h}->>R: write {} token {} (t={t}){stale}",
+                    w.target, w.token.0
+                );
+                let _ = writeln!(s, "    R-->>{h}: {verdict}");
+                if w.violating {
+                    let _ = writeln!(s, "    Note right of R: violating (event {})", w.seq);
+                    let _ = writeln!(s, "    end");
+                }
+            }
+            Kind::Mark(m) => {
+                let text = match m {
+                    Mark::Crash(db) => format!("{} database crashes", db.as_str()),
+                    Mark::Restart(db) => format!("{} database restarts", db.as_str()),
+                    Mark::Lost(_) => "renew failed: lease lost".to_string(),
+                    Mark::RenewRefused(_, tok) => format!("renew token {} refused", tok.0),
+                    Mark::CheckExpired(_) => "local check: expired".to_string(),
+                };
+                let over = if k.lane.is_some() {
+                    h
+                } else {
+                    "L,R".to_string()
+                };
+                let _ = writeln!(s, "    Note over {over}: t={t} {text}");
+            }
+        }
+    }
+    let _ = writeln!(
+        s,
+        "    Note over L,R: {}",
+        safe(&crate::timeline::verdict_line(story))
+    );
+    s
+}

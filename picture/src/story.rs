@@ -1,0 +1,363 @@
+//! The story of a run: the facts a picture shows, derived once from a History, its
+//! configuration and the checkers' report, so that every picture tells the same story.
+//!
+//! Only what the checkers count is drawn as accepted: a write is accepted when the checkers'
+//! facts say it committed (a step-wise write at its commit), so a rolled-back upsert never
+//! appears as a kept write.
+
+use leaselab_checkers::facts::{self, Certainty, LeaseChange};
+use leaselab_checkers::{Report, Violation};
+use leaselab_model::{Config, DbName, Expiry, History, Holder, Millis, Op, Outcome, Token};
+use std::collections::BTreeSet;
+
+/// How a holding ended, by the database clock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum End {
+    /// Released (`expires_at = -infinity`) at `until`.
+    Released,
+    /// Expired at `until` without a renewal.
+    Expired,
+    /// Still held when the history ends.
+    Open,
+}
+
+/// One continuous holding of a lease: one token.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Holding {
+    /// Who held it.
+    pub holder: Holder,
+    /// The token of this holding.
+    pub token: Token,
+    /// When it was granted (database clock).
+    pub from: Millis,
+    /// When it stopped being held by the database clock (release or last expiry).
+    pub until: Millis,
+    /// How it ended.
+    pub end: End,
+    /// The holder's own view: the latest local deadline it checked against, placed on the
+    /// database clock's axis with the offset of that check (`None`: it never checked).
+    pub local_until: Option<Millis>,
+    /// The granting event.
+    pub seq: u64,
+}
+
+/// A span in which a holder ran nothing (SIGSTOP, GC, VM freeze).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Pause {
+    /// Who.
+    pub holder: Holder,
+    /// From (database clock).
+    pub from: Millis,
+    /// Until it resumed (the end of the history if it never did).
+    pub to: Millis,
+    /// Whether it resumed within the history.
+    pub resumed: bool,
+    /// The local deadline of the check the holder had just passed when it stopped (F4's spot:
+    /// between the local check and the write), if that is where the pause landed.
+    pub after_check: Option<Millis>,
+}
+
+/// What the resource did with a write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Committed (and kept, for a publish).
+    Accepted,
+    /// Refused (the fence, a guarded upsert, a business key already taken).
+    Rejected,
+    /// May or may not have committed (the connection was lost during commit).
+    Maybe,
+}
+
+/// One write attempt (a part or a publish) with its verdict.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Write {
+    /// Writer.
+    pub holder: Holder,
+    /// Token carried.
+    pub token: Token,
+    /// The part (`summary`) or publish key (`publish:<key>`) written.
+    pub target: String,
+    /// When it was decided (database clock).
+    pub at: Millis,
+    /// The event that reported it.
+    pub seq: u64,
+    /// What the resource did.
+    pub verdict: Verdict,
+    /// A higher token had been granted before this write: its writer no longer held the lease.
+    pub stale: bool,
+    /// Named by a violation.
+    pub violating: bool,
+}
+
+/// Other moments worth a mark.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Mark {
+    /// A database crashed.
+    Crash(DbName),
+    /// A database restarted.
+    Restart(DbName),
+    /// The holder marked its lease lost (a renew failed).
+    Lost(Holder),
+    /// A renew was refused.
+    RenewRefused(Holder, Token),
+    /// The holder's local check said its deadline had passed.
+    CheckExpired(Holder),
+}
+
+/// A moment with its mark.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Moment {
+    /// When (database clock).
+    pub at: Millis,
+    /// The event.
+    pub seq: u64,
+    /// What.
+    pub mark: Mark,
+}
+
+/// Everything a picture draws.
+#[derive(Clone, Debug)]
+pub struct Story {
+    /// The run's configuration (what the fence was, which knobs were wrong).
+    pub config: Config,
+    /// One lane per holder, in order of first appearance.
+    pub lanes: Vec<Holder>,
+    /// Every holding, in grant order.
+    pub holdings: Vec<Holding>,
+    /// Every pause, in start order.
+    pub pauses: Vec<Pause>,
+    /// Every write attempt with a verdict, in history order.
+    pub writes: Vec<Write>,
+    /// Crashes, lost leases, refused renews, expired checks.
+    pub moments: Vec<Moment>,
+    /// The checkers' violations, as reported.
+    pub violations: Vec<Violation>,
+    /// The events the violations name.
+    pub violating: BTreeSet<u64>,
+    /// The last instant of the history.
+    pub end: Millis,
+}
+
+fn is_holder(h: &Holder) -> bool {
+    !matches!(h.as_str(), "lab" | "admin" | "clock")
+}
+
+impl Story {
+    /// Reads the story of `history` run under `config`, judged as `report`.
+    pub fn new(history: &History, config: &Config, report: &Report) -> Story {
+        let f = facts::derive(history);
+        let at_of = |seq: u64| {
+            history
+                .events
+                .get(seq.saturating_sub(1) as usize)
+                .map_or(Millis::ZERO, |e| e.at)
+        };
+        let end = history.events.last().map_or(Millis::ZERO, |e| e.at);
+        let violating: BTreeSet<u64> = report
+            .violations
+            .iter()
+            .flat_map(|v| v.events.iter().copied())
+            .collect();
+
+        let mut lanes: Vec<Holder> = Vec::new();
+        for e in &history.events {
+            if is_holder(&e.actor) && !lanes.contains(&e.actor) {
+                lanes.push(e.actor.clone());
+            }
+        }
+
+        // Holdings from the committed lease changes: a grant, its renewals, its release.
+        let mut holdings: Vec<Holding> = Vec::new();
+        for lf in &f.lease_changes {
+            match &lf.change {
+                LeaseChange::Granted {
+                    holder,
+                    token,
+                    expires,
+                    ..
+                } => holdings.push(Holding {
+                    holder: holder.clone(),
+                    token: *token,
+                    from: at_of(lf.window.latest),
+                    until: match expires {
+                        Expiry::At(x) => *x,
+                        Expiry::NegInfinity => at_of(lf.window.latest),
+                    },
+                    end: End::Open,
+                    local_until: None,
+                    seq: lf.window.latest,
+                }),
+                LeaseChange::Renewed { token, expires } => {
+                    if let Some(h) = holdings.iter_mut().rev().find(|h| h.token == *token) {
+                        if let Expiry::At(x) = expires {
+                            h.until = *x;
+                        }
+                    }
+                }
+                LeaseChange::Released { token } => {
+                    if let Some(h) = holdings.iter_mut().rev().find(|h| h.token == *token) {
+                        h.until = at_of(lf.window.latest).min(h.until);
+                        h.end = End::Released;
+                    }
+                }
+            }
+        }
+        for h in &mut holdings {
+            if h.end == End::Open && h.until <= end {
+                h.end = End::Expired;
+            }
+        }
+
+        let mut pauses: Vec<Pause> = Vec::new();
+        let mut moments = Vec::new();
+        let mut writes = Vec::new();
+        // Each holder's last passed check, cleared by anything else it does.
+        let mut last_check: Vec<(Holder, Option<Millis>)> = Vec::new();
+        for e in &history.events {
+            let passed = match (&e.op, &e.outcome) {
+                (Op::Check { deadline }, Outcome::Valid) => Some(*deadline),
+                _ => None,
+            };
+            let before = last_check
+                .iter()
+                .find(|(h, _)| *h == e.actor)
+                .and_then(|(_, d)| *d);
+            if !matches!(e.op, Op::Pause) {
+                last_check.retain(|(h, _)| *h != e.actor);
+                last_check.push((e.actor.clone(), passed));
+            }
+            let mark = |m: Mark| Moment {
+                at: e.at,
+                seq: e.seq,
+                mark: m,
+            };
+            match (&e.op, &e.outcome) {
+                (Op::Pause, _) => pauses.push(Pause {
+                    holder: e.actor.clone(),
+                    from: e.at,
+                    to: end,
+                    resumed: false,
+                    after_check: before,
+                }),
+                (Op::Resume, _) => {
+                    if let Some(p) = pauses
+                        .iter_mut()
+                        .rev()
+                        .find(|p| p.holder == e.actor && !p.resumed)
+                    {
+                        p.to = e.at;
+                        p.resumed = true;
+                    }
+                }
+                (Op::Check { deadline }, o) => {
+                    // The holder's deadline, moved onto the database clock by this reading's
+                    // offset (local − authority), so both views share one axis.
+                    let shown = Millis(
+                        (deadline.0 as i128 + e.at.0 as i128 - e.local.0 as i128).max(0) as u64,
+                    );
+                    if let Some(h) = holdings
+                        .iter_mut()
+                        .rev()
+                        .find(|h| h.holder == e.actor && h.from <= e.at)
+                    {
+                        h.local_until = Some(h.local_until.map_or(shown, |x| x.max(shown)));
+                    }
+                    if *o == Outcome::Expired {
+                        moments.push(mark(Mark::CheckExpired(e.actor.clone())));
+                    }
+                }
+                (Op::Crash { db }, _) => moments.push(mark(Mark::Crash(*db))),
+                (Op::Restart { db }, _) => moments.push(mark(Mark::Restart(*db))),
+                (Op::Lost, _) => moments.push(mark(Mark::Lost(e.actor.clone()))),
+                (Op::Renew { token, .. }, Outcome::Refused) => {
+                    moments.push(mark(Mark::RenewRefused(e.actor.clone(), *token)))
+                }
+                (Op::Write { part, token, .. }, Outcome::Rejected)
+                | (Op::Upsert { part, token, .. }, Outcome::Failed) => {
+                    writes.push(rejected(e, part.as_str(), *token))
+                }
+                (Op::Fence { scope, token }, Outcome::Failed) => {
+                    // A step-wise write refused at its fence, before it named a part.
+                    writes.push(rejected(e, &format!("{scope} (fence)"), *token))
+                }
+                _ => {}
+            }
+        }
+        for w in &f.writes {
+            writes.push(Write {
+                holder: w.writer.clone(),
+                token: w.token,
+                target: w.part.to_string(),
+                at: w.at,
+                seq: w.window.latest,
+                verdict: match w.certainty {
+                    Certainty::Accepted => Verdict::Accepted,
+                    Certainty::Maybe => Verdict::Maybe,
+                },
+                stale: false,
+                violating: false,
+            });
+        }
+        for p in &f.publishes {
+            writes.push(Write {
+                holder: p.writer.clone(),
+                token: p.token,
+                target: format!("publish:{}", p.key),
+                at: p.at,
+                seq: p.window.latest,
+                verdict: if p.accepted {
+                    Verdict::Accepted
+                } else {
+                    Verdict::Rejected
+                },
+                stale: false,
+                violating: false,
+            });
+        }
+        writes.sort_by_key(|w| w.seq);
+        for w in &mut writes {
+            w.stale = holdings.iter().any(|h| h.token > w.token && h.seq < w.seq);
+            w.violating = violating.contains(&w.seq);
+        }
+        Story {
+            config: config.clone(),
+            lanes,
+            holdings,
+            pauses,
+            writes,
+            moments,
+            violations: report.violations.clone(),
+            violating,
+            end,
+        }
+    }
+
+    /// The pause of `holder` that covers instant `t`, if any.
+    pub fn paused_at(&self, holder: &Holder, t: Millis) -> Option<&Pause> {
+        self.pauses
+            .iter()
+            .find(|p| &p.holder == holder && p.from <= t && t < p.to)
+    }
+
+    /// The stale write a violation names (the lower-token one), if any: the write a learner
+    /// should look at first.
+    pub fn stale_violating_write(&self) -> Option<&Write> {
+        self.writes
+            .iter()
+            .filter(|w| w.violating && w.verdict != Verdict::Rejected)
+            .min_by_key(|w| (w.token, std::cmp::Reverse(w.seq)))
+    }
+}
+
+fn rejected(e: &leaselab_model::Event, target: &str, token: Token) -> Write {
+    Write {
+        holder: e.actor.clone(),
+        token,
+        target: target.to_string(),
+        at: e.at,
+        seq: e.seq,
+        verdict: Verdict::Rejected,
+        stale: false,
+        violating: false,
+    }
+}

@@ -1,0 +1,127 @@
+//! The terminal timeline: one lane per holder, one line per key event, the violating pair
+//! marked, at most [`MAX_LINES`] lines — readable in ten seconds.
+
+use crate::key::{self, Kind};
+use crate::story::{Mark, Story, Verdict, Write};
+use std::fmt::Write as _;
+
+/// The most lines a timeline takes, header and verdict included.
+pub const MAX_LINES: usize = 12;
+
+const LANE: usize = 34;
+
+/// How a write shows in a lane.
+pub fn write_cell(w: &Write) -> String {
+    let v = match w.verdict {
+        Verdict::Accepted => "✓ accepted",
+        Verdict::Rejected => "✗ rejected",
+        Verdict::Maybe => "? maybe",
+    };
+    let mut s = format!("write {} t{} {v}", w.target, w.token.0);
+    if w.stale {
+        s.push_str(" STALE");
+    }
+    s
+}
+
+fn cell(k: &Kind) -> String {
+    match k {
+        Kind::Grant(t) => format!("acquire → token {}", t.0),
+        Kind::Expire(t) => format!("token {} expires (db clock)", t.0),
+        Kind::Release(t) => format!("release token {}", t.0),
+        Kind::Pause(Some(ms)) => format!("PAUSED for {ms} ms ┐"),
+        Kind::Pause(None) => "PAUSED (never resumes) ┐".to_string(),
+        Kind::Resume(ms) => format!("resumes after {ms} ms ┘"),
+        Kind::Write(w) => write_cell(w),
+        Kind::Mark(m) => match m {
+            Mark::Crash(db) => format!("── {} database crashes ──", db.as_str()),
+            Mark::Restart(db) => format!("── {} database restarts ──", db.as_str()),
+            Mark::Lost(_) => "renew failed: lease lost".to_string(),
+            Mark::RenewRefused(_, t) => format!("renew token {} refused", t.0),
+            Mark::CheckExpired(_) => "local check: expired".to_string(),
+        },
+    }
+}
+
+fn clip(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        s.to_string()
+    } else {
+        let mut c: String = s.chars().take(n - 1).collect();
+        c.push('…');
+        c
+    }
+}
+
+fn pad(s: &str, n: usize) -> String {
+    let c = s.chars().count();
+    format!("{s}{}", " ".repeat(n.saturating_sub(c)))
+}
+
+/// The one-line verdict under a picture.
+pub fn verdict_line(story: &Story) -> String {
+    match story.violations.first() {
+        None => "✓ I1 I2 I3 acceptance final all hold".to_string(),
+        Some(v) => {
+            let mut names: Vec<String> = Vec::new();
+            for x in &story.violations {
+                let n = x.check.to_string();
+                if !names.contains(&n) {
+                    names.push(n);
+                }
+            }
+            let ev: Vec<String> = v.events.iter().map(|e| format!("#{e}")).collect();
+            format!(
+                "✗ {} broken; the first: {} between events {}",
+                names.join(", "),
+                v.check,
+                ev.join(" and ")
+            )
+        }
+    }
+}
+
+/// The timeline of `story`, at most [`MAX_LINES`] lines, each ending in `\n`.
+pub fn render(story: &Story) -> String {
+    let (keys, total) = key::select(story, MAX_LINES - 2);
+    let mut s = String::new();
+    let mut head = format!("{:>7} │", "t ms");
+    for l in &story.lanes {
+        head.push_str(&format!(" {} │", pad(&clip(l.as_str(), LANE), LANE)));
+    }
+    if total > keys.len() {
+        let _ = write!(head, " {} of {} key events", keys.len(), total);
+    }
+    let _ = writeln!(s, "{}", head.trim_end());
+    for k in &keys {
+        let mut line = format!("{:>7} │", k.at.0);
+        let text = cell(&k.kind);
+        let marked = matches!(&k.kind, Kind::Write(w) if w.violating)
+            || (matches!(k.kind, Kind::Grant(_)) && story.violating.contains(&k.seq));
+        match k.lane {
+            None => {
+                line.push(' ');
+                line.push_str(&text);
+            }
+            Some(i) => {
+                for (j, l) in story.lanes.iter().enumerate() {
+                    let c = if i == j {
+                        clip(&text, LANE)
+                    } else if story.paused_at(l, k.at).is_some() {
+                        "┆".to_string()
+                    } else {
+                        String::new()
+                    };
+                    line.push_str(&format!(" {} │", pad(&c, LANE)));
+                }
+            }
+        }
+        let mut line = line.trim_end().to_string();
+        if marked {
+            let _ = write!(line, " ◀ #{}", k.seq);
+        }
+        let _ = writeln!(s, "{line}");
+    }
+    let _ = writeln!(s, "{}", verdict_line(story));
+    s
+}
