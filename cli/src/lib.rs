@@ -12,6 +12,7 @@
 
 pub mod args;
 pub mod diff_cmd;
+pub mod envelope_cmd;
 pub mod lab;
 pub mod picture_cmd;
 pub mod replay;

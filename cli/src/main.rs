@@ -132,6 +132,20 @@ enum Cmd {
         /// Trace file.
         file: PathBuf,
     },
+    /// The safety envelope: the smallest pause and the smallest clock-rate skew (and, with
+    /// --margin, the largest safety margin) that let a stale write through, by bisection over
+    /// simulation runs. With the scope fence: none at every size tried.
+    Envelope {
+        /// The resource's fence.
+        #[arg(long, value_enum, default_value_t = FenceMode::Off)]
+        fence: FenceMode,
+        /// Also search the holder's safety margin under a slow clock.
+        #[arg(long)]
+        margin: bool,
+        /// Write the HTML picture of the boundary case.
+        #[arg(long, value_name = "OUT.html")]
+        html: Option<PathBuf>,
+    },
     /// Re-execute traces against the model; non-zero exit on a divergence or unexpected verdict.
     Replay {
         /// Trace files.
@@ -188,6 +202,20 @@ fn main() -> ExitCode {
                 (false, None) => Form::Timeline,
             };
             print_or_fail("diagram", diagram(&file, &form))
+        }
+        Cmd::Envelope {
+            fence,
+            margin,
+            html,
+        } => {
+            let (table, found) = leaselab::envelope_cmd::run(fence, margin);
+            print!("{table}");
+            match html {
+                None => Exit::Clean.into(),
+                Some(out) => {
+                    print_or_fail("envelope", leaselab::envelope_cmd::write_html(&found, &out))
+                }
+            }
         }
         Cmd::Explain { file } => print_or_fail("explain", leaselab::picture_cmd::explain(&file)),
         Cmd::Holder {
@@ -337,6 +365,13 @@ fn run_replay(files: &[PathBuf]) -> Exit {
                 if r.ok() {
                     ok += 1;
                 } else {
+                    if let Ok(t) = leaselab::picture_cmd::read_trace(f) {
+                        println!("  timeline of the recording:");
+                        print!(
+                            "{}",
+                            leaselab::picture_cmd::timeline_of(&t.history, &t.config, "    ")
+                        );
+                    }
                     bad += 1;
                     if r.divergences.is_empty() {
                         verdict = true;

@@ -52,6 +52,15 @@ pub fn timeline(run: &SimRun) -> String {
     s
 }
 
+/// The short timeline of a run's key events (at most 12 lines), indented.
+fn picture(run: &SimRun, indent: &str) -> String {
+    let story = leaselab_picture::Story::new(&run.trace.history, &run.trace.config, &run.report);
+    leaselab_picture::timeline::render(&story)
+        .lines()
+        .map(|l| format!("{indent}{l}\n"))
+        .collect()
+}
+
 fn verdict_lines(run: &SimRun) -> String {
     let mut s = String::new();
     for e in &run.driver_errors {
@@ -135,6 +144,8 @@ pub fn one(setup: Setup, driver: Driver, quiet: bool, source: Source<'_>) -> (St
     }
     s.push_str(&verdict_lines(&run));
     if run.failed() {
+        let _ = writeln!(s, "picture:");
+        s.push_str(&picture(&run, "  "));
         let _ = writeln!(s, "reproduce: {again}");
     }
     (s, run)
@@ -306,7 +317,12 @@ fn first_problem(r: &SimRun) -> String {
 
 /// Writes one failing seed's traces into the sweep's folder and prints each with the command
 /// that recreates it.
-fn report_failure(dir: &Path, manifest: &Manifest, f: &Failure) -> Result<(), String> {
+fn report_failure(
+    dir: &Path,
+    manifest: &Manifest,
+    f: &Failure,
+    with_picture: bool,
+) -> Result<(), String> {
     let r = &f.run;
     let seed = r.setup.seed;
     println!("FAIL seed={seed} {}", first_problem(r));
@@ -332,6 +348,18 @@ fn report_failure(dir: &Path, manifest: &Manifest, f: &Failure) -> Result<(), St
         );
         println!("    reproduce: {}", reproduce(s, Some(&p)));
         line.push_str(&format!(" shrunk={}", p.display()));
+    }
+    if with_picture {
+        let (run, p) = match &f.shrunk {
+            Some(s) => (s, dir.join(format!("seed-{seed}.shrunk.trace"))),
+            None => (r, p.clone()),
+        };
+        println!("  picture of the first failure (any trace: leaselab diagram FILE, leaselab explain FILE):");
+        print!("{}", picture(run, "    "));
+        println!(
+            "    leaselab diagram {} --html seed-{seed}.html",
+            p.display()
+        );
     }
     manifest.add(&line)
 }
@@ -359,13 +387,15 @@ pub fn many(
         shrink,
         jobs,
     };
+    let mut first = true;
     let end = sweep_streaming(
         spec,
         &STOP,
         &mut |f| {
             safety |= !f.run.report.violations.is_empty();
             driver_error |= !f.run.driver_errors.is_empty();
-            report_failure(&dir, &manifest, &f)
+            let with_picture = std::mem::take(&mut first);
+            report_failure(&dir, &manifest, &f, with_picture)
         },
         &mut |t, total| progress.show(t, total),
     );

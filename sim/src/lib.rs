@@ -37,6 +37,7 @@
 
 pub mod clock;
 pub mod driver_core;
+pub mod envelope;
 pub mod fast;
 pub mod faults;
 pub mod holder;

@@ -103,6 +103,9 @@ pub struct Lab {
     pub infra_error: Option<String>,
     /// The `leaselab` binary, for the real-process experiments on PostgreSQL.
     pub holder_exe: Option<std::path::PathBuf>,
+    /// Print the timeline of every run with a stale write or a violation (one case asked for
+    /// with `--case`); a failed run always prints its timeline.
+    pub pictures: bool,
 }
 
 impl Lab {
@@ -226,6 +229,14 @@ impl Lab {
         if !fired.is_empty() {
             self.note(format!("[{name}] sometimes: {}", fired.join(" ")));
         }
+        let story = leaselab_picture::Story::new(&world.history, &world.model.config(), &report);
+        let telling = !story.violations.is_empty() || story.writes.iter().any(|w| w.stale);
+        if want != got || (self.pictures && telling) {
+            self.line(format!("timeline [{name}]:"));
+            for l in leaselab_picture::timeline::render(&story).lines() {
+                self.line(format!("  {l}"));
+            }
+        }
         let mut trace = Trace::new(name, world.model.config(), world.history.clone());
         trace.title = title.to_string();
         trace.expect = report.verdict();
@@ -287,6 +298,7 @@ pub fn run_select(
         fence_override,
         pg: pg.map(|p| Rc::new(RefCell::new(p))),
         holder_exe,
+        pictures: only.is_some(),
         ..Lab::default()
     };
     let mut text = String::new();

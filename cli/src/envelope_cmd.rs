@@ -1,0 +1,117 @@
+//! `leaselab envelope`: the table of the safety envelope ([`leaselab_sim::envelope`]) and the
+//! HTML picture of its boundary case.
+
+use leaselab_model::FenceMode;
+use leaselab_sim::envelope::{Boundary, Envelope, Probe};
+use leaselab_sim::SimOptions;
+use std::fmt::Write as _;
+use std::path::Path;
+
+/// Runs the searches (`margin` too when asked) and returns the printed table and the
+/// boundaries.
+pub fn run(fence: FenceMode, margin: bool) -> (String, Vec<Boundary>) {
+    let env = Envelope::new(SimOptions {
+        fence,
+        ..SimOptions::default()
+    });
+    let mut probes = vec![Probe::Pause, Probe::Skew];
+    if margin {
+        probes.push(Probe::Margin);
+    }
+    let found: Vec<Boundary> = probes.iter().map(|p| env.search(*p)).collect();
+    let o = &env.opts;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "ENVELOPE fence={} holders=2 seed={} ttl_ms={} renew_ms={} margin_ms={} (one fault on holder-a, bisection over simulation runs)",
+        fence, env.seed, o.ttl_ms, o.renew_ms, o.margin_ms
+    );
+    let _ = writeln!(
+        s,
+        "{:<8} {:<44} {:<24} {:>5}  broke",
+        "probe", "a stale write got through at", "largest size that held", "runs"
+    );
+    for b in &found {
+        let unit = b.probe.unit();
+        let held = match b.probe {
+            Probe::Margin => b
+                .tried
+                .iter()
+                .filter(|(_, x)| !*x)
+                .map(|(s, _)| *s)
+                .filter(|s| b.found.is_none_or(|f| *s > f))
+                .min(),
+            _ => b
+                .tried
+                .iter()
+                .filter(|(_, x)| !*x)
+                .map(|(s, _)| *s)
+                .filter(|s| b.found.is_none_or(|f| *s < f))
+                .max(),
+        };
+        let (at, checks) = match b.found {
+            Some(v) => {
+                let what = match b.probe {
+                    Probe::Margin => format!(
+                        "margin ≤ {v} {unit} (clock {} ppm slow)",
+                        env.margin_skew_ppm
+                    ),
+                    _ => format!("{v} {unit}"),
+                };
+                let checks: Vec<String> = b
+                    .run
+                    .report
+                    .verdict()
+                    .iter()
+                    .map(|c| c.to_string())
+                    .collect();
+                (what, checks.join(","))
+            }
+            None => {
+                let (lo, hi) = env.range(b.probe);
+                (
+                    format!("none (tried {} sizes, {lo}–{hi} {unit})", b.tried.len()),
+                    "-".to_string(),
+                )
+            }
+        };
+        let held = held.map_or("-".to_string(), |h| format!("{h} {unit}"));
+        let _ = writeln!(
+            s,
+            "{:<8} {:<44} {:<24} {:>5}  {checks}",
+            b.probe.as_str(),
+            at,
+            held,
+            b.tried.len()
+        );
+    }
+    (s, found)
+}
+
+/// Writes the HTML picture of the first boundary that broke (else of the pause probe's
+/// largest run) to `out`.
+pub fn write_html(found: &[Boundary], out: &Path) -> Result<String, String> {
+    let b = found
+        .iter()
+        .find(|b| b.found.is_some())
+        .or(found.first())
+        .ok_or("no probe ran")?;
+    let run = &b.run;
+    let story = leaselab_picture::Story::new(&run.trace.history, &run.trace.config, &run.report);
+    let title = match b.found {
+        Some(v) => format!(
+            "envelope boundary: {} {v} {} (fence={})",
+            b.probe.as_str(),
+            b.probe.unit(),
+            run.setup.opts.fence
+        ),
+        None => format!(
+            "envelope: no {} size broke fence={}",
+            b.probe.as_str(),
+            run.setup.opts.fence
+        ),
+    };
+    std::fs::write(out, leaselab_picture::html::render(&story, &title))
+        .map_err(|e| format!("cannot write {}: {e}", out.display()))?;
+    Ok(format!("wrote {} ({title})\n", out.display()))
+}
