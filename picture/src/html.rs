@@ -150,10 +150,10 @@ const SCRIPT: &str = r#"
   const d = JSON.parse(document.getElementById('story').textContent);
   const NS = 'http://www.w3.org/2000/svg';
   const left = 110, width = 900, laneH = 90, top = 30;
-  const end = Math.max(d.end, 1);
+  const end = Math.max(d.end, 1) * 1.1;
   const x = t => left + (t / end) * width;
   const svg = document.createElementNS(NS, 'svg');
-  svg.setAttribute('width', left + width + 40);
+  svg.setAttribute('width', left + width + 120);
   svg.setAttribute('height', top + d.lanes.length * laneH + 30);
   const el = (name, attrs, parent, txt) => {
     const e = document.createElementNS(NS, name);
@@ -163,7 +163,7 @@ const SCRIPT: &str = r#"
     return e;
   };
   for (let i = 0; i <= 10; i++) {
-    const t = Math.round(end * i / 10);
+    const t = Math.round(d.end * i / 10);
     el('line', {x1: x(t), x2: x(t), y1: top - 8, y2: top + d.lanes.length * laneH, stroke: '#eee'});
     el('text', {x: x(t), y: top - 12, 'text-anchor': 'middle'}, null, t + ' ms');
   }
@@ -183,7 +183,8 @@ const SCRIPT: &str = r#"
     const y = top + h.lane * laneH;
     const b = el('rect', {x: x(h.from), y: y + 10, width: Math.max(x(h.until) - x(h.from), 2), height: 12, class: 'db-lease'});
     el('title', {}, b, 'token ' + h.token + ' held ' + h.from + '–' + h.until + ' ms by the database clock (' + h.end + ')');
-    el('text', {x: x(h.from) + 3, y: y + 20, fill: '#fff'}, null, 'token ' + h.token);
+    const narrow = x(h.until) - x(h.from) < 56;
+    el('text', {x: narrow ? x(h.until) + 3 : x(h.from) + 3, y: y + 20, fill: narrow ? '#4a78c2' : '#fff'}, null, 'token ' + h.token);
     if (h.local !== null) {
       const l = el('rect', {x: x(h.from), y: y + 25, width: Math.max(x(h.local) - x(h.from), 2), height: 5, class: 'local-lease'});
       el('title', {}, l, 'token ' + h.token + ': valid until ' + h.local + ' ms by ' + d.lanes[h.lane] + "'s own clock");

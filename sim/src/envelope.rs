@@ -142,7 +142,7 @@ impl Envelope {
             // A job longer than the TTL, so that a slow renewer lets the lease expire while
             // holder-a is still writing: its parts are written one after another.
             s.holders[0].parts = (0..LONG_JOB_PARTS)
-                .map(|i| leaselab_model::Part::new(&format!("part-{i:02}")))
+                .map(|i| leaselab_model::Part::new(format!("part-{i:02}")))
                 .collect();
         }
         s

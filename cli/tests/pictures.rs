@@ -1,0 +1,270 @@
+//! The pictures of a run, from the outside: `leaselab diagram` (timeline, Mermaid, HTML) and
+//! `leaselab explain` on committed traces, the HTML page rendered by a real headless Chromium
+//! (Debian's `chromium`, which `.ci/run` installs), and the timeline a sweep prints, including
+//! the `leaselab diagram` command it prints (run as printed).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn leaselab(args: &[&str]) -> (i32, String) {
+    let o = Command::new(env!("CARGO_BIN_EXE_leaselab"))
+        .current_dir(root())
+        .args(args)
+        .output()
+        .expect("runs");
+    let out = String::from_utf8_lossy(&o.stdout).to_string();
+    let err = String::from_utf8_lossy(&o.stderr);
+    (o.status.code().unwrap_or(-1), format!("{out}{err}"))
+}
+
+#[test]
+fn timeline_of_f5_marks_the_violating_pair_in_at_most_12_lines() {
+    let (code, out) = leaselab(&["diagram", "traces/F5.trace"]);
+    assert_eq!(code, 0, "{out}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(lines.len() <= 12, "{out}");
+    assert!(
+        lines[0].contains("holder-a") && lines[0].contains("holder-b"),
+        "{out}"
+    );
+    let marked: Vec<&&str> = lines.iter().filter(|l| l.contains('◀')).collect();
+    assert_eq!(marked.len(), 2, "the violating pair: {out}");
+    assert!(
+        marked[0].contains("#13") && marked[0].contains("t2 ✓ accepted"),
+        "{out}"
+    );
+    assert!(
+        marked[1].contains("#17") && marked[1].contains("t1 ✓ accepted STALE"),
+        "{out}"
+    );
+    assert!(
+        out.contains("PAUSED for 2000 ms") && out.contains("token 1 expires"),
+        "{out}"
+    );
+    assert!(lines[lines.len() - 1].starts_with("✗ I3"), "{out}");
+}
+
+#[test]
+fn every_committed_trace_draws_within_12_lines() {
+    let mut n = 0;
+    for dir in ["traces", "traces/golden"] {
+        for e in std::fs::read_dir(root().join(dir)).expect("traces") {
+            let p = e.expect("entry").path();
+            if p.extension().is_none_or(|x| x != "trace") {
+                continue;
+            }
+            let rel = p.strip_prefix(root()).unwrap_or(&p).display().to_string();
+            let (code, out) = leaselab(&["diagram", &rel]);
+            assert_eq!(code, 0, "{rel}: {out}");
+            assert!(out.lines().count() <= 12, "{rel}: {out}");
+            n += 1;
+        }
+    }
+    assert!(n > 40, "{n} traces");
+}
+
+#[test]
+fn mermaid_of_f5_is_a_sequence_diagram_with_the_stale_write_boxed() {
+    let (code, out) = leaselab(&["diagram", "traces/F5.trace", "--mermaid"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.starts_with("sequenceDiagram\n"), "{out}");
+    for want in [
+        "participant H0 as holder-a",
+        "participant H1 as holder-b",
+        "L-->>H0: granted token 1",
+        "L-->>H1: granted token 2",
+        "Note over H0: t=3000 PAUSED (2000 ms)",
+        "H0->>R: write summary token 1 (t=5000) STALE",
+    ] {
+        assert!(out.contains(want), "missing `{want}`:\n{out}");
+    }
+    // Both writes of the pair in red boxes, each closed; no `;` (a Mermaid statement end) in
+    // any text.
+    assert_eq!(out.matches("rect rgb(255, 205, 205)").count(), 2, "{out}");
+    assert_eq!(out.matches("\n    end\n").count(), 2, "{out}");
+    assert!(!out.contains(';'), "{out}");
+}
+
+#[test]
+fn explain_f5_names_the_pause_the_stale_write_the_reason_and_the_fix() {
+    let (code, out) = leaselab(&["explain", "traces/F5.trace"]);
+    assert_eq!(code, 0, "{out}");
+    for want in [
+        "holder-a acquired the lease with token 1",
+        "was paused, right after its local check passed (deadline t=4000 on its own clock) and before its write, for 2000 ms",
+        "token 1 expired at t=4300 while it was paused",
+        "holder-b took over with token 2 at t=4400",
+        "holder-a wrote summary with token 1, but holder-b had been granted token 2 at t=4400: the write was stale (event #17)",
+        "The resource ACCEPTED it: the resource checks no token.",
+        "- I3 broke:",
+        "What would have stopped it: the scope fence",
+    ] {
+        assert!(out.contains(want), "missing `{want}`:\n{out}");
+    }
+    let (_, f4) = leaselab(&["explain", "traces/F4.trace"]);
+    assert!(f4.contains("The resource REJECTED it"), "{f4}");
+    assert!(
+        f4.contains("Verdict: I1, I2, I3, acceptance and final all hold."),
+        "{f4}"
+    );
+}
+
+#[test]
+fn a_missing_trace_is_an_input_error_naming_the_file() {
+    let (code, out) = leaselab(&["diagram", "traces/no-such.trace"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("traces/no-such.trace"), "{out}");
+}
+
+/// Whether the browser test can run; with `LEASELAB_REQUIRE_CHROMIUM=1` (CI) its absence fails.
+fn chromium() -> Option<&'static str> {
+    for c in ["chromium", "chromium-browser"] {
+        if Command::new(c)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+        {
+            return Some(c);
+        }
+    }
+    let msg = "chromium not found: install the Debian package `chromium`";
+    println!("{msg}");
+    assert!(std::env::var("LEASELAB_REQUIRE_CHROMIUM").is_err(), "{msg}");
+    if let Ok(log) = std::env::var("LEASELAB_SKIP_LOG") {
+        use std::io::Write as _;
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log)
+        {
+            let _ = writeln!(
+                f,
+                "pictures::html_of_f5_renders_in_chromium: skipped, {msg}"
+            );
+        }
+    }
+    None
+}
+
+fn headless(browser: &str, page: &Path, extra: &[&str]) -> String {
+    let profile = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("chromium-profile");
+    let o = Command::new(browser)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--no-first-run",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .args(extra)
+        .arg(page)
+        .output()
+        .expect("chromium runs");
+    String::from_utf8_lossy(&o.stdout).to_string()
+}
+
+#[test]
+fn html_of_f5_renders_in_chromium_with_the_stale_write_highlighted() {
+    let page = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("F5.html");
+    let (code, out) = leaselab(&[
+        "diagram",
+        "traces/F5.trace",
+        "--html",
+        &page.to_string_lossy(),
+    ]);
+    assert_eq!(code, 0, "{out}");
+    let html = std::fs::read_to_string(&page).expect("page written");
+    // Offline: nothing is fetched.
+    for net in ["http://", "https://", "src=", "href=", "@import", "url("] {
+        let hits: Vec<&str> = html
+            .lines()
+            .filter(|l| l.contains(net) && !l.contains("http://www.w3.org/2000/svg"))
+            .collect();
+        assert!(hits.is_empty(), "`{net}` in the page: {hits:?}");
+    }
+    // The marks are drawn by the page's script: the served text has none.
+    assert!(
+        !html.contains("class=\"mark"),
+        "marks must come from the script"
+    );
+    let Some(browser) = chromium() else { return };
+    let dom = headless(browser, &page, &["--dump-dom"]);
+    assert!(dom.contains("<svg"), "no picture drawn:\n{dom}");
+    assert_eq!(
+        dom.matches("class=\"mark accepted violating\"").count(),
+        2,
+        "the violating pair, both accepted:\n{dom}"
+    );
+    assert!(dom.contains("data-seq=\"17\""), "{dom}");
+    assert!(
+        dom.contains(
+            "<li>event #17: holder-a wrote summary with token 1 at 5000 ms — accepted</li>"
+        ),
+        "{dom}"
+    );
+    assert!(
+        dom.contains(
+            "<li>event #13: holder-b wrote summary with token 2 at 4400 ms — accepted</li>"
+        ),
+        "{dom}"
+    );
+    assert!(
+        dom.contains("class=\"pause\""),
+        "the pause is shaded: {dom}"
+    );
+    assert!(
+        dom.contains("class=\"local-lease\""),
+        "holder's own clock: {dom}"
+    );
+    assert!(dom.contains("id=\"verdict\" class=\"bad\""), "{dom}");
+}
+
+#[test]
+fn a_sweep_prints_the_first_failures_timeline_and_a_diagram_command_that_works() {
+    let out_dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("pictures-sweep");
+    let _ = std::fs::remove_dir_all(&out_dir);
+    let (code, out) = leaselab(&[
+        "sim",
+        "--seeds",
+        "0..10",
+        "--fence",
+        "off",
+        "--out",
+        &out_dir.to_string_lossy(),
+    ]);
+    assert_eq!(code, 1, "{out}");
+    let start = out
+        .find("picture of the first failure")
+        .expect("picture printed");
+    let block: Vec<&str> = out[start..]
+        .lines()
+        .skip(1)
+        .take_while(|l| l.starts_with("    "))
+        .collect();
+    let timeline: Vec<&&str> = block
+        .iter()
+        .filter(|l| !l.contains("leaselab diagram"))
+        .collect();
+    assert!(timeline.len() <= 12 && timeline.len() >= 4, "{block:?}");
+    assert!(timeline.iter().any(|l| l.contains('◀')), "{block:?}");
+    let cmd = block
+        .iter()
+        .find_map(|l| l.trim().strip_prefix("leaselab "))
+        .expect("a diagram command");
+    // Run as printed, in a folder of its own (the page's name is relative).
+    let words: Vec<&str> = cmd.split_whitespace().collect();
+    let i = words.iter().position(|a| *a == "--html").expect("--html");
+    let html = out_dir.join(words[i + 1]);
+    let o = Command::new(env!("CARGO_BIN_EXE_leaselab"))
+        .current_dir(&out_dir)
+        .args(&words)
+        .output()
+        .expect("runs");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(std::fs::read_to_string(&html).is_ok_and(|h| h.contains("\"violating\":true")));
+}
