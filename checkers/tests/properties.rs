@@ -60,8 +60,12 @@ fn save(t: &Trace) -> PathBuf {
     p
 }
 
+/// The correct configuration — with the fence `LEASELAB_FENCE` names, when a learner switches
+/// it (leaselab_picture::lesson).
 fn correct() -> Config {
+    let fence = leaselab_picture::lesson::fence_under_test().unwrap_or_else(|e| panic!("{e}"));
     Config {
+        fence,
         publish: PublishMode::Versioned,
         ..Config::default()
     }
@@ -69,16 +73,29 @@ fn correct() -> Config {
 
 proptest! {
     // 2,048 cases unless PROPTEST_CASES says otherwise (an explicit `cases` would ignore it).
+    // A learner's switched fence (LEASELAB_FENCE) writes no regression file into the tree.
     #![proptest_config(ProptestConfig {
         cases: std::env::var("PROPTEST_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(2048),
+        failure_persistence: if leaselab_picture::lesson::switched() {
+            None
+        } else {
+            ProptestConfig::default().failure_persistence
+        },
         ..ProptestConfig::default()
     })]
 
     #[test]
     fn correct_configuration_keeps_every_invariant((holders, steps) in steps()) {
-        if let Some(t) = first_violation(&correct(), holders, &steps, &Check::ALL, "proptest-correct") {
+        let config = correct();
+        if let Some(t) = first_violation(&config, holders, &steps, &Check::ALL, "proptest-correct") {
             let p = save(&t);
-            prop_assert!(false, "invariant violated, trace written to {}:\n{}", p.display(), t.to_text());
+            let picture = leaselab_picture::lesson::failure_text(
+                &t.history,
+                &t.config,
+                &check(&t.history),
+                &format!("leaselab replay {}", p.display()),
+            );
+            prop_assert!(false, "invariant violated (fence={}), trace written to {}:\n{picture}", config.fence, p.display());
         }
     }
 }

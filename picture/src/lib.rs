@@ -12,12 +12,20 @@
 //! - [`mermaid`]: a Mermaid `sequenceDiagram` (like the source's figure 26-2).
 //! - [`html`]: one self-contained offline HTML page with lanes on a time axis.
 //! - [`explain`]: the run in plain words, with the safeguard that would have stopped it.
+//! - [`lesson`]: the `LEASELAB_FENCE` switch of the invariant tests and the exercise map.
+//!
+//! ## Environment
+//!
+//! - `LEASELAB_FENCE=MODE` (`off`, `check-then-write`, `row`, `strict`, `scope-upsert`,
+//!   `scope`): the fence the invariant tests of `checkers/tests/properties.rs` and
+//!   `sim/tests/sim.rs` run against ([`lesson::fence_under_test`]); unset, the scope fence.
 
 #![warn(missing_docs, unreachable_pub)]
 
 pub mod explain;
 pub mod html;
 pub mod key;
+pub mod lesson;
 pub mod mermaid;
 pub mod story;
 pub mod timeline;

@@ -103,16 +103,42 @@ fn row_fence_violation_is_found_and_shrunk() {
     found_and_shrunk(FenceMode::Row, 200);
 }
 
+/// The scope fence — or the fence `LEASELAB_FENCE` names, when a learner switches it; then the
+/// first failure is shrunk, saved, and printed as a timeline with its replay command and the
+/// exercise that explains it.
 #[test]
 fn scope_fence_holds_over_many_seeds() {
+    let fence = leaselab_picture::lesson::fence_under_test().unwrap_or_else(|e| panic!("{e}"));
     let res = sweep(
         seeds(0, 1000),
-        &opts(FenceMode::Scope),
+        &opts(fence),
         Driver::Fast,
         false,
         default_jobs(),
         &mut |_, _, _| {},
     );
+    if let Some(f) = res.failures.first() {
+        let s = shrink(&f.run);
+        let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("lesson");
+        let _ = std::fs::create_dir_all(&dir);
+        let p = dir.join(format!("seed-{}.shrunk.trace", s.setup.seed));
+        let _ = std::fs::write(&p, s.trace.to_text());
+        panic!(
+            "fence={fence}: {} of 1000 seeds failed; the first, seed {}, shrunk: {}\n{}",
+            res.failures.len(),
+            s.setup.seed,
+            s.report
+                .violations
+                .first()
+                .map_or("liveness".to_string(), |v| v.to_string()),
+            leaselab_picture::lesson::failure_text(
+                &s.trace.history,
+                &s.trace.config,
+                &s.report,
+                &format!("leaselab sim --from-trace {}", p.display()),
+            )
+        );
+    }
     let bad: Vec<String> = res
         .failures
         .iter()
