@@ -94,7 +94,7 @@ fn raw_rate(pg: &PgBackend, n: usize) -> Result<f64, Box<dyn std::error::Error>>
         tokio::spawn(lc);
         let (r, rc) = tokio_postgres::connect(&res, tokio_postgres::NoTls).await?;
         tokio::spawn(rc);
-        let acquire = l.prepare(&sql::acquire()).await?;
+        let acquire = l.prepare(&sql::acquire(0)).await?;
         let renew = l.prepare(&sql::renew(false)).await?;
         let release = l.prepare(sql::RELEASE).await?;
         let fence = r.prepare(sql::FENCE_SCOPE).await?;

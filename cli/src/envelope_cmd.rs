@@ -9,9 +9,10 @@ use std::path::Path;
 
 /// Runs the searches (`margin` too when asked) and returns the printed table and the
 /// boundaries.
-pub fn run(fence: FenceMode, margin: bool) -> (String, Vec<Boundary>) {
+pub fn run(fence: FenceMode, margin: bool, lock_delay_ms: u64) -> (String, Vec<Boundary>) {
     let env = Envelope::new(SimOptions {
         fence,
+        lock_delay_ms,
         ..SimOptions::default()
     });
     let mut probes = vec![Probe::Pause, Probe::Skew];
@@ -23,8 +24,8 @@ pub fn run(fence: FenceMode, margin: bool) -> (String, Vec<Boundary>) {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "ENVELOPE fence={} holders=2 seed={} ttl_ms={} renew_ms={} margin_ms={} (one fault on holder-a, bisection over simulation runs)",
-        fence, env.seed, o.ttl_ms, o.renew_ms, o.margin_ms
+        "ENVELOPE fence={} holders=2 seed={} ttl_ms={} renew_ms={} margin_ms={} lock_delay_ms={} (one fault on holder-a, bisection over simulation runs)",
+        fence, env.seed, o.ttl_ms, o.renew_ms, o.margin_ms, o.lock_delay_ms
     );
     let _ = writeln!(
         s,

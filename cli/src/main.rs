@@ -142,6 +142,10 @@ enum Cmd {
         /// Also search the holder's safety margin under a slow clock.
         #[arg(long)]
         margin: bool,
+        /// Chubby's lock-delay on the lease table: an expired lease is taken over only this
+        /// long after its expiry (0: none, the source design).
+        #[arg(long, default_value_t = 0, value_name = "MS")]
+        lock_delay_ms: u64,
         /// Write the HTML picture of the boundary case.
         #[arg(long, value_name = "OUT.html")]
         html: Option<PathBuf>,
@@ -206,9 +210,10 @@ fn main() -> ExitCode {
         Cmd::Envelope {
             fence,
             margin,
+            lock_delay_ms,
             html,
         } => {
-            let (table, found) = leaselab::envelope_cmd::run(fence, margin);
+            let (table, found) = leaselab::envelope_cmd::run(fence, margin, lock_delay_ms);
             print!("{table}");
             match html {
                 None => Exit::Clean.into(),

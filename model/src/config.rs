@@ -187,6 +187,12 @@ pub struct Config {
     pub publish: PublishMode,
     /// How client helpers judge their own lease.
     pub client_expiry: ClientExpiry,
+    /// Chubby's lock-delay: a lease that expired without a release cannot be taken over until
+    /// this long after its expiry (a released lease is free at once). 0 (the source design):
+    /// none. It narrows the window in which a paused holder's write can meet a new holder's;
+    /// it never closes it — a pause longer than TTL plus the delay still gets through an
+    /// unfenced resource.
+    pub lock_delay_ms: u64,
     /// Scopes whose `fence_floor` row is seeded with 0. A scope with no floor row rejects every
     /// write under the scope fence, as the source's UPDATE matches no row.
     pub scopes: Vec<Scope>,
@@ -200,6 +206,7 @@ impl Default for Config {
             lease_table: LeaseDurability::Logged,
             publish: PublishMode::BusinessKey,
             client_expiry: ClientExpiry::Monotonic,
+            lock_delay_ms: 0,
             scopes: vec![Scope::new(crate::names::defaults::SCOPE)],
         }
     }

@@ -13,11 +13,19 @@ pub fn acquire(
     row: Option<&LeaseRow>,
     holder: &Holder,
     ttl_ms: u64,
+    lock_delay_ms: u64,
     now: Millis,
 ) -> Option<LeaseRow> {
+    // Lock-delay (Chubby): an expired row is taken over only `lock_delay_ms` after its expiry;
+    // `-infinity` (released) stays below every instant, as `'-infinity' + interval` is
+    // `-infinity` in PostgreSQL (timestamp.c, `timestamptz_pl_interval` keeps infinities).
+    let free = |r: &LeaseRow| match r.expires_at {
+        Expiry::NegInfinity => true,
+        Expiry::At(x) => x.plus(lock_delay_ms) <= now,
+    };
     let token = match row {
         None => Token(1),
-        Some(r) if r.expires_at.is_expired_at(now) => Token(r.token.0 + 1),
+        Some(r) if free(r) => Token(r.token.0 + 1),
         Some(_) => return None,
     };
     Some(LeaseRow {

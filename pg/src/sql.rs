@@ -50,8 +50,16 @@ CREATE TABLE write_attempt (
 CREATE TABLE publish (key text PRIMARY KEY, content text NOT NULL, writer text NOT NULL, token bigint NOT NULL);
 ";
 
-/// Acquire: one atomic statement; a returned row means success.
-pub fn acquire() -> String {
+/// Acquire: one atomic statement; a returned row means success. With a lock-delay (Chubby; 0
+/// in the source design, whose statement is then unchanged) an expired row is taken over only
+/// that long after its expiry; `'-infinity' + interval` stays `-infinity`, so a released lease
+/// is free at once.
+pub fn acquire(lock_delay_ms: u64) -> String {
+    let expired = if lock_delay_ms == 0 {
+        "l.expires_at <= now()".to_string()
+    } else {
+        format!("l.expires_at + make_interval(secs => {lock_delay_ms}::float8 / 1000) <= now()")
+    };
     format!(
         "INSERT INTO lease AS l (name, holder, token, expires_at)
 VALUES ($1, $2, 1, now() + make_interval(secs => $3::float8 / 1000))
@@ -59,7 +67,7 @@ ON CONFLICT (name) DO UPDATE
    SET holder = EXCLUDED.holder,
        token = l.token + 1,
        expires_at = EXCLUDED.expires_at
- WHERE l.expires_at <= now()
+ WHERE {expired}
 RETURNING l.token, {}",
         expiry_us("l.expires_at")
     )

@@ -121,7 +121,7 @@ pub fn all(story: &Story) -> Vec<KeyEvent> {
         let r = if key { 1 } else { 4 };
         push(
             p.from,
-            0,
+            p.seqs.0,
             lane(&p.holder),
             Kind::Pause(p.resumed.then(|| p.to.since(p.from))),
             r,
@@ -129,7 +129,7 @@ pub fn all(story: &Story) -> Vec<KeyEvent> {
         if p.resumed {
             push(
                 p.to,
-                0,
+                p.seqs.1,
                 lane(&p.holder),
                 Kind::Resume(p.to.since(p.from)),
                 r,

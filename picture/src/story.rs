@@ -52,6 +52,8 @@ pub struct Pause {
     pub to: Millis,
     /// Whether it resumed within the history.
     pub resumed: bool,
+    /// The events that stopped and resumed it (`to_seq` 0: never resumed).
+    pub seqs: (u64, u64),
     /// The local deadline of the check the holder had just passed when it stopped (F4's spot:
     /// between the local check and the write), if that is where the pause landed.
     pub after_check: Option<Millis>,
@@ -237,6 +239,7 @@ impl Story {
                     from: e.at,
                     to: end,
                     resumed: false,
+                    seqs: (e.seq, 0),
                     after_check: before,
                 }),
                 (Op::Resume, _) => {
@@ -247,6 +250,7 @@ impl Story {
                     {
                         p.to = e.at;
                         p.resumed = true;
+                        p.seqs.1 = e.seq;
                     }
                 }
                 (Op::Check { deadline }, o) => {

@@ -156,7 +156,7 @@ impl Envelope {
     /// The sizes a probe ranges over: from `lo` to `hi` inclusive.
     pub fn range(&self, probe: Probe) -> (u64, u64) {
         match probe {
-            Probe::Pause => (1, 4 * self.opts.ttl_ms),
+            Probe::Pause => (1, 4 * self.opts.ttl_ms + self.opts.lock_delay_ms),
             Probe::Skew => (0, 950_000),
             Probe::Margin => (0, self.opts.ttl_ms - 1),
         }

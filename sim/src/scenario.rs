@@ -56,6 +56,9 @@ pub struct SimOptions {
     pub margin_ms: u64,
     /// turmoil's tick, for the turmoil driver.
     pub tick_ms: u64,
+    /// The lease table's lock-delay (Chubby; 0: none, the source design). Not a command-line
+    /// flag: `leaselab envelope --lock-delay-ms` sets it, and a trace's config line carries it.
+    pub lock_delay_ms: u64,
 }
 
 impl SimOptions {
@@ -115,6 +118,7 @@ impl Default for SimOptions {
             renew_ms: defaults::RENEW_MS,
             margin_ms: defaults::MARGIN_MS,
             tick_ms: 1,
+            lock_delay_ms: 0,
         }
     }
 }
@@ -179,6 +183,7 @@ impl Setup {
         Config {
             fence: self.opts.fence,
             lease_table: self.opts.lease_table,
+            lock_delay_ms: self.opts.lock_delay_ms,
             ..Config::default()
         }
     }
@@ -203,7 +208,11 @@ impl Setup {
         }
         let o = &self.opts;
         let d = SimOptions::default();
-        if o.ttl_ms != d.ttl_ms || o.renew_ms != d.renew_ms || o.margin_ms != d.margin_ms {
+        if o.ttl_ms != d.ttl_ms
+            || o.renew_ms != d.renew_ms
+            || o.margin_ms != d.margin_ms
+            || o.lock_delay_ms != d.lock_delay_ms
+        {
             // Not options of the command line: only the trace file carries them.
             return None;
         }

@@ -355,13 +355,14 @@ impl Reader<'_> {
         let plain = Config {
             fence: c.fence,
             lease_table: c.lease_table,
+            lock_delay_ms: c.lock_delay_ms,
             ..Config::default()
         };
         if *c != plain {
             return Err(self.err(
                 0,
                 "config",
-                "the simulation runs only the default configuration apart from fence and lease_table",
+                "the simulation runs only the default configuration apart from fence, lease_table and lock_delay_ms",
             ));
         }
         let opts = SimOptions {
@@ -375,6 +376,7 @@ impl Reader<'_> {
             renew_ms,
             margin_ms,
             tick_ms,
+            lock_delay_ms: c.lock_delay_ms,
         };
         let mut cfgs = Vec::new();
         for &(n, text) in holder_lines {

@@ -111,7 +111,7 @@ impl LeaseService {
     pub fn acquire(&self, name: &str, holder: &str, ttl_ms: u64) -> Option<Grant> {
         let mut rows = lock(&self.rows);
         let h = Holder::new(holder);
-        let row = rules::acquire(rows.get(name), &h, ttl_ms, self.clock.now())?;
+        let row = rules::acquire(rows.get(name), &h, ttl_ms, 0, self.clock.now())?;
         let token = row.token;
         rows.insert(name.to_string(), row);
         Some(Grant {

@@ -487,6 +487,19 @@ impl<'f> Parser<'f> {
         let renew_after_expiry: bool = self.take_parsed(&mut f, "renew_after_expiry")?;
         let publish: PublishMode = self.take_parsed(&mut f, "publish")?;
         let client_expiry: ClientExpiry = self.take_parsed(&mut f, "client_expiry")?;
+        let lock_delay_ms = if f.items.iter().any(|(k, _)| *k == "lock_delay_ms") {
+            let d = self.take_num(&mut f, "lock_delay_ms")?;
+            if d == 0 {
+                return Err(self.err(
+                    line,
+                    "lock_delay_ms",
+                    "0 is the default: leave the field out",
+                ));
+            }
+            d
+        } else {
+            0
+        };
         let pos = f
             .items
             .iter()
@@ -507,6 +520,7 @@ impl<'f> Parser<'f> {
             lease_table,
             publish,
             client_expiry,
+            lock_delay_ms,
             scopes,
         })
     }

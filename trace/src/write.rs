@@ -30,6 +30,10 @@ pub fn config_text(c: &Config) -> String {
     kv(&mut s, "renew_after_expiry", c.renew_after_expiry);
     kv(&mut s, "publish", c.publish);
     kv(&mut s, "client_expiry", c.client_expiry);
+    // Written only when set, so that every trace of the source design keeps its bytes.
+    if c.lock_delay_ms > 0 {
+        kv(&mut s, "lock_delay_ms", c.lock_delay_ms);
+    }
     let _ = write!(
         s,
         " scopes={}",

@@ -2,7 +2,8 @@
 //! the model and — with `--backend pg` — on PostgreSQL, where they pin behaviour the model must
 //! share with the real database.
 
-use super::{brief, s, Case, Lab};
+use super::{brief, s, Case, Lab, LabWorld};
+use leaselab_checkers::Check;
 use leaselab_model::prelude::*;
 
 pub(super) fn cases() -> Vec<Case> {
@@ -26,6 +27,16 @@ pub(super) fn cases() -> Vec<Case> {
             id: "X4",
             title: "the fence UPDATE under REPEATABLE READ fails with 40001 on a concurrent update even when its guard would pass; retried, it passes",
             run: x4,
+        },
+        Case {
+            id: "X6",
+            title: "Chubby-style lock-delay narrows the window, never closes it: a pause longer than TTL plus the delay still breaks an unfenced resource",
+            run: x6,
+        },
+        Case {
+            id: "X7",
+            title: "renew after expiry allowed: a paused holder's late renew revives its token across a gap; I1 and I3 still hold, the guard no longer trips",
+            run: x7,
         },
         Case {
             id: "X5",
@@ -210,4 +221,118 @@ fn x5(lab: &mut Lab) {
         );
         lab.judge(name, "guarded floor upsert, racing a stale token", &w, &[]);
     }
+}
+
+/// A paused holder, a lock-delay of 1000 ms on a 1500 ms lease: B is refused during the delay,
+/// takes over after it, and A, paused for longer than TTL + delay, writes with token 1.
+fn lock_delay_run(lab: &mut Lab, fence: FenceMode) -> (LabWorld, [Outcome; 4]) {
+    let mut w = lab.world(Config {
+        lock_delay_ms: 1000,
+        ..Config::with_fence(fence)
+    });
+    w.run("holder-a", Op::acquire("holder-a", 1500));
+    w.run("holder-a", Op::check(Millis(1200)));
+    w.run("holder-a", Op::Pause);
+    w.advance(1600);
+    let early = w.run("holder-b", Op::acquire("holder-b", 1500));
+    w.advance(900);
+    let late = w.run("holder-b", Op::acquire("holder-b", 1500));
+    let b = w.run("holder-b", Op::write("summary", "B-new", 2));
+    w.advance(600);
+    w.run("holder-a", Op::Resume);
+    let a = w.run("holder-a", Op::write("summary", "A-stale", 1));
+    w.run("lab", Op::read_part("summary"));
+    (w, [early, late, b, a])
+}
+
+fn x6(lab: &mut Lab) {
+    let (w, [early, late, b, a]) = lock_delay_run(lab, FenceMode::Off);
+    lab.expect(
+        "B at t=1600, 100 ms after A's lease expired: the 1000 ms lock-delay refuses it",
+        s("refused"),
+        brief(&early),
+    );
+    lab.expect(
+        "B at t=2500, when expiry + delay has passed: granted",
+        s("granted token=2"),
+        brief(&late),
+    );
+    lab.expect("B's write", s("accepted"), brief(&b));
+    lab.expect(
+        "the break: A, paused 3100 ms > TTL + delay, writes with token 1 to the unfenced resource",
+        s("accepted"),
+        brief(&a),
+    );
+    lab.note("the delay only moved the takeover later; any pause longer than TTL + delay still lands after it (leaselab envelope --fence off --lock-delay-ms 1000)");
+    lab.judge(
+        "X6-off",
+        "lock-delay without a fence",
+        &w,
+        &[Check::I3, Check::Acceptance, Check::Final],
+    );
+    let (w, [_, _, _, a]) = lock_delay_run(lab, FenceMode::Scope);
+    lab.expect(
+        "with the scope fence: A's token-1 write",
+        s("rejected"),
+        brief(&a),
+    );
+    lab.judge("X6-scope", "lock-delay with the scope fence", &w, &[]);
+}
+
+fn x7(lab: &mut Lab) {
+    let mut w = lab.world(Config {
+        renew_after_expiry: true,
+        ..Config::default()
+    });
+    w.run("holder-a", Op::acquire("holder-a", 1500));
+    w.run("holder-a", Op::Pause);
+    w.advance(1700);
+    w.run("holder-a", Op::Resume);
+    let late = w.run("holder-a", Op::renew("holder-a", 1, 1500));
+    lab.expect(
+        "A's renew at t=1700, 200 ms after its lease expired: accepted (the mistake)",
+        s("renewed"),
+        brief(&late),
+    );
+    let a = w.run("holder-a", Op::write("summary", "A", 1));
+    lab.expect(
+        "A keeps writing with token 1: nobody else was granted in the gap",
+        s("accepted"),
+        brief(&a),
+    );
+    lab.note("the lease was free from t=1500 to t=1700, yet token 1 came back: one token no longer means one continuous holding, and the guard's failed renew never fires");
+    w.advance(1000);
+    let b = w.run("holder-b", Op::acquire("holder-b", 1500));
+    lab.expect("B during A's revived lease", s("refused"), brief(&b));
+    lab.judge("X7", "renew after expiry, nobody in the gap", &w, &[]);
+
+    let mut w = lab.world(Config {
+        renew_after_expiry: true,
+        ..Config::default()
+    });
+    w.run("holder-a", Op::acquire("holder-a", 1500));
+    w.run("holder-a", Op::Pause);
+    w.advance(1600);
+    w.run("holder-b", Op::acquire("holder-b", 1500));
+    w.run("holder-b", Op::write("summary", "B", 2));
+    w.advance(100);
+    w.run("holder-a", Op::Resume);
+    let late = w.run("holder-a", Op::renew("holder-a", 1, 1500));
+    lab.expect(
+        "when B took over in the gap, A's late renew names a token the row no longer has",
+        s("refused"),
+        brief(&late),
+    );
+    let a = w.run("holder-a", Op::write("summary", "A-stale", 1));
+    lab.expect(
+        "and the fence still rejects A's token 1",
+        s("rejected"),
+        brief(&a),
+    );
+    lab.judge(
+        "X7-takeover",
+        "renew after expiry after a takeover",
+        &w,
+        &[],
+    );
 }

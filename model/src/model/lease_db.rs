@@ -37,6 +37,7 @@ pub(super) struct LeaseDb {
     pub(super) engine: Engine<LeaseTask, ()>,
     pub(super) durability: LeaseDurability,
     pub(super) renew_after_expiry: bool,
+    pub(super) lock_delay_ms: u64,
     pub(super) wrong: Option<WrongRule>,
 }
 
@@ -93,7 +94,7 @@ impl Db for LeaseDb {
         let lease_row = |r: LeaseRow| Effect::Write(Some(Row::Lease(r)));
         let (effect, out) = match task {
             LeaseTask::Acquire { holder, ttl_ms, .. } => {
-                match rules::acquire(row.as_ref(), &holder, ttl_ms, t) {
+                match rules::acquire(row.as_ref(), &holder, ttl_ms, self.lock_delay_ms, t) {
                     Some(r) => {
                         let out = Outcome::Granted {
                             token: r.token,

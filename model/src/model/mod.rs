@@ -94,6 +94,7 @@ impl Model {
                 engine: Engine::default(),
                 durability: config.lease_table,
                 renew_after_expiry: config.renew_after_expiry,
+                lock_delay_ms: config.lock_delay_ms,
                 wrong: None,
             },
             res,

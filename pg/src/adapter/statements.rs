@@ -89,7 +89,7 @@ pub(super) async fn prepare(
     let (set_now, now, acquire, renew, release, read_lease, fence) = tokio::try_join!(
         c.prepare(sql::SET_NOW),
         c.prepare(&now_sql),
-        p(lease, sql::acquire()),
+        p(lease, sql::acquire(cfg.lock_delay_ms)),
         p(lease, sql::renew(cfg.renew_after_expiry)),
         p(lease, sql::RELEASE.to_string()),
         p(lease, sql::read_lease()),
