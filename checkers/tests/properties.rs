@@ -218,3 +218,42 @@ fn with_the_bugs_removed_the_same_searches_find_nothing() {
         );
     }
 }
+
+/// `LEASELAB_FENCE=off` makes the correct-configuration property fail with the shrunk
+/// timeline, the replay command and the exercise: run in a child process of this binary.
+#[test]
+fn the_fence_switch_fails_the_property_with_a_timeline() {
+    if leaselab_picture::lesson::switched() {
+        return; // the child itself
+    }
+    let exe = std::env::current_exe().expect("test binary");
+    let o = std::process::Command::new(exe)
+        .env(leaselab_picture::lesson::VAR, "off")
+        .env("PROPTEST_CASES", "256")
+        .args([
+            "correct_configuration_keeps_every_invariant",
+            "--exact",
+            "--nocapture",
+        ])
+        .output()
+        .expect("runs");
+    let out = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        !o.status.success(),
+        "the switched property must fail:\n{out}"
+    );
+    for want in [
+        "invariant violated (fence=off)",
+        "t ms │ holder-",
+        "STALE",
+        "✗ I3",
+        "replay: leaselab replay ",
+        "explained in EXERCISES.md, exercise 1 (switch the fence off)",
+    ] {
+        assert!(out.contains(want), "missing `{want}`:\n{out}");
+    }
+}

@@ -29,8 +29,8 @@ pub fn run(fence: FenceMode, margin: bool, lock_delay_ms: u64) -> (String, Vec<B
     );
     let _ = writeln!(
         s,
-        "{:<8} {:<44} {:<24} {:>5}  broke",
-        "probe", "a stale write got through at", "largest size that held", "runs"
+        "{:<8} {:<44} {:<24} {:>5} {:>9}  broke",
+        "probe", "a stale write got through at", "largest size that held", "runs", "attempts"
     );
     for b in &found {
         let unit = b.probe.unit();
@@ -69,6 +69,7 @@ pub fn run(fence: FenceMode, margin: bool, lock_delay_ms: u64) -> (String, Vec<B
                 (what, checks.join(","))
             }
             None => {
+                // The run kept for the table is the harshest size tried.
                 let (lo, hi) = env.range(b.probe);
                 (
                     format!("none (tried {} sizes, {lo}–{hi} {unit})", b.tried.len()),
@@ -77,26 +78,51 @@ pub fn run(fence: FenceMode, margin: bool, lock_delay_ms: u64) -> (String, Vec<B
             }
         };
         let held = held.map_or("-".to_string(), |h| format!("{h} {unit}"));
+        // Stale writes the run of the boundary (or the largest size) attempted: a fence that
+        // holds refuses them all.
+        let attempts = b
+            .run
+            .report
+            .sometimes
+            .get(leaselab_checkers::sometimes::STALE_WRITE_ATTEMPTED);
         let _ = writeln!(
             s,
-            "{:<8} {:<44} {:<24} {:>5}  {checks}",
+            "{:<8} {:<44} {:<24} {:>5} {:>9}  {checks}",
             b.probe.as_str(),
             at,
             held,
-            b.tried.len()
+            b.tried.len(),
+            attempts
         );
     }
     (s, found)
 }
 
-/// Writes the HTML picture of the first boundary that broke (else of the pause probe's
-/// largest run) to `out`.
-pub fn write_html(found: &[Boundary], out: &Path) -> Result<String, String> {
-    let b = found
+/// The boundary case the pictures show: the first probe that broke, else the pause probe.
+fn boundary(found: &[Boundary]) -> Result<&Boundary, String> {
+    found
         .iter()
         .find(|b| b.found.is_some())
         .or(found.first())
-        .ok_or("no probe ran")?;
+        .ok_or_else(|| "no probe ran".to_string())
+}
+
+/// Writes the boundary case's trace to `out`, with the command that runs its setup again.
+pub fn write_trace(found: &[Boundary], out: &Path) -> Result<String, String> {
+    let run = &boundary(found)?.run;
+    std::fs::write(out, run.trace.to_text())
+        .map_err(|e| format!("cannot write {}: {e}", out.display()))?;
+    Ok(format!(
+        "wrote {} (run it again: leaselab sim --from-trace {})\n",
+        out.display(),
+        out.display()
+    ))
+}
+
+/// Writes the HTML picture of the first boundary that broke (else of the pause probe's
+/// largest run) to `out`.
+pub fn write_html(found: &[Boundary], out: &Path) -> Result<String, String> {
+    let b = boundary(found)?;
     let run = &b.run;
     let story = leaselab_picture::Story::new(&run.trace.history, &run.trace.config, &run.report);
     let title = match b.found {

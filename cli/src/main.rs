@@ -149,6 +149,10 @@ enum Cmd {
         /// Write the HTML picture of the boundary case.
         #[arg(long, value_name = "OUT.html")]
         html: Option<PathBuf>,
+        /// Write the boundary case as a trace (`leaselab explain FILE`, `leaselab sim
+        /// --from-trace FILE`).
+        #[arg(long, value_name = "FILE")]
+        trace_out: Option<PathBuf>,
     },
     /// Re-execute traces against the model; non-zero exit on a divergence or unexpected verdict.
     Replay {
@@ -212,15 +216,18 @@ fn main() -> ExitCode {
             margin,
             lock_delay_ms,
             html,
+            trace_out,
         } => {
             let (table, found) = leaselab::envelope_cmd::run(fence, margin, lock_delay_ms);
             print!("{table}");
-            match html {
-                None => Exit::Clean.into(),
-                Some(out) => {
-                    print_or_fail("envelope", leaselab::envelope_cmd::write_html(&found, &out))
-                }
+            let mut said = Ok(String::new());
+            if let Some(out) = html {
+                said = leaselab::envelope_cmd::write_html(&found, &out);
             }
+            if let (Ok(s), Some(out)) = (&said, trace_out) {
+                said = leaselab::envelope_cmd::write_trace(&found, &out).map(|t| format!("{s}{t}"));
+            }
+            print_or_fail("envelope", said)
         }
         Cmd::Explain { file } => print_or_fail("explain", leaselab::picture_cmd::explain(&file)),
         Cmd::Holder {

@@ -64,8 +64,10 @@ pub fn render(story: &Story, title: &str) -> String {
     let shown = |seq: u64| keys.iter().any(|k| k.seq == seq);
     // (when, sentence), told in time order.
     let mut told: Vec<(leaselab_model::Millis, String)> = Vec::new();
+    // The story up to the write it is about (what came later does not explain it).
+    let until = key::focus(story).map(|w| w.at);
     for h in &story.holdings {
-        if !shown(h.seq) {
+        if !shown(h.seq) || until.is_some_and(|t| h.from > t) {
             continue;
         }
         let until = match h.end {

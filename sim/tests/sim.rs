@@ -423,3 +423,49 @@ fn an_unknown_fault_kind_is_named_with_every_kind_there_is() {
         assert!(text.contains(k.as_str()), "{text} lacks {k}");
     }
 }
+
+/// `LEASELAB_FENCE=off` makes the many-seeds test fail on I3 with a readable picture: this
+/// test runs that test again in a child process of this very test binary, with the switch set.
+#[test]
+fn the_fence_switch_fails_the_invariant_test_with_a_timeline() {
+    if leaselab_picture::lesson::switched() {
+        return; // the child itself
+    }
+    let exe = std::env::current_exe().expect("test binary");
+    let o = std::process::Command::new(exe)
+        .env(leaselab_picture::lesson::VAR, "off")
+        .args([
+            "scope_fence_holds_over_many_seeds",
+            "--exact",
+            "--nocapture",
+        ])
+        .output()
+        .expect("runs");
+    let out = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(!o.status.success(), "the switched test must fail:\n{out}");
+    for want in [
+        "fence=off:",
+        "I3 violated",
+        "t ms │ holder-",
+        "◀ #",
+        "✗ I3",
+        "replay: leaselab sim --from-trace ",
+        "explained in EXERCISES.md, exercise 1 (switch the fence off)",
+    ] {
+        assert!(out.contains(want), "missing `{want}`:\n{out}");
+    }
+    // The printed replay command recreates the shrunk run: its file is there and replays the
+    // same violation.
+    let file = out
+        .lines()
+        .find_map(|l| l.strip_prefix("replay: leaselab sim --from-trace "))
+        .expect("replay line");
+    let text = std::fs::read_to_string(file.trim()).expect("the shrunk trace was written");
+    let t = Trace::parse(&text, file).expect("parses");
+    assert!(t.expect.contains(&Check::I3), "{text}");
+    assert!(replays(&t));
+}
