@@ -226,26 +226,12 @@ fn the_fence_switch_fails_the_property_with_a_timeline() {
     if leaselab_picture::lesson::switched() {
         return; // the child itself
     }
-    let exe = std::env::current_exe().expect("test binary");
-    let o = std::process::Command::new(exe)
-        .env(leaselab_picture::lesson::VAR, "off")
-        .env("PROPTEST_CASES", "256")
-        .args([
-            "correct_configuration_keeps_every_invariant",
-            "--exact",
-            "--nocapture",
-        ])
-        .output()
-        .expect("runs");
-    let out = format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
+    let (passed, out) = leaselab_picture::lesson::rerun_switched(
+        "correct_configuration_keeps_every_invariant",
+        FenceMode::Off,
+        &[("PROPTEST_CASES", "256")],
     );
-    assert!(
-        !o.status.success(),
-        "the switched property must fail:\n{out}"
-    );
+    assert!(!passed, "the switched property must fail:\n{out}");
     for want in [
         "invariant violated (fence=off)",
         "t ms │ holder-",

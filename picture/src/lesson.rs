@@ -48,3 +48,30 @@ pub fn failure_text(history: &History, config: &Config, report: &Report, replay:
         exercise_for(config.fence)
     )
 }
+
+/// For the tests that show the switch works: runs test `name` of the current test binary again
+/// in a child process with `LEASELAB_FENCE=fence` (and `env`), and returns whether it passed
+/// and what it printed. Call it only when [`switched`] is false (the child is the switched run).
+pub fn rerun_switched(name: &str, fence: FenceMode, env: &[(&str, &str)]) -> (bool, String) {
+    let exe = match std::env::current_exe() {
+        Ok(e) => e,
+        Err(e) => return (false, format!("no test binary: {e}")),
+    };
+    let mut c = std::process::Command::new(exe);
+    c.env(VAR, fence.as_str())
+        .args([name, "--exact", "--nocapture"]);
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    match c.output() {
+        Ok(o) => (
+            o.status.success(),
+            format!(
+                "{}{}",
+                String::from_utf8_lossy(&o.stdout),
+                String::from_utf8_lossy(&o.stderr)
+            ),
+        ),
+        Err(e) => (false, format!("cannot run the test binary: {e}")),
+    }
+}

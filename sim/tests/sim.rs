@@ -431,22 +431,12 @@ fn the_fence_switch_fails_the_invariant_test_with_a_timeline() {
     if leaselab_picture::lesson::switched() {
         return; // the child itself
     }
-    let exe = std::env::current_exe().expect("test binary");
-    let o = std::process::Command::new(exe)
-        .env(leaselab_picture::lesson::VAR, "off")
-        .args([
-            "scope_fence_holds_over_many_seeds",
-            "--exact",
-            "--nocapture",
-        ])
-        .output()
-        .expect("runs");
-    let out = format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
+    let (passed, out) = leaselab_picture::lesson::rerun_switched(
+        "scope_fence_holds_over_many_seeds",
+        FenceMode::Off,
+        &[],
     );
-    assert!(!o.status.success(), "the switched test must fail:\n{out}");
+    assert!(!passed, "the switched test must fail:\n{out}");
     for want in [
         "fence=off:",
         "I3 violated",
