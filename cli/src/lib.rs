@@ -11,6 +11,7 @@
 #![warn(missing_docs, unreachable_pub)]
 
 pub mod args;
+pub mod check_cmd;
 pub mod diff_cmd;
 pub mod envelope_cmd;
 pub mod lab;

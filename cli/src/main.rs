@@ -154,6 +154,44 @@ enum Cmd {
         #[arg(long, value_name = "FILE")]
         trace_out: Option<PathBuf>,
     },
+    /// Exhaustive model checking (stateright): every interleaving of the holders' job-loop
+    /// steps, clock ticks and crashes within the bounds; a violation's shortest counterexample
+    /// as a trace (exit 1).
+    Check {
+        /// The resource's fence.
+        #[arg(long, value_enum, default_value_t = FenceMode::Scope)]
+        fence: FenceMode,
+        /// Holders (1–3; 3 uses depth-first search with symmetry reduction unless --bfs).
+        #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u8).range(1..=3))]
+        holders: u8,
+        /// The last tick (of --tick-ms) database time may reach.
+        #[arg(long, default_value_t = leaselab_explore::system::Bounds::default().max_ticks)]
+        max_ticks: u8,
+        /// A crash-restart of both databases is an action (at most one).
+        #[arg(long)]
+        crash: bool,
+        /// The lease table's durability (unlogged with --crash: the I2 negative control).
+        #[arg(long, value_enum, default_value_t = leaselab_model::LeaseDurability::Logged)]
+        lease_table: leaselab_model::LeaseDurability,
+        /// Breadth-first (default for 1–2 holders): every counterexample is a shortest one.
+        #[arg(long, conflicts_with = "dfs")]
+        bfs: bool,
+        /// Depth-first (default for 3 holders, with symmetry reduction).
+        #[arg(long)]
+        dfs: bool,
+        /// Worker threads.
+        #[arg(long, default_value_t = 1)]
+        threads: usize,
+        /// Parts each job writes (1 or 2).
+        #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u8).range(1..=2))]
+        parts: u8,
+        /// Write the shortest counterexample as a trace.
+        #[arg(long, value_name = "FILE")]
+        trace_out: Option<PathBuf>,
+        /// Open stateright's Explorer on ADDR (e.g. 127.0.0.1:3000) instead of searching.
+        #[arg(long, value_name = "ADDR")]
+        serve: Option<String>,
+    },
     /// Re-execute traces against the model; non-zero exit on a divergence or unexpected verdict.
     Replay {
         /// Trace files.
@@ -228,6 +266,56 @@ fn main() -> ExitCode {
                 said = leaselab::envelope_cmd::write_trace(&found, &out).map(|t| format!("{s}{t}"));
             }
             print_or_fail("envelope", said)
+        }
+        Cmd::Check {
+            fence,
+            holders,
+            max_ticks,
+            crash,
+            lease_table,
+            bfs,
+            dfs,
+            threads,
+            parts,
+            trace_out,
+            serve,
+        } => {
+            use leaselab_explore::search::{Options, Order};
+            let bounds = leaselab_explore::system::Bounds {
+                holders: holders as usize,
+                fence,
+                lease_table,
+                crash,
+                max_ticks,
+                parts,
+                ..Default::default()
+            };
+            if let Some(addr) = serve {
+                println!("stateright Explorer for these bounds: http://{addr}/ (Ctrl-C stops it)");
+                leaselab_explore::search::serve(&bounds, &addr);
+                return Exit::Clean.into();
+            }
+            let order = if dfs || (holders == 3 && !bfs) {
+                Order::Dfs
+            } else {
+                Order::Bfs
+            };
+            let o = Options {
+                bounds,
+                order,
+                threads,
+                symmetry: order == Order::Dfs && holders > 1,
+            };
+            match leaselab::check_cmd::run(&o, trace_out.as_deref()) {
+                Ok((text, broke)) => {
+                    print!("{text}");
+                    if broke { Exit::Violation } else { Exit::Clean }.into()
+                }
+                Err(e) => {
+                    eprintln!("leaselab check: {e}");
+                    Exit::Usage.into()
+                }
+            }
         }
         Cmd::Explain { file } => print_or_fail("explain", leaselab::picture_cmd::explain(&file)),
         Cmd::Holder {

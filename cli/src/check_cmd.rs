@@ -1,0 +1,150 @@
+//! `leaselab check`: the bounded exhaustive search ([`leaselab_explore`]) from the command
+//! line — the bounds, the result, and a violation's shortest counterexample as a trace with
+//! the commands that replay it on the model and diff it on PostgreSQL.
+
+use leaselab_explore::search::{self, Found, Options, Order};
+use leaselab_explore::system::LeaseSystem;
+use leaselab_explore::trace::{search_verdict, to_trace};
+use std::fmt::Write as _;
+use std::path::Path;
+
+/// The one-line description of a search's bounds.
+pub fn describe(o: &Options) -> String {
+    let b = &o.bounds;
+    format!(
+        "CHECK fence={} holders={} lease_table={} crash={} max_ticks={} tick_ms={} ttl={} renew={} margin={} parts={} acquires={} {} threads={}{}",
+        b.fence,
+        b.holders,
+        b.lease_table.as_str(),
+        b.crash,
+        b.max_ticks,
+        b.tick_ms,
+        b.ttl,
+        b.renew,
+        b.margin,
+        b.parts,
+        b.acquires,
+        match o.order {
+            Order::Bfs => "bfs",
+            Order::Dfs => "dfs",
+        },
+        o.threads,
+        if o.symmetry { " symmetry" } else { "" }
+    )
+}
+
+/// The `leaselab check` command that searches these bounds again.
+pub fn command(o: &Options) -> String {
+    let b = &o.bounds;
+    let d = leaselab_explore::system::Bounds::default();
+    let mut c = format!("leaselab check --fence {}", b.fence);
+    if b.holders != d.holders {
+        c.push_str(&format!(" --holders {}", b.holders));
+    }
+    if b.lease_table != d.lease_table {
+        c.push_str(&format!(" --lease-table {}", b.lease_table.as_str()));
+    }
+    if b.crash {
+        c.push_str(" --crash");
+    }
+    if b.max_ticks != d.max_ticks {
+        c.push_str(&format!(" --max-ticks {}", b.max_ticks));
+    }
+    if b.parts != d.parts {
+        c.push_str(&format!(" --parts {}", b.parts));
+    }
+    c
+}
+
+/// The result of `leaselab check`: the text to print, and whether an invariant broke.
+pub fn run(o: &Options, trace_out: Option<&Path>) -> Result<(String, bool), String> {
+    let f: Found = search::run(o);
+    let mut s = String::new();
+    let _ = writeln!(s, "{}", describe(o));
+    let stats = format!(
+        "{} distinct states ({} generated), depth {}, {:.1} s, {:.0} states/s",
+        f.unique,
+        f.states,
+        f.depth,
+        f.elapsed.as_secs_f64(),
+        f.rate()
+    );
+    let reached: Vec<String> = f
+        .sometimes
+        .iter()
+        .map(|(n, d)| match d {
+            Some(k) => format!("{n} (in {k} steps)"),
+            None => format!("{n} NEVER"),
+        })
+        .collect();
+    let Some((name, actions)) = f.violations.iter().min_by_key(|(_, a)| a.len()).cloned() else {
+        let _ = writeln!(
+            s,
+            "no violation of I1, I2, I3, acceptance, progress within the bounds: {stats}"
+        );
+        let _ = writeln!(s, "sometimes: {}", reached.join(", "));
+        return Ok((s, false));
+    };
+    let names: Vec<&str> = f.violations.iter().map(|(n, _)| *n).collect();
+    let _ = writeln!(s, "VIOLATION {}: {stats}", names.join(", "));
+    let _ = writeln!(
+        s,
+        "shortest counterexample: {name} in {} steps{}",
+        actions.len(),
+        match o.order {
+            Order::Bfs => "",
+            Order::Dfs => " (depth-first: not necessarily the shortest; use --bfs)",
+        }
+    );
+    let sys = LeaseSystem::new(o.bounds.clone());
+    let name_of = match o.bounds.lease_table {
+        leaselab_model::LeaseDurability::Unlogged => "check-unlogged".to_string(),
+        _ => format!("check-{}", o.bounds.fence),
+    };
+    let mut t = to_trace(&sys, &actions, &name_of)
+        .map_err(|e| format!("the explorer and the model disagree: {e}"))?;
+    t.title = format!(
+        "shortest counterexample ({name}, {} steps) of: {} --trace-out FILE",
+        actions.len(),
+        command(o)
+    );
+    let searched: Vec<String> = search_verdict(&sys, &actions)
+        .iter()
+        .map(|c| c.to_string())
+        .collect();
+    let judged: Vec<String> = t.expect.iter().map(|c| c.to_string()).collect();
+    let _ = writeln!(
+        s,
+        "the search says broken: {}; the History checkers judge the trace: {}",
+        list(&searched),
+        list(&judged)
+    );
+    let story =
+        leaselab_picture::Story::new(&t.history, &t.config, &leaselab_checkers::check(&t.history));
+    for l in leaselab_picture::timeline::render(&story).lines() {
+        let _ = writeln!(s, "  {l}");
+    }
+    if let Some(p) = trace_out {
+        std::fs::write(p, t.to_text()).map_err(|e| format!("cannot write {}: {e}", p.display()))?;
+        let _ = writeln!(
+            s,
+            "trace: {} ({} events)",
+            p.display(),
+            t.history.events.len()
+        );
+        let _ = writeln!(s, "  replay: leaselab replay {}", p.display());
+        let _ = writeln!(s, "  on PostgreSQL: leaselab diff {}", p.display());
+        let _ = writeln!(s, "  in plain words: leaselab explain {}", p.display());
+    } else {
+        let _ = writeln!(s, "(add --trace-out FILE to write it as a trace)");
+    }
+    Ok((s, true))
+}
+
+fn list(v: &[String]) -> String {
+    if v.is_empty() {
+        "none".to_string()
+    } else {
+        v.join(", ")
+    }
+}
