@@ -123,7 +123,7 @@ pub struct Row {
 }
 
 /// Everything one explored state holds.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct State {
     /// Database time, in ticks.
     pub now: u8,
@@ -154,6 +154,60 @@ pub struct State {
     pub broken: u8,
     /// `sometimes` events seen on the way here (bits, see [`SOMETIMES`]).
     pub seen: u8,
+}
+
+impl Pc {
+    fn code(self) -> u8 {
+        match self {
+            Pc::Idle => 0,
+            Pc::Check(p) => 1 + p,
+            Pc::Checked(p) => 3 + p,
+            Pc::Fenced(p) => 5 + p,
+            Pc::Upserted(p) => 7 + p,
+            Pc::Release => 9,
+            Pc::Done => 10,
+        }
+    }
+}
+
+/// The state hashes as one packed byte string: the search fingerprints every state it meets,
+/// and one write of 44 bytes is much cheaper than a hasher call per field. The packing is
+/// injective, so equal hashes of unequal states are only the hasher's own collisions.
+impl std::hash::Hash for State {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        const NONE: u8 = u8::MAX;
+        let row = |r: Option<Row>| match r {
+            None => [NONE; 3],
+            Some(r) => [r.holder, r.token, r.expires.unwrap_or(NONE - 1)],
+        };
+        let pair = |p: Option<(u8, u8)>| p.map_or([NONE; 2], |(a, b)| [a, b]);
+        let mut b = [0u8; 44];
+        b[0] = self.now;
+        b[1..4].copy_from_slice(&row(self.lease));
+        b[4..7].copy_from_slice(&row(self.ghost));
+        b[7] = self.floor;
+        b[8..10].copy_from_slice(&pair(self.floor_lock));
+        b[10..12].copy_from_slice(&pair(self.parts[0]));
+        b[12..14].copy_from_slice(&pair(self.parts[1]));
+        b[14..16].copy_from_slice(&pair(self.part_locks[0]));
+        b[16..18].copy_from_slice(&pair(self.part_locks[1]));
+        for (i, h) in self.holders.iter().enumerate() {
+            let o = 18 + 6 * i;
+            b[o] = h.pc.code();
+            b[o + 1] = h.token;
+            b[o + 2] = h.deadline;
+            b[o + 3] = h.renew_at;
+            b[o + 4] = u8::from(h.lost) | (u8::from(h.paused_after_check) << 1);
+            b[o + 5] = h.acquired;
+        }
+        b[36] = self.crashes;
+        b[37] = self.max_granted;
+        b[38] = self.max_accepted;
+        b[39] = self.accepted_by.unwrap_or(NONE);
+        b[40] = self.broken;
+        b[41] = self.seen;
+        state.write(&b);
+    }
 }
 
 /// Bits of [`State::broken`].
@@ -244,12 +298,15 @@ pub struct LeaseSystem {
     /// matching state); breadth-first, the first is a shortest one. `None` (the Explorer):
     /// judge every state on its own.
     pub first_only: Option<std::sync::Arc<[std::sync::atomic::AtomicBool; 9]>>,
+    /// The holders' names, made once (the rule functions take rows with names).
+    names: Vec<Holder>,
 }
 
 impl LeaseSystem {
     /// The system for a search: every property reported at its first (shortest) path.
     pub fn new(b: Bounds) -> Self {
         LeaseSystem {
+            names: names(&b),
             b,
             first_only: Some(std::sync::Arc::new(Default::default())),
         }
@@ -258,6 +315,7 @@ impl LeaseSystem {
     /// The system for the Explorer: every state judged on its own.
     pub fn for_explorer(b: Bounds) -> Self {
         LeaseSystem {
+            names: names(&b),
             b,
             first_only: None,
         }
@@ -277,8 +335,10 @@ fn ms(b: &Bounds, ticks: u8) -> u64 {
     ticks as u64 * b.tick_ms
 }
 
-fn holder_name(i: u8) -> Holder {
-    Holder::new(leaselab_model::names::holder_name(i as usize))
+fn names(b: &Bounds) -> Vec<Holder> {
+    (0..b.holders.max(MAX_HOLDERS))
+        .map(|i| Holder::new(leaselab_model::names::holder_name(i)))
+        .collect()
 }
 
 impl LeaseSystem {
@@ -293,7 +353,7 @@ impl LeaseSystem {
 
     fn row(&self, r: &Row) -> LeaseRow {
         LeaseRow {
-            holder: holder_name(r.holder),
+            holder: self.names[r.holder as usize].clone(),
             token: Token(r.token as u64),
             expires_at: match r.expires {
                 None => Expiry::NegInfinity,
@@ -357,6 +417,35 @@ impl LeaseSystem {
         }
     }
 
+    /// Whether `a` can be taken in `s` — the preconditions of [`LeaseSystem::step`] without
+    /// building the next state (the search asks this of every candidate). An acquire of a
+    /// lease that is held is left out: it changes nothing.
+    pub fn enabled(&self, s: &State, a: Action) -> bool {
+        let b = &self.b;
+        let h = |i: u8| &s.holders[i as usize];
+        match a {
+            Action::Tick => s.now < b.max_ticks,
+            Action::Crash => b.crash && s.crashes == 0,
+            Action::Acquire(i) => {
+                h(i).pc == Pc::Idle
+                    && h(i).acquired < b.acquires
+                    && s.lease.is_none_or(|r| r.expires.is_none_or(|e| e <= s.now))
+            }
+            Action::Check(i) => matches!(h(i).pc, Pc::Check(_)),
+            Action::Fence(i) => matches!(h(i).pc, Pc::Checked(_)) && !self.waits(s, a),
+            Action::Upsert(i) => matches!(h(i).pc, Pc::Fenced(_)) && !self.waits(s, a),
+            Action::Commit(i) => matches!(h(i).pc, Pc::Upserted(_)),
+            Action::Renew(i) => {
+                let x = h(i);
+                x.token != 0
+                    && !x.lost
+                    && self.local(s, i) >= x.renew_at
+                    && !matches!(x.pc, Pc::Idle | Pc::Done)
+            }
+            Action::Release(i) => h(i).pc == Pc::Release,
+        }
+    }
+
     /// Runs `a` on `s`: the next state and what the step returned.
     pub fn step(&self, s: &State, a: Action) -> Option<(State, Said)> {
         let b = &self.b;
@@ -406,7 +495,7 @@ impl LeaseSystem {
                 let local = self.local(s, i);
                 let row = s.lease.map(|r| self.row(&r));
                 let now = Millis(ms(b, s.now));
-                match rules::acquire(row.as_ref(), &holder_name(i), ms(b, b.ttl), 0, now) {
+                match rules::acquire(row.as_ref(), &self.names[i as usize], ms(b, b.ttl), 0, now) {
                     Some(r) => {
                         let c = self.compact(&r, i);
                         // I1, judged on the view: the row taken over must have expired.
@@ -575,7 +664,7 @@ impl LeaseSystem {
                 let now = Millis(ms(b, s.now));
                 let r = rules::renew(
                     row.as_ref(),
-                    &holder_name(i),
+                    &self.names[i as usize],
                     Token(h.token as u64),
                     ms(b, b.ttl),
                     now,
@@ -603,7 +692,8 @@ impl LeaseSystem {
                     return None;
                 }
                 let row = s.lease.map(|r| self.row(&r));
-                let r = rules::release(row.as_ref(), &holder_name(i), Token(h.token as u64));
+                let r =
+                    rules::release(row.as_ref(), &self.names[i as usize], Token(h.token as u64));
                 let nh = &mut n.holders[i as usize];
                 nh.pc = if nh.acquired >= b.acquires {
                     Pc::Done
@@ -710,7 +800,7 @@ impl Model for LeaseSystem {
             ]
         });
         for a in [Action::Tick, Action::Crash].into_iter().chain(candidates) {
-            if self.step(s, a).is_some() {
+            if self.enabled(s, a) {
                 out.push(a);
             }
         }
