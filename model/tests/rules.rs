@@ -415,3 +415,29 @@ fn a_local_check_is_valid_strictly_before_the_deadline() {
         "at the deadline"
     );
 }
+
+/// Chubby's lock-delay: an expired (not released) lease is taken over only `lock_delay_ms`
+/// after its expiry, the boundary instant included; a released one at once.
+#[test]
+fn lock_delay_holds_an_expired_lease_back_but_not_a_released_one() {
+    let cfg = Config {
+        lock_delay_ms: 500,
+        ..Config::default()
+    };
+    let mut w = World::new(cfg.clone());
+    w.run(A, Op::acquire(A, 100));
+    w.advance(100); // expired at 100
+    assert_eq!(w.run(B, Op::acquire(B, 100)), Outcome::Refused);
+    w.advance(499);
+    assert_eq!(w.run(B, Op::acquire(B, 100)), Outcome::Refused);
+    w.advance(1); // 600 = expiry + delay
+    assert_eq!(granted(&w.run(B, Op::acquire(B, 100))), 2);
+
+    let mut w = World::new(cfg);
+    w.run(A, Op::acquire(A, 100));
+    w.run(A, Op::release(A, 1));
+    assert_eq!(granted(&w.run(B, Op::acquire(B, 100))), 2);
+    // And the holder itself is held back like anyone else after its own expiry.
+    w.advance(100);
+    assert_eq!(w.run(A, Op::acquire(A, 100)), Outcome::Refused);
+}

@@ -122,6 +122,16 @@ fn errors_say_what_to_write_instead() {
     let good = sample().to_text();
     let acquire = "holder-a acquire lease=report-job holder=holder-a ttl_ms=100 =>";
     let cases: Vec<(String, usize, &str, &str)> = vec![
+        // The lock-delay has one spelling: absent when 0.
+        (
+            good.replace(
+                "client_expiry=monotonic",
+                "client_expiry=monotonic lock_delay_ms=0",
+            ),
+            5,
+            "lock_delay_ms",
+            "0 is the default: leave the field out",
+        ),
         // Found by the fuzzer (fuzz/corpus/trace_parse/regression-no-field-name): the error
         // named an empty field.
         (
@@ -246,4 +256,19 @@ fn errors_say_what_to_write_instead() {
         assert_eq!((e.line, e.field.as_str()), (line, field), "{e}");
         assert!(e.message.contains(says), "{e}\n  should say: {says}");
     }
+}
+
+#[test]
+fn a_lock_delay_is_written_only_when_set_and_reads_back() {
+    let mut t = sample();
+    assert!(!t.to_text().contains("lock_delay_ms"));
+    t.config.lock_delay_ms = 1000;
+    let text = t.to_text();
+    assert!(
+        text.contains("client_expiry=monotonic lock_delay_ms=1000 scopes="),
+        "{text}"
+    );
+    let back = Trace::parse(&text, "x.trace").expect("parses");
+    assert_eq!(back.config.lock_delay_ms, 1000);
+    assert_eq!(back.to_text(), text);
 }
