@@ -11,23 +11,8 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-fn leaselab(args: &[&str]) -> (i32, String) {
-    let o = Command::new(env!("CARGO_BIN_EXE_leaselab"))
-        .current_dir(root())
-        .args(args)
-        .output()
-        .expect("runs");
-    let out = format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    (o.status.code().unwrap_or(-1), out)
-}
+mod common;
+use common::{leaselab, root};
 
 /// (committed trace, property found first, its shortest length, the checks both judge broken)
 const CONTROLS: [(&str, &str, usize, &str); 5] = [

@@ -6,20 +6,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-fn leaselab(args: &[&str]) -> (i32, String) {
-    let o = Command::new(env!("CARGO_BIN_EXE_leaselab"))
-        .current_dir(root())
-        .args(args)
-        .output()
-        .expect("runs");
-    let out = String::from_utf8_lossy(&o.stdout).to_string();
-    let err = String::from_utf8_lossy(&o.stderr);
-    (o.status.code().unwrap_or(-1), format!("{out}{err}"))
-}
+mod common;
+use common::{leaselab, root};
 
 #[test]
 fn timeline_of_f5_marks_the_violating_pair_in_at_most_12_lines() {

@@ -481,8 +481,7 @@ impl LeaseSystem {
                 n.part_locks = [None, None];
                 for h in n.holders.iter_mut().take(b.holders) {
                     if matches!(h.pc, Pc::Fenced(_) | Pc::Upserted(_)) {
-                        h.pc = Pc::Idle;
-                        h.token = 0;
+                        requeue(h, b);
                     }
                 }
                 Said::Nothing
@@ -540,12 +539,7 @@ impl LeaseSystem {
                     nh.pc = Pc::Checked(p);
                     nh.paused_after_check = false;
                 } else {
-                    nh.pc = if nh.acquired >= b.acquires {
-                        Pc::Done
-                    } else {
-                        Pc::Idle
-                    };
-                    nh.token = 0;
+                    requeue(nh, b);
                 }
                 Said::Valid(ok)
             }
@@ -574,12 +568,7 @@ impl LeaseSystem {
                     }
                 } else {
                     // Refused: the client rolls back at once and re-queues the job.
-                    nh.pc = if nh.acquired >= b.acquires {
-                        Pc::Done
-                    } else {
-                        Pc::Idle
-                    };
-                    nh.token = 0;
+                    requeue(nh, b);
                     if self.current(s, i) {
                         n.broken |= broke::PROGRESS;
                     }
@@ -611,12 +600,7 @@ impl LeaseSystem {
                             nh.pc = Pc::Upserted(p);
                             Said::Upsert(true)
                         } else {
-                            nh.pc = if nh.acquired >= b.acquires {
-                                Pc::Done
-                            } else {
-                                Pc::Idle
-                            };
-                            nh.token = 0;
+                            requeue(nh, b);
                             if self.current(s, i) {
                                 n.broken |= broke::PROGRESS;
                             }
@@ -695,12 +679,7 @@ impl LeaseSystem {
                 let r =
                     rules::release(row.as_ref(), &self.names[i as usize], Token(h.token as u64));
                 let nh = &mut n.holders[i as usize];
-                nh.pc = if nh.acquired >= b.acquires {
-                    Pc::Done
-                } else {
-                    Pc::Idle
-                };
-                nh.token = 0;
+                requeue(nh, b);
                 match r {
                     Some(r) => {
                         n.lease = Some(self.compact(&r, i));
@@ -721,6 +700,17 @@ impl LeaseSystem {
             r.holder == i && r.token == h.token && r.expires.is_some_and(|e| e > s.now)
         }) && h.token == s.max_granted
     }
+}
+
+/// The job is given up (a failed check or fence, a refused upsert, a release): the holder
+/// drops its token and wants the lease again, if it has acquires left.
+fn requeue(h: &mut HolderState, b: &Bounds) {
+    h.pc = if h.acquired >= b.acquires {
+        Pc::Done
+    } else {
+        Pc::Idle
+    };
+    h.token = 0;
 }
 
 fn next_part(p: u8, parts: u8) -> Pc {

@@ -1,4 +1,4 @@
-//! `cargo run --release -p leaselab-explore --example bench [MAX_TICKS]`: distinct states per
+//! `cargo run --release -p leaselab-explore --example bench_check [MAX_TICKS]`: distinct states per
 //! second of `leaselab check --fence scope` (2 holders) on 1 and 2 threads, next to the floor
 //! measured in the same run — a bare stateright model of a lease of the same bounds (2
 //! clients, 100 ms ticks, TTL 15 ticks, acquire / write / release / tick, no rules, no locks),
