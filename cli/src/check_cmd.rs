@@ -12,7 +12,7 @@ use std::path::Path;
 pub fn describe(o: &Options) -> String {
     let b = &o.bounds;
     format!(
-        "CHECK fence={} holders={} lease_table={} crash={} max_ticks={} tick_ms={} ttl={} renew={} margin={} parts={} acquires={} {} threads={}{}",
+        "CHECK fence={} holders={} lease_table={} crash={} max_ticks={} tick_ms={} ttl={} renew={} margin={} parts={} acquires={} skew={}/{} {} threads={}{}",
         b.fence,
         b.holders,
         b.lease_table.as_str(),
@@ -24,6 +24,8 @@ pub fn describe(o: &Options) -> String {
         b.margin,
         b.parts,
         b.acquires,
+        b.slow.0,
+        b.slow.1,
         match o.order {
             Order::Bfs => "bfs",
             Order::Dfs => "dfs",
@@ -52,6 +54,9 @@ pub fn command(o: &Options) -> String {
     }
     if b.parts != d.parts {
         c.push_str(&format!(" --parts {}", b.parts));
+    }
+    if b.slow != d.slow {
+        c.push_str(&format!(" --skew {}/{}", b.slow.0, b.slow.1));
     }
     c
 }

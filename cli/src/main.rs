@@ -185,6 +185,10 @@ enum Cmd {
         /// Parts each job writes (1 or 2).
         #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u8).range(1..=2))]
         parts: u8,
+        /// holder-a's clock runs at N/D of the database clock's rate (e.g. 1/2: half as fast;
+        /// its renewer and local deadline stretch).
+        #[arg(long, value_name = "N/D", value_parser = parse_rate)]
+        skew: Option<(u8, u8)>,
         /// Write the shortest counterexample as a trace.
         #[arg(long, value_name = "FILE")]
         trace_out: Option<PathBuf>,
@@ -277,6 +281,7 @@ fn main() -> ExitCode {
             dfs,
             threads,
             parts,
+            skew,
             trace_out,
             serve,
         } => {
@@ -288,6 +293,7 @@ fn main() -> ExitCode {
                 crash,
                 max_ticks,
                 parts,
+                slow: skew.unwrap_or((1, 1)),
                 ..Default::default()
             };
             if let Some(addr) = serve {
@@ -393,6 +399,20 @@ fn main() -> ExitCode {
             }
         },
     }
+}
+
+/// `N/D` with 1 <= N, D <= 10: a clock rate as a fraction.
+fn parse_rate(s: &str) -> Result<(u8, u8), String> {
+    let (n, d) = s
+        .split_once('/')
+        .ok_or_else(|| format!("`{s}`: expected N/D, e.g. 1/2"))?;
+    let num = |x: &str| -> Result<u8, String> {
+        x.parse::<u8>()
+            .ok()
+            .filter(|v| (1..=10).contains(v))
+            .ok_or_else(|| format!("`{x}` in `{s}`: expected a whole number from 1 to 10"))
+    };
+    Ok((num(n)?, num(d)?))
 }
 
 fn print_or_fail(cmd: &str, r: Result<String, String>) -> ExitCode {

@@ -200,3 +200,16 @@ fn the_explorer_serves_its_status_on_loopback() {
     );
     assert!(index.is_some_and(|b| b.contains("200 OK")), "the UI page");
 }
+
+#[test]
+fn a_slow_holder_clock_is_searched_too_and_the_fence_still_holds() {
+    let (code, out) = leaselab(&["check", "--skew", "1/2", "--max-ticks", "14"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("skew=1/2") && out.contains("no violation"),
+        "{out}"
+    );
+    let (code, out) = leaselab(&["check", "--skew", "0/2"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("from 1 to 10"), "{out}");
+}

@@ -256,3 +256,39 @@ fn a_sweep_prints_the_first_failures_timeline_and_a_diagram_command_that_works()
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(std::fs::read_to_string(&html).is_ok_and(|h| h.contains("\"violating\":true")));
 }
+
+#[test]
+fn replay_prints_the_recordings_timeline_when_a_trace_stops_reproducing() {
+    let text = std::fs::read_to_string(root().join("traces/F5.trace")).expect("F5");
+    let edited = text.replace("expect I3,acceptance,final", "expect ok");
+    let p = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("F5-edited.trace");
+    std::fs::write(&p, edited).expect("written");
+    let (code, out) = leaselab(&["replay", &p.to_string_lossy()]);
+    assert_eq!(code, 1, "a changed verdict: {out}");
+    assert!(out.contains("timeline of the recording:"), "{out}");
+    assert_eq!(out.matches('◀').count(), 2, "{out}");
+}
+
+#[test]
+fn the_envelope_finds_the_boundary_unfenced_and_none_with_the_scope_fence() {
+    let (code, out) = leaselab(&["envelope", "--fence", "off", "--margin"]);
+    assert_eq!(code, 0, "{out}");
+    for row in [
+        "pause    1499 ms",
+        "skew     744705 ppm slow",
+        "margin   margin ≤ 1254 ms",
+    ] {
+        assert!(out.contains(row), "missing `{row}`:\n{out}");
+    }
+    let (code, out) = leaselab(&["envelope", "--fence", "scope", "--margin"]);
+    assert_eq!(code, 0, "{out}");
+    let rows: Vec<&str> = out.lines().skip(2).collect();
+    assert_eq!(rows.len(), 3, "{out}");
+    assert!(
+        rows.iter().all(|r| r.contains("none (tried 13 sizes")),
+        "{out}"
+    );
+    // The lock-delay moves the pause boundary by the delay, no more.
+    let (_, out) = leaselab(&["envelope", "--fence", "off", "--lock-delay-ms", "1000"]);
+    assert!(out.contains("pause    2502 ms"), "{out}");
+}
