@@ -229,7 +229,10 @@ fn the_fence_switch_fails_the_property_with_a_timeline() {
     let (passed, out) = leaselab_picture::lesson::rerun_switched(
         "correct_configuration_keeps_every_invariant",
         FenceMode::Off,
-        &[("PROPTEST_CASES", "256")],
+        // Under `off` a random case breaks I3 about once in 250: a fixed seed (its first
+        // failure comes after 52 passing cases) and the suite's 2,048 cases make the child's
+        // failure certain, not likely.
+        &[("PROPTEST_CASES", "2048"), ("PROPTEST_RNG_SEED", "7")],
     );
     assert!(!passed, "the switched property must fail:\n{out}");
     for want in [
