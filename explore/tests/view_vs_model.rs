@@ -123,3 +123,165 @@ fn an_action_the_view_does_not_allow_is_reported_not_run() {
     assert_eq!(e.step, 1);
     assert!(e.to_string().contains("not enabled"), "{e}");
 }
+
+const CANDIDATES: fn(u8) -> [Action; 7] = |i| {
+    [
+        Action::Acquire(i),
+        Action::Check(i),
+        Action::Fence(i),
+        Action::Upsert(i),
+        Action::Commit(i),
+        Action::Renew(i),
+        Action::Release(i),
+    ]
+};
+
+/// Every state a few walks visit, under `b`.
+fn visited(b: &Bounds, walks: usize) -> Vec<leaselab_explore::system::State> {
+    let sys = LeaseSystem::new(b.clone());
+    let mut rng = Lcg(3);
+    let mut out = Vec::new();
+    for _ in 0..walks {
+        let mut s = sys.init_states().remove(0);
+        for _ in 0..100 {
+            out.push(s.clone());
+            let mut acts = Vec::new();
+            sys.actions(&s, &mut acts);
+            if acts.is_empty() {
+                break;
+            }
+            let a = if acts.contains(&Action::Tick) && rng.next(2) == 0 {
+                Action::Tick
+            } else {
+                acts[rng.next(acts.len())]
+            };
+            s = sys.next_state(&s, a).expect("enabled");
+        }
+    }
+    out
+}
+
+/// `enabled` is exactly "the step can be taken and changes something": the search asks the
+/// one, the trace runs the other.
+#[test]
+fn enabled_agrees_with_step() {
+    for fence in FenceMode::ALL {
+        let b = Bounds {
+            fence,
+            crash: true,
+            holders: 3,
+            max_ticks: 30,
+            ..Bounds::default()
+        };
+        let sys = LeaseSystem::new(b.clone());
+        for s in visited(&b, 40) {
+            let all = (0..3)
+                .flat_map(CANDIDATES)
+                .chain([Action::Tick, Action::Crash]);
+            for a in all {
+                let step = sys.step(&s, a);
+                let changes = step.as_ref().is_some_and(|(n, _)| *n != s);
+                assert_eq!(
+                    sys.enabled(&s, a),
+                    changes,
+                    "{fence:?} {a:?} in {s:?}: step gives {step:?}"
+                );
+            }
+        }
+    }
+}
+
+/// The packed hash is injective: two different visited states never share a fingerprint
+/// (stateright identifies states by it).
+#[test]
+fn different_states_hash_differently() {
+    use std::hash::{Hash, Hasher};
+    let fp = |s: &leaselab_explore::system::State| {
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        s.hash(&mut h);
+        h.finish()
+    };
+    let mut by_fp: std::collections::BTreeMap<u64, String> = std::collections::BTreeMap::new();
+    let mut distinct = 0;
+    for fence in [FenceMode::Scope, FenceMode::Row, FenceMode::CheckThenWrite] {
+        let b = Bounds {
+            fence,
+            crash: true,
+            lease_table: LeaseDurability::Unlogged,
+            holders: 3,
+            max_ticks: 30,
+            ..Bounds::default()
+        };
+        for s in visited(&b, 60) {
+            let d = format!("{s:?}");
+            match by_fp.get(&fp(&s)) {
+                Some(other) => assert_eq!(other, &d, "two states, one fingerprint"),
+                None => {
+                    distinct += 1;
+                    by_fp.insert(fp(&s), d);
+                }
+            }
+        }
+    }
+    assert!(distinct > 1000, "{distinct}");
+}
+
+#[test]
+fn a_holder_reads_its_own_clock_and_computes_its_deadline_from_it() {
+    let b = Bounds {
+        slow: (1, 2),
+        ..Bounds::default()
+    };
+    let sys = LeaseSystem::new(b.clone());
+    let mut s = sys.init_states().remove(0);
+    for _ in 0..6 {
+        s = sys.next_state(&s, Action::Tick).expect("tick");
+    }
+    assert_eq!((sys.local(&s, 0), sys.local(&s, 1)), (3, 6));
+    let a = sys.next_state(&s, Action::Acquire(0)).expect("acquire");
+    // From its reading before sending: 3 + ttl 15 − margin 3; renew every 4 of its ticks.
+    assert_eq!((a.holders[0].deadline, a.holders[0].renew_at), (15, 7));
+    let b2 = sys.next_state(&s, Action::Acquire(1)).expect("acquire");
+    assert_eq!((b2.holders[1].deadline, b2.holders[1].renew_at), (18, 10));
+    // The trace records holder-a's own readings: 300 ms of its clock at t=600.
+    let t = to_trace(
+        &sys,
+        &[Action::Tick; 6]
+            .iter()
+            .copied()
+            .chain([Action::Acquire(0)])
+            .collect::<Vec<_>>(),
+        "slow",
+    )
+    .expect("agrees");
+    let e = t.history.events.last().expect("the acquire");
+    assert_eq!((e.at.0, e.local.0), (600, 300));
+}
+
+#[test]
+fn after_a_crash_holders_use_new_connections() {
+    let b = Bounds {
+        crash: true,
+        ..Bounds::default()
+    };
+    let sys = LeaseSystem::new(b);
+    let path = [
+        Action::Acquire(0),
+        Action::Crash,
+        Action::Check(0),
+        Action::Fence(0),
+    ];
+    let t = to_trace(&sys, &path, "crash").expect("agrees");
+    let conns: Vec<String> = t
+        .history
+        .events
+        .iter()
+        .filter_map(|e| e.conn.as_ref().map(|c| c.as_str().to_string()))
+        .collect();
+    assert_eq!(
+        conns,
+        ["holder-a/lease/0", "holder-a/res/1", "holder-a/res/1"],
+        "{}",
+        t.to_text()
+    );
+}
