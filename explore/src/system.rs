@@ -502,7 +502,7 @@ impl LeaseSystem {
                             if old.expires.is_some_and(|e| e > s.now) {
                                 n.broken |= broke::I1;
                             }
-                            if old.holder != i || old.expires.is_some() {
+                            if old.holder != i {
                                 n.seen |= 2;
                             }
                         }
@@ -600,10 +600,8 @@ impl LeaseSystem {
                             nh.pc = Pc::Upserted(p);
                             Said::Upsert(true)
                         } else {
+                            // Never the current holder: a higher token is in the row.
                             requeue(nh, b);
-                            if self.current(s, i) {
-                                n.broken |= broke::PROGRESS;
-                            }
                             Said::Upsert(false)
                         }
                     }

@@ -7,6 +7,11 @@ use leaselab_explore::search::{run, Found, Options, Order};
 use leaselab_explore::system::{Action, Bounds};
 use leaselab_model::{FenceMode, LeaseDurability};
 
+/// Distinct states of the scope fence, 2 holders, 16 ticks, with the crash action.
+const STATES_SCOPE_16_CRASH: usize = 1_207_904;
+/// Distinct states of 3 holders over 5 ticks, with and without symmetry reduction.
+const STATES_3_HOLDERS_5_TICKS: (usize, usize) = (77_460, 447_054);
+
 fn search(b: Bounds, order: Order, symmetry: bool) -> Found {
     run(&Options {
         bounds: b,
@@ -65,11 +70,14 @@ fn the_scope_fence_is_clean_and_every_sometimes_is_reached() {
         ..Bounds::default()
     });
     assert!(f.violations.is_empty(), "{:?}", lengths(&f));
-    assert!(
-        f.unique > 100_000 && f.depth > 30,
-        "{} states, depth {}",
-        f.unique,
-        f.depth
+    // Pinned: a change of the view (a lost state from a hash that is no longer injective, a
+    // holder that stops or never stops acquiring) changes the count. Update it only for an
+    // intended change of the system, and say why in the commit.
+    assert_eq!(
+        (f.unique, f.depth),
+        (STATES_SCOPE_16_CRASH, 60),
+        "{} states",
+        f.unique
     );
     let reached: Vec<(&str, Option<usize>)> = f.sometimes.clone();
     assert_eq!(
@@ -113,6 +121,7 @@ fn symmetry_reduction_merges_interchangeable_holders() {
     };
     let plain = search(b.clone(), Order::Dfs, false);
     let reduced = search(b.clone(), Order::Dfs, true);
+    assert_eq!((reduced.unique, plain.unique), STATES_3_HOLDERS_5_TICKS);
     assert!(plain.violations.is_empty() && reduced.violations.is_empty());
     assert!(
         reduced.unique * 4 < plain.unique,

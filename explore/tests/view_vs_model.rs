@@ -238,6 +238,11 @@ fn a_holder_reads_its_own_clock_and_computes_its_deadline_from_it() {
         s = sys.next_state(&s, Action::Tick).expect("tick");
     }
     assert_eq!((sys.local(&s, 0), sys.local(&s, 1)), (3, 6));
+    let two_thirds = LeaseSystem::new(Bounds {
+        slow: (2, 3),
+        ..Bounds::default()
+    });
+    assert_eq!(two_thirds.local(&s, 0), 4);
     let a = sys.next_state(&s, Action::Acquire(0)).expect("acquire");
     // From its reading before sending: 3 + ttl 15 − margin 3; renew every 4 of its ticks.
     assert_eq!((a.holders[0].deadline, a.holders[0].renew_at), (15, 7));
@@ -284,4 +289,29 @@ fn after_a_crash_holders_use_new_connections() {
         "{}",
         t.to_text()
     );
+}
+
+/// A takeover is a grant to another holder than the row's: after a release by holder-a,
+/// holder-b's acquire is one, holder-a's own is not.
+#[test]
+fn a_takeover_is_another_holders_grant() {
+    let sys = LeaseSystem::new(Bounds {
+        parts: 1,
+        ..Bounds::default()
+    });
+    let mut s = sys.init_states().remove(0);
+    for a in [
+        Action::Acquire(0),
+        Action::Check(0),
+        Action::Fence(0),
+        Action::Upsert(0),
+        Action::Commit(0),
+        Action::Release(0),
+    ] {
+        s = sys.next_state(&s, a).expect("enabled");
+    }
+    let own = sys.next_state(&s, Action::Acquire(0)).expect("acquire");
+    let other = sys.next_state(&s, Action::Acquire(1)).expect("acquire");
+    assert_eq!(own.seen & 2, 0, "holder-a taking its own lease again");
+    assert_eq!(other.seen & 2, 2, "holder-b taking over");
 }
