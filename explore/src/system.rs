@@ -264,6 +264,21 @@ pub enum Action {
     Crash,
 }
 
+impl Action {
+    /// Every step holder `i` can take, in the order the search offers them.
+    pub fn of_holder(i: u8) -> [Action; 7] {
+        [
+            Action::Acquire(i),
+            Action::Check(i),
+            Action::Fence(i),
+            Action::Upsert(i),
+            Action::Commit(i),
+            Action::Renew(i),
+            Action::Release(i),
+        ]
+    }
+}
+
 /// What a step returned, as the model must return it too.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Said {
@@ -776,17 +791,7 @@ impl Model for LeaseSystem {
         if s.broken != 0 {
             return;
         }
-        let candidates = (0..self.b.holders as u8).flat_map(|i| {
-            [
-                Action::Acquire(i),
-                Action::Check(i),
-                Action::Fence(i),
-                Action::Upsert(i),
-                Action::Commit(i),
-                Action::Renew(i),
-                Action::Release(i),
-            ]
-        });
+        let candidates = (0..self.b.holders as u8).flat_map(Action::of_holder);
         for a in [Action::Tick, Action::Crash].into_iter().chain(candidates) {
             if self.enabled(s, a) {
                 out.push(a);

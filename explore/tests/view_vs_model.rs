@@ -124,18 +124,6 @@ fn an_action_the_view_does_not_allow_is_reported_not_run() {
     assert!(e.to_string().contains("not enabled"), "{e}");
 }
 
-const CANDIDATES: fn(u8) -> [Action; 7] = |i| {
-    [
-        Action::Acquire(i),
-        Action::Check(i),
-        Action::Fence(i),
-        Action::Upsert(i),
-        Action::Commit(i),
-        Action::Renew(i),
-        Action::Release(i),
-    ]
-};
-
 /// Every state a few walks visit, under `b`.
 fn visited(b: &Bounds, walks: usize) -> Vec<leaselab_explore::system::State> {
     let sys = LeaseSystem::new(b.clone());
@@ -176,7 +164,7 @@ fn enabled_agrees_with_step() {
         let sys = LeaseSystem::new(b.clone());
         for s in visited(&b, 40) {
             let all = (0..3)
-                .flat_map(CANDIDATES)
+                .flat_map(Action::of_holder)
                 .chain([Action::Tick, Action::Crash]);
             for a in all {
                 let step = sys.step(&s, a);
