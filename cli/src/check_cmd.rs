@@ -126,9 +126,7 @@ pub fn run(o: &Options, trace_out: Option<&Path>) -> Result<(String, bool), Stri
     );
     let story =
         leaselab_picture::Story::new(&t.history, &t.config, &leaselab_checkers::check(&t.history));
-    for l in leaselab_picture::timeline::render(&story).lines() {
-        let _ = writeln!(s, "  {l}");
-    }
+    s.push_str(&crate::picture_cmd::indented(&story, "  "));
     if let Some(p) = trace_out {
         std::fs::write(p, t.to_text()).map_err(|e| format!("cannot write {}: {e}", p.display()))?;
         let _ = writeln!(

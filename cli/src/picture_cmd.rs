@@ -14,7 +14,12 @@ pub fn story(history: &History, config: &Config) -> Story {
 
 /// The short timeline of a run, each line indented by `indent`.
 pub fn timeline_of(history: &History, config: &Config, indent: &str) -> String {
-    timeline::render(&story(history, config))
+    indented(&story(history, config), indent)
+}
+
+/// The timeline of `story`, each line indented by `indent` (how every command embeds it).
+pub fn indented(story: &Story, indent: &str) -> String {
+    timeline::render(story)
         .lines()
         .map(|l| format!("{indent}{l}\n"))
         .collect()

@@ -55,10 +55,7 @@ pub fn timeline(run: &SimRun) -> String {
 /// The short timeline of a run's key events (at most 12 lines), indented.
 fn picture(run: &SimRun, indent: &str) -> String {
     let story = leaselab_picture::Story::new(&run.trace.history, &run.trace.config, &run.report);
-    leaselab_picture::timeline::render(&story)
-        .lines()
-        .map(|l| format!("{indent}{l}\n"))
-        .collect()
+    crate::picture_cmd::indented(&story, indent)
 }
 
 fn verdict_lines(run: &SimRun) -> String {

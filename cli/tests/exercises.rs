@@ -2,18 +2,15 @@
 //! under test), its exit status, every `<!-- see: … -->` line of its claims found in the
 //! output, and every timeline it prints within 12 lines.
 
+mod common;
+use common::{leaselab_in, root};
 use std::path::PathBuf;
-use std::process::Command;
 
 struct Exercise {
     title: String,
     command: String,
     exit: i32,
     see: Vec<String>,
-}
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
 fn exercises() -> Vec<Exercise> {
@@ -87,23 +84,8 @@ fn every_exercise_shows_what_it_says() {
         assert!(!e.see.is_empty(), "{}: no claim to check", e.title);
         let words: Vec<&str> = e.command.split_whitespace().collect();
         assert_eq!(words[0], "leaselab", "{}: {}", e.title, e.command);
-        let o = Command::new(env!("CARGO_BIN_EXE_leaselab"))
-            .current_dir(&dir)
-            .args(&words[1..])
-            .output()
-            .expect("runs");
-        let out = format!(
-            "{}{}",
-            String::from_utf8_lossy(&o.stdout),
-            String::from_utf8_lossy(&o.stderr)
-        );
-        assert_eq!(
-            o.status.code(),
-            Some(e.exit),
-            "{}: `{}`\n{out}",
-            e.title,
-            e.command
-        );
+        let (code, out) = leaselab_in(&dir, &words[1..]);
+        assert_eq!(code, e.exit, "{}: `{}`\n{out}", e.title, e.command);
         for s in &e.see {
             assert!(
                 out.contains(s.as_str()),
@@ -135,12 +117,7 @@ fn the_breaking_exercises_print_a_timeline_with_the_violating_pair() {
             continue;
         }
         let words: Vec<&str> = e.command.split_whitespace().collect();
-        let o = Command::new(env!("CARGO_BIN_EXE_leaselab"))
-            .current_dir(root())
-            .args(&words[1..])
-            .output()
-            .expect("runs");
-        let out = String::from_utf8_lossy(&o.stdout).to_string();
+        let (_, out) = leaselab_in(&root(), &words[1..]);
         let ts = timelines(&out);
         assert!(
             ts.iter()

@@ -11,9 +11,15 @@ pub fn root() -> PathBuf {
 
 /// Runs `leaselab ARGS` in the repository root: exit status (-1 if killed) and stdout
 /// followed by stderr.
+#[allow(dead_code)] // not every test file runs in the root
 pub fn leaselab(args: &[&str]) -> (i32, String) {
+    leaselab_in(&root(), args)
+}
+
+/// Runs `leaselab ARGS` in `dir`.
+pub fn leaselab_in(dir: &std::path::Path, args: &[&str]) -> (i32, String) {
     let o = Command::new(env!("CARGO_BIN_EXE_leaselab"))
-        .current_dir(root())
+        .current_dir(dir)
         .args(args)
         .output()
         .expect("runs");
