@@ -135,6 +135,70 @@ pub struct LeaseFact {
     pub window: Window,
 }
 
+/// The row a read asked for.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum ReadKey {
+    /// A lease row.
+    Lease(LeaseName),
+    /// A fence floor.
+    Floor(Scope),
+    /// A report part.
+    Part(Scope, Part),
+    /// The kept publish of a business key.
+    Publish(String),
+}
+
+/// What a read could see. A read observes the committed state only as of its snapshot, and
+/// not at all where its own transaction changed the row (its uncommitted version is no
+/// committed state, and a rollback undoes it).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Sees {
+    /// The committed state just before one event position inside this window: the read's own
+    /// position under READ COMMITTED (a statement snapshot); under REPEATABLE READ the
+    /// transaction's snapshot, taken at its first statement (manual 13.2.2) — or later, since a
+    /// history cannot tell a real transaction from check-then-write's BEGIN marker, which
+    /// keeps none: so from the first statement up to the read.
+    Committed(Window),
+    /// The reader's transaction wrote, or may have written, this row before the read: the value
+    /// is that uncommitted version (one of `own`, or any value when `unknown`: a statement
+    /// whose result was never collected), or, if that write did not happen, the committed
+    /// state at the snapshot `window`. No observation of the committed state.
+    Own {
+        /// Where the snapshot lies, as for `Committed`.
+        window: Window,
+        /// The versions the transaction's own statements wrote, as a read would return them.
+        own: Vec<Outcome>,
+        /// A statement of the transaction may have written the row with a value nobody saw.
+        unknown: bool,
+    },
+}
+
+/// One read that returned a row (or its absence).
+#[derive(Clone, Debug)]
+pub struct ReadFact {
+    /// Its position.
+    pub seq: u64,
+    /// Authority time.
+    pub at: Millis,
+    /// Which row.
+    pub key: ReadKey,
+    /// What it returned (`Floor`, `Part`, `Lease` or `Published`).
+    pub value: Outcome,
+    /// What it could see.
+    pub sees: Sees,
+}
+
+impl ReadFact {
+    /// The snapshot window of a read of the committed state (`None`: it may have seen its own
+    /// uncommitted write).
+    pub fn committed(&self) -> Option<Window> {
+        match &self.sees {
+            Sees::Committed(w) => Some(*w),
+            Sees::Own { .. } => None,
+        }
+    }
+}
+
 /// Everything the checkers need. Only what was committed counts: work of a transaction that
 /// rolled back, was aborted by an error, or whose connection disconnected or lost its server
 /// never does. A statement that blocked and whose outcome the client never collected (it
@@ -153,6 +217,8 @@ pub struct Facts {
     pub lease_changes: Vec<LeaseFact>,
     /// Statements whose outcome nobody collected, per database.
     pub unreported: Vec<(DbName, u64)>,
+    /// Reads of a lease, floor, part or publish, in history order, with what each could see.
+    pub reads: Vec<ReadFact>,
 }
 
 #[derive(Clone, Debug)]
@@ -176,6 +242,13 @@ struct Txn {
     lease: Vec<(LeaseName, LeaseChange)>,
     /// Publishes waiting for the commit (their window is moved to it).
     publishes: Vec<PublishFact>,
+    /// `BEGIN ISOLATION LEVEL REPEATABLE READ`.
+    repeatable: bool,
+    /// The position of the transaction's first statement (where its snapshot is taken).
+    first: Option<u64>,
+    /// Rows the transaction wrote or may have written: the version a read of it returns
+    /// (`None`: unknown).
+    own: Vec<(ReadKey, Option<Outcome>)>,
 }
 
 /// Derives the facts of a history.
@@ -197,8 +270,33 @@ pub fn derive(h: &History) -> Facts {
                 Op::Await { .. } | Op::Disconnect { .. } | Op::Crash { .. } | Op::Restart { .. }
             ) && !matches!(&e.outcome, Outcome::Error(r) if r == "busy")
                 && e.outcome != Outcome::Unavailable;
-            if lost_result && blocked.remove(&(d, conn)).is_some() {
-                bump_unreported(&mut f, d);
+            if lost_result {
+                if let Some(p) = blocked.remove(&(d, conn)) {
+                    bump_unreported(&mut f, d);
+                    if let Some(t) = txns.get_mut(&(d, conn)).filter(|t| t.open) {
+                        if let Some(k) = written_key(p.op) {
+                            t.own.push((k, None));
+                        }
+                    }
+                }
+            }
+            // The first statement of a transaction takes its snapshot.
+            let sent = !matches!(
+                e.op,
+                Op::Begin { .. }
+                    | Op::BeginRepeatableRead { .. }
+                    | Op::Commit { .. }
+                    | Op::Rollback { .. }
+                    | Op::Await { .. }
+                    | Op::Disconnect { .. }
+                    | Op::Crash { .. }
+                    | Op::Restart { .. }
+            ) && !matches!(&e.outcome, Outcome::Error(r) if r == "busy" || r == "conn-lost")
+                && e.outcome != Outcome::Unavailable;
+            if sent {
+                if let Some(t) = txns.get_mut(&(d, conn)).filter(|t| t.open) {
+                    t.first.get_or_insert(e.seq);
+                }
             }
         }
         // `busy`: the connection's statement still waits; this one was never sent.
@@ -218,6 +316,7 @@ pub fn derive(h: &History) -> Facts {
                     if t.open && matches!(out, Outcome::Error(r) if r.starts_with("sqlstate-")) {
                         abort(&mut f, t, &mut drafts, *db, conn);
                     } else {
+                        note_own(t, p.op, p.actor, out);
                         record(&mut f, &mut drafts, t, conn, p.op, p.actor, out, w, e);
                     }
                 }
@@ -239,6 +338,7 @@ pub fn derive(h: &History) -> Facts {
                 if !t.open {
                     *t = Txn {
                         open: true,
+                        repeatable: matches!(e.op, Op::BeginRepeatableRead { .. }),
                         ..Txn::default()
                     };
                 }
@@ -322,6 +422,12 @@ pub fn derive(h: &History) -> Facts {
                 {
                     abort(&mut f, t, &mut drafts, db.unwrap_or(DbName::Res), conn);
                 } else {
+                    if db.is_some() {
+                        if let Some(r) = read_fact(t, e) {
+                            f.reads.push(r);
+                        }
+                        note_own(t, op, &e.actor, out);
+                    }
                     record(
                         &mut f,
                         &mut drafts,
@@ -373,6 +479,7 @@ fn abort<'h>(f: &mut Facts, t: &mut Txn, drafts: &mut Drafts<'h>, db: DbName, co
     t.aborted = true;
     t.lease.clear();
     t.publishes.clear();
+    t.own.clear();
     if db == DbName::Res {
         drafts.remove(conn);
     }
@@ -504,4 +611,109 @@ fn push_write(f: &mut Facts, op: &Op, actor: &Holder, w: Window, at: Millis, c: 
             certainty: c,
         });
     }
+}
+
+/// The row a statement writes when it takes effect (a fence writes the floor, an upsert its
+/// part, a lease statement the lease row, a publish its key).
+fn written_key(op: &Op) -> Option<ReadKey> {
+    Some(match op {
+        Op::Acquire { lease, .. } | Op::Renew { lease, .. } | Op::Release { lease, .. } => {
+            ReadKey::Lease(lease.clone())
+        }
+        Op::Fence { scope, .. } => ReadKey::Floor(scope.clone()),
+        Op::Upsert { scope, part, .. } => ReadKey::Part(scope.clone(), part.clone()),
+        Op::Publish { key, .. } => ReadKey::Publish(key.clone()),
+        _ => return None,
+    })
+}
+
+/// Inside an open transaction, remembers the row version a statement wrote: what a later read
+/// of the same row in that transaction returns instead of the committed state.
+fn note_own(t: &mut Txn, op: &Op, actor: &Holder, out: &Outcome) {
+    if !t.open {
+        return;
+    }
+    use leaselab_model::{LeaseRow, PartRow};
+    let lease_row = |holder: &Holder, token: Token, expires_at| {
+        Some(Outcome::Lease(Some(LeaseRow {
+            holder: holder.clone(),
+            token,
+            expires_at,
+        })))
+    };
+    let value = match (op, out) {
+        (Op::Acquire { holder, .. }, Outcome::Granted { token, expires }) => {
+            lease_row(holder, *token, *expires)
+        }
+        (Op::Renew { holder, token, .. }, Outcome::Renewed { expires }) => {
+            lease_row(holder, *token, *expires)
+        }
+        (Op::Release { holder, token, .. }, Outcome::Released) => {
+            lease_row(holder, *token, leaselab_model::Expiry::NegInfinity)
+        }
+        (Op::Fence { token, .. }, Outcome::Passed) => Some(Outcome::Floor(Some(*token))),
+        (Op::Upsert { content, token, .. }, Outcome::Ok | Outcome::Accepted) => {
+            Some(Outcome::Part(Some(PartRow {
+                content: content.clone(),
+                writer: actor.clone(),
+                token: *token,
+            })))
+        }
+        (Op::Publish { content, token, .. }, Outcome::Accepted) => {
+            Some(Outcome::Published(Some(PartRow {
+                content: content.clone(),
+                writer: actor.clone(),
+                token: *token,
+            })))
+        }
+        _ => return,
+    };
+    if let Some(k) = written_key(op) {
+        t.own.push((k, value));
+    }
+}
+
+/// A read that returned a row, with what it could see.
+fn read_fact(t: &Txn, e: &Event) -> Option<ReadFact> {
+    let key = match (&e.op, &e.outcome) {
+        (Op::ReadLease { lease }, Outcome::Lease(_)) => ReadKey::Lease(lease.clone()),
+        (Op::ReadFloor { scope }, Outcome::Floor(_)) => ReadKey::Floor(scope.clone()),
+        (Op::ReadPart { scope, part }, Outcome::Part(_)) => {
+            ReadKey::Part(scope.clone(), part.clone())
+        }
+        (Op::ReadPublish { key }, Outcome::Published(_)) => ReadKey::Publish(key.clone()),
+        _ => return None,
+    };
+    let window = match (t.open && t.repeatable, t.first) {
+        (true, Some(first)) => Window {
+            earliest: first,
+            latest: e.seq,
+        },
+        _ => Window::at(e.seq),
+    };
+    let own: Vec<&Option<Outcome>> = if t.open {
+        t.own
+            .iter()
+            .filter(|(k, _)| *k == key)
+            .map(|(_, v)| v)
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let sees = if own.is_empty() {
+        Sees::Committed(window)
+    } else {
+        Sees::Own {
+            window,
+            own: own.iter().filter_map(|v| (*v).clone()).collect(),
+            unknown: own.iter().any(|v| v.is_none()),
+        }
+    };
+    Some(ReadFact {
+        seq: e.seq,
+        at: e.at,
+        key,
+        value: e.outcome.clone(),
+        sees,
+    })
 }

@@ -51,9 +51,9 @@ pub fn check_with(history: &History, facts: &facts::Facts) -> Report {
     let mut violations = Vec::new();
     safety::i1(facts, &mut violations);
     safety::i2(facts, &mut violations);
-    safety::i3(history, facts, &mut violations);
+    safety::i3(facts, &mut violations);
     safety::acceptance(facts, &mut violations);
-    safety::final_state(history, facts, &mut violations);
+    safety::final_state(facts, &mut violations);
     violations.sort_by_key(|v| v.check);
     Report {
         violations,

@@ -1,9 +1,9 @@
 //! The `always` properties. Each violation says, in plain words, which events conflict and
 //! when, so a learner can find them in the timeline.
 
-use crate::facts::{Certainty, Facts, LeaseChange, WriteFact};
+use crate::facts::{Certainty, Facts, LeaseChange, ReadKey, WriteFact};
 use crate::verdict::{Check, Violation};
-use leaselab_model::{DbName, Expiry, History, Holder, LeaseName, Op, Outcome, Scope, Token};
+use leaselab_model::{Expiry, Holder, LeaseName, Outcome, Scope, Token};
 use std::collections::{BTreeMap, BTreeSet};
 
 fn describe_write(w: &WriteFact) -> String {
@@ -24,22 +24,32 @@ fn describe_write(w: &WriteFact) -> String {
 
 /// I1: by the database clock, at most one unexpired holder per lease at any instant. Checked at
 /// every committed grant, at the grant's own `now()`, against the holding granted most
-/// recently *definitely before* it, with that holding's expiry as last committed (renewals move
-/// it, release sets `-infinity`). A grant whose commit window overlaps the other's (a blocked
-/// acquire collected later) is concurrent with it: no order, no verdict.
+/// recently *definitely before* it. Renewals and releases take effect at their commit, not
+/// when their client collects the reply: one whose commit window overlaps the grant's may
+/// have come before it, so the holding's expiry at the grant is any of the expiries it may
+/// have had then, and only when *every* one of them is unexpired is it a violation. A grant
+/// whose commit window overlaps the other grant's (a blocked acquire collected later) is
+/// concurrent with it: no order, no verdict.
 pub fn i1(f: &Facts, out: &mut Vec<Violation>) {
+    use crate::facts::Window;
     struct Holding<'f> {
-        lease: &'f LeaseName,
         holder: &'f Holder,
         token: Token,
-        expires: Expiry,
-        window: crate::facts::Window,
-        seq: u64,
+        /// The grant's window and expiry, then every renewal or release: where it committed and
+        /// the expiry it set.
+        versions: Vec<(Window, Expiry)>,
     }
-    let mut held: Vec<Holding> = Vec::new();
+    struct Grant<'f> {
+        holder: &'f Holder,
+        token: Token,
+        now: leaselab_model::Millis,
+        window: Window,
+    }
+    // Per lease: holdings in grant order (ascending `window.latest`, as `derive` records them).
+    let mut leases: BTreeMap<&LeaseName, Vec<Holding>> = BTreeMap::new();
+    let mut grants: Vec<(&LeaseName, usize, Grant)> = Vec::new();
     for lf in &f.lease_changes {
-        let lease = &lf.lease;
-        let seq = lf.window.latest;
+        let held = leases.entry(&lf.lease).or_default();
         match &lf.change {
             LeaseChange::Granted {
                 holder,
@@ -47,50 +57,77 @@ pub fn i1(f: &Facts, out: &mut Vec<Violation>) {
                 expires,
                 now,
             } => {
-                let prev = held
-                    .iter()
-                    .filter(|h| h.lease == lease && h.window.before(&lf.window))
-                    .max_by_key(|h| h.window.latest);
-                if let Some(c) = prev {
-                    if !c.expires.is_expired_at(*now) {
-                        out.push(Violation {
-                            check: Check::I1,
-                            message: format!(
-                                "lease {lease}: {holder} was granted token {token} at t={now} (event #{seq}) while {}'s token {} was still unexpired until t={} (granted or renewed at event #{})",
-                                c.holder, c.token, c.expires, c.seq
-                            ),
-                            events: vec![c.seq, seq],
-                        });
-                    }
-                }
+                grants.push((
+                    &lf.lease,
+                    held.len(),
+                    Grant {
+                        holder,
+                        token: *token,
+                        now: *now,
+                        window: lf.window,
+                    },
+                ));
                 held.push(Holding {
-                    lease,
                     holder,
                     token: *token,
-                    expires: *expires,
-                    window: lf.window,
-                    seq,
+                    versions: vec![(lf.window, *expires)],
                 });
             }
             LeaseChange::Renewed { token, expires } => {
-                if let Some(c) = held
-                    .iter_mut()
-                    .rev()
-                    .find(|h| h.lease == lease && h.token == *token)
-                {
-                    c.expires = *expires;
-                    c.seq = seq;
+                if let Some(h) = held.iter_mut().rev().find(|h| h.token == *token) {
+                    h.versions.push((lf.window, *expires));
                 }
             }
             LeaseChange::Released { token } => {
-                if let Some(c) = held
-                    .iter_mut()
-                    .rev()
-                    .find(|h| h.lease == lease && h.token == *token)
-                {
-                    c.expires = Expiry::NegInfinity;
+                if let Some(h) = held.iter_mut().rev().find(|h| h.token == *token) {
+                    h.versions.push((lf.window, Expiry::NegInfinity));
                 }
             }
+        }
+    }
+    for (lease, j, g) in grants {
+        let held = &leases[lease];
+        // The holding granted most recently definitely before g.
+        let Some(c) = held[..j]
+            .iter()
+            .filter(|h| h.versions[0].0.before(&g.window))
+            .max_by_key(|h| h.versions[0].0.latest)
+        else {
+            continue;
+        };
+        // The versions c may have had at g: each one committed before g's commit could be the
+        // last unless another one definitely came after it and before g.
+        let before: Vec<&(Window, Expiry)> = c
+            .versions
+            .iter()
+            .filter(|(w, _)| !g.window.before(w))
+            .collect();
+        let possible = before.iter().filter(|(w, _)| {
+            !before
+                .iter()
+                .any(|(x, _)| w.before(x) && x.before(&g.window))
+        });
+        let mut all_unexpired = true;
+        let mut witness: Option<&(Window, Expiry)> = None;
+        for v in possible {
+            if v.1.is_expired_at(g.now) {
+                all_unexpired = false;
+                break;
+            }
+            if witness.is_none_or(|w| v.0.latest > w.0.latest) {
+                witness = Some(v);
+            }
+        }
+        if let (true, Some((w, expires))) = (all_unexpired, witness) {
+            let seq = g.window.latest;
+            out.push(Violation {
+                check: Check::I1,
+                message: format!(
+                    "lease {lease}: {} was granted token {} at t={} (event #{seq}) while {}'s token {} was still unexpired until t={expires} (granted or renewed at event #{})",
+                    g.holder, g.token, g.now, c.holder, c.token, w.latest
+                ),
+                events: vec![w.latest, seq],
+            });
         }
     }
 }
@@ -215,7 +252,7 @@ fn earlier(f: &Facts) -> Earlier<'_> {
 
 /// I3: per scope, the tokens of accepted writes never decrease in commit order, whatever part
 /// they target; and an observed floor never goes down.
-pub fn i3(h: &History, f: &Facts, out: &mut Vec<Violation>) {
+pub fn i3(f: &Facts, out: &mut Vec<Violation>) {
     let e = earlier(f);
     for (i, w) in f.writes.iter().enumerate() {
         let Some(hi) = e.best[i].0.filter(|hi| hi.token > w.token) else {
@@ -234,60 +271,39 @@ pub fn i3(h: &History, f: &Facts, out: &mut Vec<Violation>) {
             events: vec![hi.window.latest, w.window.latest],
         });
     }
-    let mut seen: BTreeMap<Scope, (Token, u64, u64)> = BTreeMap::new();
-    // Per connection of the resource: (REPEATABLE READ, its own fence passed). A read there
-    // sees the snapshot or the transaction's own uncommitted floor: not an observation of the
-    // committed floor, so it proves nothing about regression.
-    let mut txn: BTreeMap<&str, (bool, bool)> = BTreeMap::new();
-    for e in &h.events {
-        let conn = e.conn_str();
-        match (&e.op, &e.outcome) {
-            (Op::Begin { db: DbName::Res }, Outcome::Ok) => {
-                txn.entry(conn).or_insert((false, false));
-            }
-            (Op::BeginRepeatableRead { db: DbName::Res }, Outcome::Ok) => {
-                txn.entry(conn).or_insert((true, false));
-            }
-            (Op::Fence { .. }, Outcome::Passed)
-            | (Op::Await { db: DbName::Res }, Outcome::Passed) => {
-                if let Some(t) = txn.get_mut(conn) {
-                    t.1 = true;
-                }
-            }
-            (
-                Op::Commit { db: DbName::Res }
-                | Op::Rollback { db: DbName::Res }
-                | Op::Disconnect { db: DbName::Res }
-                | Op::Crash { db: DbName::Res },
-                _,
-            ) => {
-                if matches!(e.op, Op::Crash { .. }) {
-                    txn.clear();
-                } else {
-                    txn.remove(conn);
-                }
-            }
-            _ => {}
-        }
-        if txn.get(conn).is_some_and(|(rr, fenced)| *rr || *fenced) {
+    // An observed floor never goes down. A read observes the committed floor only as of its
+    // snapshot (see `Sees`), and not at all where its own transaction set the floor; a later
+    // observation below an earlier one — the first's snapshot definitely before the second's —
+    // is a regression. Per scope: (latest snapshot position, highest floor up to it, where).
+    let mut seen: BTreeMap<&Scope, Vec<(u64, Token, u64, leaselab_model::Millis)>> =
+        BTreeMap::new();
+    for r in &f.reads {
+        let (ReadKey::Floor(scope), Outcome::Floor(Some(t)), Some(w)) =
+            (&r.key, &r.value, r.committed())
+        else {
             continue;
-        }
-        if let (Op::ReadFloor { scope }, Outcome::Floor(Some(t))) = (&e.op, &e.outcome) {
-            if let Some((max, seq, at)) = seen.get(scope) {
-                if t < max {
-                    out.push(Violation {
-                        check: Check::I3,
-                        message: format!(
-                            "scope {scope}: the fence floor regressed from {max} (read at t={at}, event #{seq}) to {t} (read at t={}, event #{}) — every later write with a token >= {t} would pass",
-                            e.at, e.seq
-                        ),
-                        events: vec![*seq, e.seq],
-                    });
-                    continue;
-                }
+        };
+        let v = seen.entry(scope).or_default();
+        let k = v.partition_point(|(latest, ..)| *latest < w.earliest);
+        if let Some((_, max, seq, at)) = k.checked_sub(1).map(|k| v[k]) {
+            if *t < max {
+                out.push(Violation {
+                    check: Check::I3,
+                    message: format!(
+                        "scope {scope}: the fence floor regressed from {max} (read at t={at}, event #{seq}) to {t} (read at t={}, event #{}) — every later write with a token >= {t} would pass",
+                        r.at, r.seq
+                    ),
+                    events: vec![seq, r.seq],
+                });
+                continue;
             }
-            seen.insert(scope.clone(), (*t, e.seq, e.at.0));
         }
+        // Reads come in history order, so `latest` ascends; keep the running maximum.
+        let best = match v.last() {
+            Some(last) if last.1 > *t => *last,
+            _ => (w.latest, *t, r.seq, r.at),
+        };
+        v.push((w.latest, best.1, best.2, best.3));
     }
 }
 
@@ -349,11 +365,14 @@ pub fn acceptance(f: &Facts, out: &mut Vec<Violation>) {
     }
 }
 
-/// Final state: every read of a part must show content from the highest token accepted for it
-/// before the read.
-pub fn final_state(h: &History, f: &Facts, out: &mut Vec<Violation>) {
-    for e in &h.events {
-        let (Op::ReadPart { scope, part }, Outcome::Part(row)) = (&e.op, &e.outcome) else {
+/// Final state: every read of a part's committed state must show content from the highest
+/// token accepted for it before the read's snapshot (a read that may see its own transaction's
+/// uncommitted write observes nothing of the committed state; see `Sees`).
+pub fn final_state(f: &Facts, out: &mut Vec<Violation>) {
+    for r in &f.reads {
+        let (ReadKey::Part(scope, part), Outcome::Part(row), Some(snap)) =
+            (&r.key, &r.value, r.committed())
+        else {
             continue;
         };
         let best = f
@@ -363,15 +382,15 @@ pub fn final_state(h: &History, f: &Facts, out: &mut Vec<Violation>) {
                 w.certainty == Certainty::Accepted
                     && &w.scope == scope
                     && &w.part == part
-                    && w.window.latest < e.seq
+                    && w.window.latest < snap.earliest
             })
             .max_by_key(|w| (w.token, w.window.latest));
         let Some(best) = best else { continue };
         let bad = match row {
             None => Some(format!("{scope}/{part} is absent")),
-            Some(r) if r.token < best.token => Some(format!(
+            Some(x) if x.token < best.token => Some(format!(
                 "{scope}/{part} holds {}'s content `{}` with token {}",
-                r.writer, r.content, r.token
+                x.writer, x.content, x.token
             )),
             Some(_) => None,
         };
@@ -380,11 +399,11 @@ pub fn final_state(h: &History, f: &Facts, out: &mut Vec<Violation>) {
                 check: Check::Final,
                 message: format!(
                     "at t={} (event #{}) {what}, but {} — the final content must come from the highest accepted token",
-                    e.at,
-                    e.seq,
+                    r.at,
+                    r.seq,
                     describe_write(best)
                 ),
-                events: vec![best.window.latest, e.seq],
+                events: vec![best.window.latest, r.seq],
             });
         }
     }

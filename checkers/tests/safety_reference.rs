@@ -116,7 +116,7 @@ proptest! {
     fn i3_and_acceptance_are_their_definitions(ws in prop::collection::vec(write(), 0..12)) {
         let f = Facts { writes: ws, ..Facts::default() };
         let mut got_i3 = Vec::new();
-        i3(&History::default(), &f, &mut got_i3);
+        i3(&f, &mut got_i3);
         let got_acc = run(&f, acceptance);
         let (mut k3, mut ka) = (0, 0);
         for w in &f.writes {
@@ -274,7 +274,7 @@ fn floor(t: u64) -> Outcome {
 
 fn i3_of(h: &History) -> usize {
     let mut out = Vec::new();
-    i3(h, &derive(h), &mut out);
+    i3(&derive(h), &mut out);
     out.len()
 }
 

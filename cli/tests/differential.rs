@@ -43,10 +43,18 @@ fn generated_schedules_agree_with_postgres() {
         return;
     };
     let r = run_gen(&mut pg, 300, 7, 40, None, &out, false).expect("postgres runs");
-    assert!(r.schedules >= 300, "{} schedules", r.schedules);
+    // The divergence first: it is what a failure must show (the trace holds its reproduce
+    // command in its title; the count alone says nothing).
     if let Some((file, what)) = &r.divergence {
-        panic!("divergence (shrunk to {}): {what}", file.display());
+        let text = std::fs::read_to_string(file).unwrap_or_default();
+        panic!(
+            "divergence after {} schedules (shrunk to {}): {what}\nreproduce: leaselab diff {}\n{text}",
+            r.schedules,
+            file.display(),
+            file.display()
+        );
     }
+    assert!(r.schedules >= 300, "{} schedules", r.schedules);
 }
 
 #[test]

@@ -21,7 +21,13 @@
 //!   smaller schedules (60 of 60 FIFO): the order depends on timing. So whenever a lock with
 //!   two or more waiters is released the engine asks its [`Choices`] for the order: by default
 //!   the FIFO one (so the simulation and the lab stay deterministic); the PostgreSQL
-//!   differential enumerates every order and accepts whichever PostgreSQL took;
+//!   differential enumerates every order and accepts whichever PostgreSQL took. A waiter that
+//!   then keeps the lock (it wrote, or its re-check failed inside a transaction, see below)
+//!   makes the others wait again, and when *its* transaction ends they race once more;
+//! - a plain `UPDATE` that waited locks the newest row version before it re-evaluates its
+//!   WHERE, and keeps that lock when the re-check fails (`ExecUpdate` → `table_tuple_lock`
+//!   with `TUPLE_LOCK_FLAG_FIND_LAST_VERSION`, then `EvalPlanQual`): inside a transaction the
+//!   row stays locked until it ends (the statement tasks apply this with `Effect::LockOnly`);
 //! - a crash drops every open transaction and every waiting statement; committed rows survive;
 //! - REPEATABLE READ reads come from the snapshot taken at the transaction's first statement
 //!   (manual 13.2.2: "a query in a repeatable read transaction sees a snapshot as of the start
@@ -120,7 +126,7 @@ impl<T, X: Default> Default for Conn<T, X> {
 
 /// What a statement did to one key.
 pub(crate) enum Effect {
-    /// Read only, or a conditional update whose condition was false: no lock is kept.
+    /// Read only, or a plain UPDATE whose WHERE was false before any wait: no lock is kept.
     None,
     /// Lock the key but leave the row (ON CONFLICT whose WHERE was false still locks).
     LockOnly,
@@ -149,6 +155,8 @@ pub(crate) struct Engine<T, X> {
     /// A deliberately wrong rule (negative control): REPEATABLE READ reads the newest
     /// committed rows instead of its snapshot.
     pub rr_reads_latest: bool,
+    /// A deliberately wrong rule (negative control): released waiters proceed in queue order.
+    pub queue_order_only: bool,
     /// Every committed row version, in commit order, stamped with the history position of the
     /// operation during which it committed (`None`: the row is gone). The model's own ledger,
     /// against which the checkers' facts are cross-checked.
@@ -203,6 +211,7 @@ impl<T, X: Default> Default for Engine<T, X> {
             choices: Choices::default(),
             orphans: 0,
             rr_reads_latest: false,
+            queue_order_only: false,
             log: Vec::new(),
             stamp: 0,
         }
@@ -397,7 +406,7 @@ impl<T: Clone, X: Default> Engine<T, X> {
                     .is_some_and(|w| w.key == *key)
             })
             .collect();
-        if racers.len() < 2 {
+        if racers.len() < 2 || self.queue_order_only {
             return;
         }
         let n: usize = (1..=racers.len()).product();

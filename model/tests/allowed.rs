@@ -169,3 +169,96 @@ fn orphans_keep_their_statements_apart_from_the_other_waiters() {
         "both orphans committed, in queue order"
     );
 }
+
+/// Three sessions wait on one floor; the first to lock after the commit may be any of them. A
+/// transaction whose fence then fails its re-check keeps the row, so the ones queued behind it
+/// wait again until it ends, and then race once more: every order PostgreSQL can take is
+/// allowed, and a waiter passing while the failed one still holds the row is not.
+#[test]
+fn waiters_behind_a_failed_recheck_wait_for_its_transaction_then_race_again() {
+    let mut w = World::new(Config::default());
+    w.run_on("holder-b", "tb", Op::begin(DbName::Res));
+    assert_eq!(w.run_on("holder-b", "tb", Op::fence(2)), Outcome::Passed);
+    w.run_on("holder-a", "ta", Op::begin(DbName::Res));
+    assert_eq!(w.run_on("holder-a", "ta", Op::fence(1)), Outcome::Blocked);
+    for (actor, token) in [("holder-c", 3), ("holder-d", 4)] {
+        w.run_on(actor, actor, Op::begin(DbName::Res));
+        assert_eq!(w.run_on(actor, actor, Op::fence(token)), Outcome::Blocked);
+    }
+    let commit = w.run_on("holder-b", "tb", Op::commit(DbName::Res));
+    assert_eq!(commit, Outcome::Ok);
+    let events = w.history.events.clone();
+    let at = |actor: &str, op: Op| Event {
+        seq: events.len() as u64 + 1,
+        at: Millis(0),
+        local: Millis(0),
+        actor: Holder::new(actor),
+        conn: Some(ConnId::new(actor)),
+        op,
+        outcome: Outcome::Ok,
+    };
+    let start = || {
+        let mut worlds = Allowed::new(World::new(Config::default()));
+        for e in &events {
+            worlds.step(e, |o| *o == e.outcome).expect("as recorded");
+        }
+        worlds
+    };
+    let mut a_first = at("holder-a", Op::await_(DbName::Res));
+    a_first.conn = Some(ConnId::new("ta"));
+    // a locked first (FIFO) or c or d did: a's re-check fails in the first order only.
+    let mut worlds = start();
+    worlds
+        .step(&a_first, |o| *o == Outcome::Failed)
+        .expect("a first: its re-check against floor 2 fails");
+    // ... and then c still waits: a's transaction holds the floor.
+    let c_waits = at("holder-c", Op::await_(DbName::Res));
+    worlds
+        .step(&c_waits, |o| *o == Outcome::Error("still-blocked".into()))
+        .expect("c waits behind a");
+    assert!(
+        worlds
+            .clone()
+            .step(&c_waits, |o| *o == Outcome::Passed)
+            .is_err(),
+        "c cannot pass while a's failed fence holds the row"
+    );
+    let mut end_a = at("holder-a", Op::rollback(DbName::Res));
+    end_a.conn = Some(ConnId::new("ta"));
+    worlds.step(&end_a, |_| true).expect("rollback");
+    // Now c and d race: c may have locked first (passed) or still wait behind d.
+    for c_sees in [Outcome::Passed, Outcome::Error("still-blocked".into())] {
+        worlds
+            .clone()
+            .step(&c_waits, |o| *o == c_sees)
+            .unwrap_or_else(|e| panic!("c may see {c_sees:?}: allowed {e:?}"));
+    }
+    // Or c locked first of all three, before a: then a waits behind c.
+    let mut worlds = start();
+    worlds
+        .step(&c_waits, |o| *o == Outcome::Passed)
+        .expect("c first");
+    worlds
+        .step(&a_first, |o| *o == Outcome::Error("still-blocked".into()))
+        .expect("a waits behind c");
+}
+
+/// The negative control allows the queue order only.
+#[test]
+fn queue_order_only_is_a_wrong_rule() {
+    use leaselab_model::model::{Model, WrongRule};
+    let events = schedule();
+    let mut worlds = Allowed::new(World::with_backend(
+        Model::new(Config::default()).with_wrong_rule(WrongRule::WaitersInQueueOrder),
+    ));
+    let mut diverged = false;
+    for e in &events {
+        let want = if e.actor.as_str() == "holder-a" && matches!(e.op, Op::Await { .. }) {
+            Outcome::Passed
+        } else {
+            e.outcome.clone()
+        };
+        diverged |= worlds.step(e, |o| *o == want).is_err();
+    }
+    assert!(diverged, "holder-a's fence first is not in queue order");
+}

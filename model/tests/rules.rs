@@ -441,3 +441,109 @@ fn lock_delay_holds_an_expired_lease_back_but_not_a_released_one() {
     w.advance(100);
     assert_eq!(w.run(A, Op::acquire(A, 100)), Outcome::Refused);
 }
+
+/// A plain UPDATE that waited for a row lock locks the newest version before its re-check and
+/// keeps it when the re-check fails (PostgreSQL's `ExecUpdate` → `table_tuple_lock` with
+/// `TUPLE_LOCK_FLAG_FIND_LAST_VERSION`, then `EvalPlanQual`): inside a transaction a third
+/// session queued on the row waits until that transaction ends. Scope and strict fence.
+#[test]
+fn a_fence_whose_recheck_failed_after_a_wait_keeps_the_floor_locked() {
+    for fence in [FenceMode::Scope, FenceMode::Strict] {
+        let mut w = World::new(Config::with_fence(fence));
+        w.run_on(B, "tb", Op::begin(DbName::Res));
+        assert_eq!(w.run_on(B, "tb", Op::fence(2)), Outcome::Passed);
+        w.run_on(A, "ta", Op::begin(DbName::Res));
+        // Token 1 passes against the committed floor 0: it waits for b's lock.
+        assert_eq!(w.run_on(A, "ta", Op::fence(1)), Outcome::Blocked);
+        w.run_on(B, "tb", Op::commit(DbName::Res));
+        assert_eq!(
+            w.run_on(A, "ta", Op::await_(DbName::Res)),
+            Outcome::Failed,
+            "{fence:?}: re-checked against floor 2"
+        );
+        // c's token 3 passes against floor 2, but a's failed fence still holds the row.
+        assert_eq!(
+            w.run_on("holder-c", "tc", Op::write("summary", "c", 3)),
+            Outcome::Blocked,
+            "{fence:?}"
+        );
+        w.run_on(A, "ta", Op::rollback(DbName::Res));
+        assert_eq!(
+            w.run_on("holder-c", "tc", Op::await_(DbName::Res)),
+            Outcome::Accepted,
+            "{fence:?}"
+        );
+    }
+}
+
+/// The same for renew: a renew that waited behind a release and then found the lease released
+/// keeps the lease row locked, so an acquire waits for its transaction.
+#[test]
+fn a_renew_whose_recheck_failed_after_a_wait_keeps_the_lease_row_locked() {
+    let mut w = World::new(Config::default());
+    w.run(A, Op::acquire(A, 1000));
+    w.run_on(A, "tr", Op::begin(DbName::Lease));
+    assert_eq!(w.run_on(A, "tr", Op::release(A, 1)), Outcome::Released);
+    w.run_on(A, "ta", Op::begin(DbName::Lease));
+    assert_eq!(w.run_on(A, "ta", Op::renew(A, 1, 1000)), Outcome::Blocked);
+    w.run_on(A, "tr", Op::commit(DbName::Lease));
+    assert_eq!(
+        w.run_on(A, "ta", Op::await_(DbName::Lease)),
+        Outcome::Refused
+    );
+    assert_eq!(w.run(B, Op::acquire(B, 1000)), Outcome::Blocked);
+    w.run_on(A, "ta", Op::commit(DbName::Lease));
+    assert_eq!(granted(&w.run(B, Op::await_(DbName::Lease))), 2);
+}
+
+/// And for release: a release that waited behind a takeover keeps the row; in autocommit the
+/// statement's own transaction ends at once, so nobody waits for it.
+#[test]
+fn a_release_whose_recheck_failed_keeps_the_row_until_its_transaction_ends() {
+    for in_txn in [true, false] {
+        let mut w = World::new(Config::default());
+        w.run(A, Op::acquire(A, 100));
+        w.advance(100);
+        w.run_on(B, "tb", Op::begin(DbName::Lease));
+        assert_eq!(granted(&w.run_on(B, "tb", Op::acquire(B, 1000))), 2);
+        if in_txn {
+            w.run_on(A, "ta", Op::begin(DbName::Lease));
+        }
+        assert_eq!(w.run_on(A, "ta", Op::release(A, 1)), Outcome::Blocked);
+        w.run_on(B, "tb", Op::commit(DbName::Lease));
+        assert_eq!(
+            w.run_on(A, "ta", Op::await_(DbName::Lease)),
+            Outcome::Refused
+        );
+        let c = w.run_on("holder-c", "tc", Op::renew(B, 2, 1000));
+        if in_txn {
+            assert_eq!(c, Outcome::Blocked, "a's transaction holds the row");
+            w.run_on(A, "ta", Op::rollback(DbName::Lease));
+            assert!(matches!(
+                w.run_on("holder-c", "tc", Op::await_(DbName::Lease)),
+                Outcome::Renewed { .. }
+            ));
+        } else {
+            assert!(matches!(c, Outcome::Renewed { .. }), "{c:?}");
+        }
+    }
+}
+
+/// The negative control keeps the old, wrong rule: the row is free after a failed re-check.
+#[test]
+fn the_wrong_rule_releases_the_row_after_a_failed_recheck() {
+    let mut w = World::with_backend(
+        leaselab_model::model::Model::new(Config::default())
+            .with_wrong_rule(leaselab_model::model::WrongRule::FailedRecheckReleasesRow),
+    );
+    w.run_on(B, "tb", Op::begin(DbName::Res));
+    w.run_on(B, "tb", Op::fence(2));
+    w.run_on(A, "ta", Op::begin(DbName::Res));
+    assert_eq!(w.run_on(A, "ta", Op::fence(1)), Outcome::Blocked);
+    w.run_on(B, "tb", Op::commit(DbName::Res));
+    assert_eq!(w.run_on(A, "ta", Op::await_(DbName::Res)), Outcome::Failed);
+    assert_eq!(
+        w.run_on("holder-c", "tc", Op::write("summary", "c", 3)),
+        Outcome::Accepted
+    );
+}

@@ -15,7 +15,15 @@ pub(super) trait Db {
     type Task: Clone;
     type Extra: Default;
     fn engine(&mut self) -> &mut Engine<Self::Task, Self::Extra>;
-    fn step(&mut self, id: &ConnId, task: Self::Task, now: Millis) -> Step<Self::Task>;
+    /// Runs `task` on `id`. `resumed` says the statement waited for a row lock and now holds
+    /// it: a plain UPDATE whose re-check then fails keeps that lock (see `lease_db`).
+    fn step(
+        &mut self,
+        id: &ConnId,
+        task: Self::Task,
+        now: Millis,
+        resumed: bool,
+    ) -> Step<Self::Task>;
     /// Whether the task sends a statement to the server at all (a fence step of the row fence
     /// or of no fence is decided in the client: no statement, so no snapshot either).
     fn sends_sql(&self, _task: &Self::Task) -> bool {
@@ -28,7 +36,7 @@ pub(super) trait Db {
     /// Runs `step` for a statement whose client is gone: nothing of it reaches the client, so
     /// nothing is logged on the client's behalf.
     fn step_unlogged(&mut self, id: &ConnId, task: Self::Task, now: Millis) -> Step<Self::Task> {
-        self.step(id, task, now)
+        self.step(id, task, now, true)
     }
 
     /// Common admission: down → `Unavailable`; a connection cut by a crash reports it once;
@@ -67,7 +75,7 @@ pub(super) trait Db {
             }
             self.snapshot(id);
         }
-        let out = match self.step(id, task, now) {
+        let out = match self.step(id, task, now, false) {
             Ok(o) => o,
             Err((key, task)) => {
                 self.engine().park(id, Waiting { key, now, task });
@@ -93,7 +101,7 @@ pub(super) trait Db {
                 self.engine().forget(&id);
                 continue;
             }
-            match self.step(&id, w.task, w.now) {
+            match self.step(&id, w.task, w.now, true) {
                 Ok(o) => self.engine().conn(&id).finished = Some(o),
                 Err((key, task)) => self.engine().park(
                     &id,

@@ -48,7 +48,13 @@ impl Db for LeaseDb {
         &mut self.engine
     }
 
-    fn step(&mut self, id: &ConnId, task: LeaseTask, now: Millis) -> Step<LeaseTask> {
+    fn step(
+        &mut self,
+        id: &ConnId,
+        task: LeaseTask,
+        now: Millis,
+        resumed: bool,
+    ) -> Step<LeaseTask> {
         let lease = match &task {
             LeaseTask::Acquire { lease, .. }
             | LeaseTask::Renew { lease, .. }
@@ -92,6 +98,17 @@ impl Db for LeaseDb {
             _ => None,
         };
         let lease_row = |r: LeaseRow| Effect::Write(Some(Row::Lease(r)));
+        // A plain UPDATE that waited for the row lock locks the newest row version *before* it
+        // re-evaluates its WHERE, and a failed re-check returns 0 rows without unlocking: the
+        // lock stays until the transaction ends (`ExecUpdate` → `table_tuple_lock` with
+        // `TUPLE_LOCK_FLAG_FIND_LAST_VERSION`, then `EvalPlanQual` in
+        // `src/backend/executor/nodeModifyTable.c`; `pgrowlocks` shows `For No Key Update`).
+        // A statement that did not wait evaluates its WHERE first and locks nothing.
+        let refused = if resumed && self.wrong != Some(WrongRule::FailedRecheckReleasesRow) {
+            Effect::LockOnly
+        } else {
+            Effect::None
+        };
         let (effect, out) = match task {
             LeaseTask::Acquire { holder, ttl_ms, .. } => {
                 match rules::acquire(row.as_ref(), &holder, ttl_ms, self.lock_delay_ms, t) {
@@ -125,12 +142,12 @@ impl Db for LeaseDb {
                     };
                     (lease_row(r), out)
                 }
-                None => (Effect::None, Outcome::Refused),
+                None => (refused, Outcome::Refused),
             },
             LeaseTask::Release { holder, token, .. } => {
                 match rules::release(row.as_ref(), &holder, token) {
                     Some(r) => (lease_row(r), Outcome::Released),
-                    None => (Effect::None, Outcome::Refused),
+                    None => (refused, Outcome::Refused),
                 }
             }
         };
@@ -138,7 +155,7 @@ impl Db for LeaseDb {
         // updated or locked (SQLSTATE 40001, manual 13.2.2) — for an UPDATE only when the
         // snapshot's version qualified (otherwise it was never a target); for ON CONFLICT
         // whenever the conflicting row is newer than the snapshot (`ExecCheckTupleVisible`).
-        let targets = !is_update || !matches!(effect, Effect::None);
+        let targets = !is_update || matches!(effect, Effect::Write(_));
         if targets && self.engine.serialization_conflict(id, &key) {
             self.engine.abort_txn(id);
             return Ok(Outcome::Error("sqlstate-40001".into()));

@@ -112,6 +112,9 @@ impl Model {
         let rr = rule == WrongRule::RepeatableReadReadsLatest;
         self.lease.engine.rr_reads_latest = rr;
         self.res.engine.rr_reads_latest = rr;
+        let fifo = rule == WrongRule::WaitersInQueueOrder;
+        self.lease.engine.queue_order_only = fifo;
+        self.res.engine.queue_order_only = fifo;
         self
     }
 

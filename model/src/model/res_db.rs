@@ -90,7 +90,13 @@ impl ResDb {
 
     /// The fence statement for the configured mode: `Ok(Some(true))` passed, `Ok(Some(false))`
     /// refused, `Ok(None)` a REPEATABLE READ serialization failure (SQLSTATE 40001).
-    pub(super) fn fence_stmt(&mut self, id: &ConnId, w: &WriteArgs) -> Result<Option<bool>, Key> {
+    /// `resumed`: the statement waited for the floor's row lock and now holds it.
+    pub(super) fn fence_stmt(
+        &mut self,
+        id: &ConnId,
+        w: &WriteArgs,
+        resumed: bool,
+    ) -> Result<Option<bool>, Key> {
         let key = Key::Floor(w.scope.clone());
         let floor_of = |r: Option<&Row>| match r {
             Some(Row::Floor(f)) => Some(*f),
@@ -110,6 +116,13 @@ impl ResDb {
                         && self.engine.locked_by_other(id, &key)
                     {
                         return Err(key);
+                    }
+                    // After a wait the UPDATE has already locked the newest version when its
+                    // re-check fails, and keeps the lock (`ExecUpdate` → `table_tuple_lock`
+                    // with `TUPLE_LOCK_FLAG_FIND_LAST_VERSION`, then `EvalPlanQual`, in
+                    // `src/backend/executor/nodeModifyTable.c`).
+                    if resumed && self.wrong != Some(WrongRule::FailedRecheckReleasesRow) {
+                        self.engine.apply(id, key, Effect::LockOnly);
                     }
                     return Ok(Some(false));
                 }
@@ -265,17 +278,17 @@ impl Db for ResDb {
 
     // The resource's statements do not read the clock (only `written_at`, which is not
     // modelled), so `now` is unused here.
-    fn step(&mut self, id: &ConnId, task: ResTask, _now: Millis) -> Step<ResTask> {
+    fn step(&mut self, id: &ConnId, task: ResTask, _now: Millis, resumed: bool) -> Step<ResTask> {
         const SERIALIZATION: &str = "sqlstate-40001";
         match task {
-            ResTask::WriteFence(w) => match self.fence_stmt(id, &w) {
+            ResTask::WriteFence(w) => match self.fence_stmt(id, &w, resumed) {
                 Err(k) => Err((k, ResTask::WriteFence(w))),
                 Ok(None) => {
                     self.engine.end(id, false);
                     Ok(Outcome::Error(SERIALIZATION.into()))
                 }
                 Ok(Some(false)) => Ok(self.finish_write(id, &w, false)),
-                Ok(Some(true)) => self.step(id, ResTask::WriteUpsert(w, false), _now),
+                Ok(Some(true)) => self.step(id, ResTask::WriteUpsert(w, false), _now, false),
             },
             ResTask::WriteUpsert(w, floor_set) => match self.upsert_stmt(id, &w, floor_set) {
                 Err((k, fs)) => Err((k, ResTask::WriteUpsert(w, fs))),
@@ -285,7 +298,7 @@ impl Db for ResDb {
                 }
                 Ok(Some(pass)) => Ok(self.finish_write(id, &w, pass)),
             },
-            ResTask::Fence(w) => match self.fence_stmt(id, &w) {
+            ResTask::Fence(w) => match self.fence_stmt(id, &w, resumed) {
                 Err(k) => Err((k, ResTask::Fence(w))),
                 Ok(None) => Ok(Outcome::Error(SERIALIZATION.into())),
                 Ok(Some(true)) => Ok(Outcome::Passed),
@@ -373,7 +386,7 @@ impl Db for ResDb {
 
     fn step_unlogged(&mut self, id: &ConnId, task: ResTask, now: Millis) -> Step<ResTask> {
         self.quiet = true;
-        let r = self.step(id, task, now);
+        let r = self.step(id, task, now, true);
         self.quiet = false;
         r
     }

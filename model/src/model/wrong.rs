@@ -11,14 +11,22 @@ pub enum WrongRule {
     RepeatableReadReadsLatest,
     /// A statement waiting on a lock is dropped when its client disconnects.
     DisconnectDropsWaiter,
+    /// A plain UPDATE that waited for a row lock and whose re-check failed releases the row
+    /// at once (PostgreSQL keeps it locked until the transaction ends).
+    FailedRecheckReleasesRow,
+    /// The waiters of a released row lock proceed only in the order they queued (PostgreSQL
+    /// lets a later waiter lock first).
+    WaitersInQueueOrder,
 }
 
 impl WrongRule {
     /// Every wrong rule.
-    pub const ALL: [WrongRule; 3] = [
+    pub const ALL: [WrongRule; 5] = [
         WrongRule::UpdateWaitsBeforeWhere,
         WrongRule::RepeatableReadReadsLatest,
         WrongRule::DisconnectDropsWaiter,
+        WrongRule::FailedRecheckReleasesRow,
+        WrongRule::WaitersInQueueOrder,
     ];
 
     /// The spelling on the command line.
@@ -27,6 +35,8 @@ impl WrongRule {
             WrongRule::UpdateWaitsBeforeWhere => "update-waits-before-where",
             WrongRule::RepeatableReadReadsLatest => "repeatable-read-reads-latest",
             WrongRule::DisconnectDropsWaiter => "disconnect-drops-waiter",
+            WrongRule::FailedRecheckReleasesRow => "failed-recheck-releases-row",
+            WrongRule::WaitersInQueueOrder => "waiters-in-queue-order",
         }
     }
 }

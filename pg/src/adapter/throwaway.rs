@@ -243,6 +243,20 @@ impl PgBackend {
         self.sides[i].orphans.clear();
     }
 
+    /// Whether a session waits on one of ours, and whether that is final: 0 = not blocked, 1 =
+    /// blocked by sessions that are themselves idle or waiting on a lock, 2 = blocked by one that
+    /// is still running. A backend sends an error to its client before it aborts its transaction
+    /// and releases its locks (`PostgresMain`'s error path: `EmitErrorReport`, then
+    /// `AbortCurrentTransaction`), and a disconnected orphan runs on after its lock frees: until
+    /// every blocker has settled, the answer may still change. The isolation tester avoids this
+    /// by writing its permutations so; generated schedules must wait for it.
+    const SETTLED_BLOCKED: &str = "SELECT CASE \
+    WHEN NOT pg_isolation_test_session_is_blocked($1::int, $2::int[]) THEN 0 \
+    WHEN EXISTS (SELECT 1 FROM pg_stat_activity a \
+                 WHERE a.pid = ANY (pg_blocking_pids($1::int)) AND a.state = 'active' \
+                   AND a.wait_event_type IS DISTINCT FROM 'Lock') THEN 2 \
+    ELSE 1 END";
+
     pub(super) fn admin(&mut self, i: usize) -> Result<(Arc<Client>, Statement), PgError> {
         if let Some(a) = &self.sides[i].admin {
             return Ok(a.clone());
@@ -253,7 +267,7 @@ impl PgBackend {
                 .await
                 .map_err(|e| pe("admin connect", e))?;
             let s = c
-                .prepare("SELECT pg_isolation_test_session_is_blocked($1::int, $2::int[])")
+                .prepare(Self::SETTLED_BLOCKED)
                 .await
                 .map_err(|e| pe("prepare", e))?;
             Ok::<_, PgError>((Arc::new(c), s))
