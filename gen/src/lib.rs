@@ -69,6 +69,12 @@ pub enum Kind {
     Crash,
     /// The clock moves: by a step, or exactly onto the expiry the client last saw.
     Advance,
+    /// A statement on a row another session's open transaction holds: a fence on a floor it
+    /// fenced (with a token just below or above its token, so the re-check after the wait
+    /// fails or passes; inside a transaction, which opens first, or as a one-shot write), or a
+    /// lease statement on a lease row it locked. So three or more sessions queue on one row,
+    /// and a waiter whose re-check failed keeps its transaction (and the row) open.
+    Contend,
 }
 
 /// One drawn intent: who, what, and two small arguments the client interprets.
@@ -118,6 +124,7 @@ fn kind() -> impl Strategy<Value = Kind> {
         2 => Just(Kind::Disconnect),
         1 => Just(Kind::Crash),
         6 => Just(Kind::Advance),
+        12 => Just(Kind::Contend),
     ]
 }
 
@@ -166,6 +173,11 @@ struct Session {
     blocked: bool,
     /// A transaction is open (as far as the client knows).
     in_txn: bool,
+    /// The statement that waits (`blocked`), to learn what it did when it is collected.
+    pending: Option<Op>,
+    /// Rows this session's open transaction holds: floors (scope, token) and the lease row.
+    floors: Vec<(Scope, Token)>,
+    lease_row: bool,
 }
 
 /// The client side of a schedule: turns intents into operations from what was observed.
@@ -265,6 +277,11 @@ impl Client {
                     DbName::Res
                 };
                 Op::Restart { db }
+            }
+            Kind::Contend => {
+                let (x, op) = self.contend(actor, a, b);
+                who = Holder::new(NAMES[x]);
+                op
             }
             _ => {
                 let op = self.session_op(actor, intent.kind, a, b, lease);
@@ -403,8 +420,125 @@ impl Client {
                     Op::Disconnect { db }
                 }
             }
+            Kind::Contend => unreachable_op(),
             Kind::Crash | Kind::Advance => unreachable_op(),
         }
+    }
+
+    /// A statement on a row another session's transaction holds (see [`Kind::Contend`]). The
+    /// intent's actor is only where the search for a session starts: the statement goes to
+    /// the first session that is free and placed to make it (already in a transaction when a
+    /// floor is held), so that queues form within a few intents.
+    fn contend(&mut self, hint: usize, a: u8, b: u8) -> (usize, Op) {
+        let lease = || LeaseName::new(defaults::LEASE);
+        let order: Vec<usize> = (0..self.actors).map(|i| (hint + i) % self.actors).collect();
+        let free = |c: &Self, x: usize| !c.sessions[x][0].blocked && !c.sessions[x][1].blocked;
+        let held: Option<(usize, Scope, Token)> = order.iter().find_map(|&o| {
+            let f = &self.sessions[o][1].floors;
+            (!f.is_empty()).then(|| {
+                (
+                    o,
+                    f[usize::from(b) % f.len()].0.clone(),
+                    f[usize::from(b) % f.len()].1,
+                )
+            })
+        });
+        if let Some((h, scope, token)) = held.clone() {
+            // Just below the holder's token: passes the committed floor now and fails the
+            // re-check after the holder commits; or just above it: passes both.
+            let token = if b % 3 == 0 {
+                Token(token.0 + 1)
+            } else {
+                Token(token.0.saturating_sub(1).max(1))
+            };
+            let ready = order.iter().copied().find(|&x| {
+                x != h
+                    && free(self, x)
+                    && self.sessions[x][1].in_txn
+                    && !self.sessions[x][1].floors.iter().any(|(s, _)| *s == scope)
+            });
+            if let Some(x) = ready {
+                return (x, Op::Fence { scope, token });
+            }
+            if let Some(x) = order
+                .iter()
+                .copied()
+                .find(|&x| x != h && free(self, x) && !self.sessions[x][1].in_txn)
+            {
+                if a % 4 == 1 {
+                    self.written += 1;
+                    let content = format!("{}{}", &NAMES[x][7..], self.written);
+                    let part = Self::part(b);
+                    return (
+                        x,
+                        Op::Write {
+                            scope,
+                            part,
+                            content,
+                            token,
+                        },
+                    );
+                }
+                return (x, txn_op(DbName::Res, false, a / 4));
+            }
+        }
+        let lease_holder = order
+            .iter()
+            .copied()
+            .find(|&o| self.sessions[o][0].lease_row);
+        if let Some(h) = lease_holder.filter(|_| a % 2 == 0 || held.is_none()) {
+            if let Some(x) = order.iter().copied().find(|&x| x != h && free(self, x)) {
+                if !self.sessions[x][0].in_txn && a % 4 == 2 {
+                    return (x, txn_op(DbName::Lease, false, 0));
+                }
+                let holder = Holder::new(NAMES[x]);
+                let ttl_ms = TTLS[usize::from(b) % TTLS.len()];
+                let token = self.token(x, 0);
+                return (
+                    x,
+                    match a % 3 {
+                        0 => Op::Acquire {
+                            lease: lease(),
+                            holder,
+                            ttl_ms,
+                        },
+                        1 => Op::Renew {
+                            lease: lease(),
+                            holder,
+                            token,
+                            ttl_ms,
+                        },
+                        _ => Op::Release {
+                            lease: lease(),
+                            holder,
+                            token,
+                        },
+                    },
+                );
+            }
+        }
+        // Nobody holds a row yet: take one, in a transaction.
+        let x = order
+            .iter()
+            .copied()
+            .find(|&x| free(self, x))
+            .unwrap_or(hint);
+        let (in_res, in_lease) = (self.sessions[x][1].in_txn, self.sessions[x][0].in_txn);
+        let holder = Holder::new(NAMES[x]);
+        let op = match (in_res, in_lease, a % 3) {
+            (true, _, _) => Op::Fence {
+                scope: Self::scope(b),
+                token: self.token(x, a),
+            },
+            (false, _, 0 | 1) => txn_op(DbName::Res, false, 0),
+            (false, false, _) => txn_op(DbName::Lease, false, 0),
+            (false, true, _) => Op::Acquire {
+                lease: lease(),
+                holder,
+                ttl_ms: TTLS[usize::from(b) % TTLS.len()],
+            },
+        };
+        (x, op)
     }
 
     /// Learns from the outcome the databases gave to `e`.
@@ -438,15 +572,50 @@ impl Client {
                 g.1 = expiry_ms(expires);
             }
         }
+        // What the statement did: an `await` reports the one that waited.
+        let waited = matches!(e.op, Op::Await { .. });
+        let done = match (&e.op, out) {
+            (_, Outcome::Blocked) => None,
+            (Op::Await { .. }, Outcome::Error(r)) if r == "still-blocked" => None,
+            (Op::Await { .. }, _) => s.pending.take(),
+            (op, _) => Some(op.clone()),
+        };
         match (&e.op, out) {
-            (_, Outcome::Blocked) => s.blocked = true,
+            (_, Outcome::Blocked) => {
+                s.blocked = true;
+                s.pending = Some(e.op.clone());
+            }
             (Op::Await { .. }, Outcome::Error(r)) if r == "still-blocked" => {}
             (Op::Await { .. }, _) => s.blocked = false,
             (Op::Disconnect { .. }, _) => *s = Session::default(),
             (_, Outcome::Error(r)) if r == "conn-lost" => *s = Session::default(),
             (Op::Begin { .. } | Op::BeginRepeatableRead { .. }, Outcome::Ok) => s.in_txn = true,
-            (Op::Commit { .. } | Op::Rollback { .. }, _) => s.in_txn = false,
+            (Op::Commit { .. } | Op::Rollback { .. }, _) => {
+                s.in_txn = false;
+                s.floors.clear();
+                s.lease_row = false;
+            }
             _ => {}
+        }
+        // Rows the open transaction now holds: a fence that passed, or one that waited and
+        // failed its re-check (it keeps the row); any lease statement that waited, or an
+        // acquire, renew or release that took effect.
+        if s.in_txn {
+            match (done, out) {
+                (Some(Op::Fence { scope, token }), Outcome::Passed) => {
+                    s.floors.push((scope, token))
+                }
+                // It failed against a higher floor: a contender's token must be higher too.
+                (Some(Op::Fence { scope, token }), Outcome::Failed) if waited => {
+                    s.floors.push((scope, Token(token.0 + 1)))
+                }
+                (
+                    Some(Op::Acquire { .. } | Op::Renew { .. } | Op::Release { .. }),
+                    Outcome::Granted { .. } | Outcome::Renewed { .. } | Outcome::Released,
+                ) => s.lease_row = true,
+                (Some(Op::Acquire { .. }), Outcome::Refused) => s.lease_row = true,
+                _ => {}
+            }
         }
     }
 }

@@ -28,6 +28,15 @@ proptest! {
     }
 }
 
+fn hit_own(seen: &mut std::collections::BTreeMap<&'static str, u32>, repeatable: bool) {
+    let k = if repeatable {
+        "read of its own uncommitted write, repeatable read"
+    } else {
+        "read of its own uncommitted write, read committed"
+    };
+    *seen.entry(k).or_default() += 1;
+}
+
 /// The generator reaches the corners it exists for: every statement kind finds its row locked
 /// by another transaction, a client disconnects while its statement waits, a database crashes
 /// while statements wait, REPEATABLE READ transactions read, and the clock lands exactly on an
@@ -49,6 +58,12 @@ fn generated_schedules_reach_every_corner() {
         let mut client = Client::new(s.actors);
         let mut waiting = 0usize;
         let mut rr = std::collections::BTreeSet::new();
+        // Per (actor, db): a transaction is open; its statement waited and then failed its
+        // re-check inside it (it keeps the row); the position where its statement blocked.
+        let mut open: BTreeMap<(String, usize), bool> = BTreeMap::new();
+        let mut kept: BTreeMap<(String, usize), bool> = BTreeMap::new();
+        let mut since: BTreeMap<(String, usize), u64> = BTreeMap::new();
+        let mut commits: Vec<(u64, String)> = Vec::new();
         for intent in &s.intents {
             let Some(e) = client.event(intent) else {
                 continue;
@@ -56,6 +71,56 @@ fn generated_schedules_reach_every_corner() {
             let got = w.rerun(&e);
             client.observe(&e, &got);
             let mut hit = |k: &'static str| *seen.entry(k).or_default() += 1;
+            if let Some(db) = e.op.db() {
+                let key = (e.actor.as_str().to_string(), db.index());
+                let queued = ["holder-a", "holder-b", "holder-c", "holder-d"]
+                    .iter()
+                    .filter(|n| w.model.is_blocked(db, &leaselab_model::ConnId::new(**n)))
+                    .count();
+                if got == Outcome::Blocked && queued >= 3 {
+                    hit("three sessions queued");
+                }
+                if got == Outcome::Blocked
+                    && kept
+                        .iter()
+                        .any(|((a, d), k)| *k && *d == db.index() && *a != key.0)
+                {
+                    hit("queued behind a failed re-check");
+                }
+                match (&e.op, &got) {
+                    (Op::Begin { .. } | Op::BeginRepeatableRead { .. }, Outcome::Ok) => {
+                        open.insert(key.clone(), true);
+                    }
+                    (Op::Commit { .. } | Op::Rollback { .. } | Op::Disconnect { .. }, _) => {
+                        open.remove(&key);
+                        kept.remove(&key);
+                        if matches!(e.op, Op::Commit { .. }) {
+                            commits.push((e.seq, key.0.clone()));
+                        }
+                    }
+                    (_, Outcome::Blocked) => {
+                        since.insert(key.clone(), e.seq);
+                    }
+                    (Op::Await { .. }, out) if *out != Outcome::Error("still-blocked".into()) => {
+                        if open.contains_key(&key)
+                            && matches!(out, Outcome::Failed | Outcome::Refused)
+                        {
+                            kept.insert(key.clone(), true);
+                            hit("re-check failed after a wait, transaction kept open");
+                        }
+                        let from = since.remove(&key).unwrap_or(e.seq);
+                        if commits
+                            .iter()
+                            .filter(|(s, a)| *s > from && *a != key.0)
+                            .count()
+                            >= 2
+                        {
+                            hit("reply collected after other sessions' commits");
+                        }
+                    }
+                    _ => {}
+                }
+            }
             if got == Outcome::Blocked {
                 waiting += 1;
                 hit(match e.op {
@@ -109,8 +174,25 @@ fn generated_schedules_reach_every_corner() {
                 _ => {}
             }
         }
+        // Reads of the transaction's own uncommitted row, by isolation level.
+        let facts = leaselab_checkers::facts::derive(&w.history);
+        for r in &facts.reads {
+            if let leaselab_checkers::facts::Sees::Own { window, .. } = &r.sees {
+                let reader = &w.history.events[(r.seq - 1) as usize].actor;
+                hit_own(
+                    &mut seen,
+                    rr.contains(reader.as_str()) || window.earliest < window.latest,
+                );
+            }
+        }
     }
     for corner in [
+        "re-check failed after a wait, transaction kept open",
+        "three sessions queued",
+        "queued behind a failed re-check",
+        "reply collected after other sessions' commits",
+        "read of its own uncommitted write, read committed",
+        "read of its own uncommitted write, repeatable read",
         "blocked acquire",
         "blocked renew",
         "blocked release",
