@@ -244,15 +244,43 @@ struct Txn {
     publishes: Vec<PublishFact>,
     /// `BEGIN ISOLATION LEVEL REPEATABLE READ`.
     repeatable: bool,
-    /// The position of the transaction's first statement (where its snapshot is taken).
+    /// The position of the transaction's first statement (where its snapshot is taken), and
+    /// of its first one that is not a fence (a fence of the row fence or of none sends no
+    /// SQL, so the snapshot may come only then).
     first: Option<u64>,
+    first_sql: Option<u64>,
     /// Rows the transaction wrote or may have written: the version a read of it returns
     /// (`None`: unknown).
     own: Vec<(ReadKey, Option<Outcome>)>,
 }
 
+/// A deliberately wrong way of deriving facts: the negative controls of the checkers' second
+/// oracle (the ledger cross-check must notice each).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WrongFacts {
+    /// A statement that waited takes effect when its client collects the reply, not when it
+    /// committed.
+    ReplyOrder,
+    /// A REPEATABLE READ read shows the current committed state, not its snapshot.
+    RepeatableReadIsCurrent,
+}
+
+impl WrongFacts {
+    /// Every wrong rule.
+    pub const ALL: [WrongFacts; 2] = [WrongFacts::ReplyOrder, WrongFacts::RepeatableReadIsCurrent];
+}
+
 /// Derives the facts of a history.
 pub fn derive(h: &History) -> Facts {
+    derive_with(h, false, None)
+}
+
+/// Derives the facts of a history. `res_transactions`: the caller knows that the resource
+/// database keeps real transactions (any fence but check-then-write, whose `BEGIN` is a marker
+/// a history cannot tell from a real one), so a REPEATABLE READ read there sees the snapshot of
+/// its transaction's first statement exactly. `wrong`: one deliberately wrong rule (negative
+/// controls only).
+pub fn derive_with(h: &History, res_transactions: bool, wrong: Option<WrongFacts>) -> Facts {
     let mut f = Facts::default();
     // Statements that blocked, per (db, connection): resolved by the next `await`.
     let mut blocked: BTreeMap<ConnKey, Pending> = BTreeMap::new();
@@ -296,6 +324,9 @@ pub fn derive(h: &History) -> Facts {
             if sent {
                 if let Some(t) = txns.get_mut(&(d, conn)).filter(|t| t.open) {
                     t.first.get_or_insert(e.seq);
+                    if !matches!(e.op, Op::Fence { .. }) {
+                        t.first_sql.get_or_insert(e.seq);
+                    }
                 }
             }
         }
@@ -308,9 +339,13 @@ pub fn derive(h: &History) -> Facts {
             (Op::Await { .. }, Outcome::Error(r)) if r == "still-blocked" => {}
             (Op::Await { db }, out) => {
                 if let Some(p) = blocked.remove(&(*db, conn)) {
-                    let w = Window {
-                        earliest: p.since + 1,
-                        latest: e.seq,
+                    let w = if wrong == Some(WrongFacts::ReplyOrder) {
+                        Window::at(e.seq)
+                    } else {
+                        Window {
+                            earliest: p.since + 1,
+                            latest: e.seq,
+                        }
                     };
                     let t = txns.entry((*db, conn)).or_default();
                     if t.open && matches!(out, Outcome::Error(r) if r.starts_with("sqlstate-")) {
@@ -423,7 +458,8 @@ pub fn derive(h: &History) -> Facts {
                     abort(&mut f, t, &mut drafts, db.unwrap_or(DbName::Res), conn);
                 } else {
                     if db.is_some() {
-                        if let Some(r) = read_fact(t, e) {
+                        let exact = res_transactions || db == Some(DbName::Lease);
+                        if let Some(r) = read_fact(t, e, exact, wrong) {
                             f.reads.push(r);
                         }
                         note_own(t, op, &e.actor, out);
@@ -674,7 +710,9 @@ fn note_own(t: &mut Txn, op: &Op, actor: &Holder, out: &Outcome) {
 }
 
 /// A read that returned a row, with what it could see.
-fn read_fact(t: &Txn, e: &Event) -> Option<ReadFact> {
+/// `exact`: the database keeps real transactions, so a REPEATABLE READ snapshot is exactly at
+/// the transaction's first statement.
+fn read_fact(t: &Txn, e: &Event, exact: bool, wrong: Option<WrongFacts>) -> Option<ReadFact> {
     let key = match (&e.op, &e.outcome) {
         (Op::ReadLease { lease }, Outcome::Lease(_)) => ReadKey::Lease(lease.clone()),
         (Op::ReadFloor { scope }, Outcome::Floor(_)) => ReadKey::Floor(scope.clone()),
@@ -684,10 +722,15 @@ fn read_fact(t: &Txn, e: &Event) -> Option<ReadFact> {
         (Op::ReadPublish { key }, Outcome::Published(_)) => ReadKey::Publish(key.clone()),
         _ => return None,
     };
-    let window = match (t.open && t.repeatable, t.first) {
+    let rr = t.open && t.repeatable && wrong != Some(WrongFacts::RepeatableReadIsCurrent);
+    let window = match (rr, t.first) {
         (true, Some(first)) => Window {
             earliest: first,
-            latest: e.seq,
+            latest: if exact {
+                t.first_sql.unwrap_or(e.seq)
+            } else {
+                e.seq
+            },
         },
         _ => Window::at(e.seq),
     };

@@ -6,11 +6,13 @@
 //! committed row version in the ledger at a position inside the fact's window; every committed
 //! part, grant, renewal, release and publish in the ledger is a fact — except what a client was
 //! never told: writes whose outcome was indeterminate, and statements whose client left while
-//! they waited (`Facts::unreported`).
+//! they waited (`Facts::unreported`). And every read returned a value the ledger had at some
+//! position of its snapshot window (`Sees`), or, for a read that may see its own transaction's
+//! uncommitted write, that write's version.
 
-use crate::facts::{Certainty, Facts, LeaseChange, Window};
+use crate::facts::{Certainty, Facts, LeaseChange, ReadFact, ReadKey, Sees, Window};
 use leaselab_model::model::{Committed, LedgerEntry};
-use leaselab_model::{DbName, Expiry, Holder, LeaseName, Token};
+use leaselab_model::{DbName, Expiry, Holder, LeaseName, Outcome, Token};
 
 /// What a lease row's committed version means, given the version before it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -190,5 +192,78 @@ pub fn cross_check(facts: &Facts, ledger: &[LedgerEntry]) -> Vec<String> {
             "the databases kept {unmatched} publishes the history never reported as kept"
         ));
     }
+    for r in &facts.reads {
+        if let Some(why) = read_disagrees(r, ledger) {
+            out.push(why);
+        }
+    }
     out
+}
+
+/// The version of `key` a read returns, from one ledger row (`None`: another row).
+fn version_of(key: &ReadKey, c: &Committed) -> Option<Outcome> {
+    Some(match (key, c) {
+        (ReadKey::Lease(n), Committed::Lease(m, row)) if n == m => Outcome::Lease(row.clone()),
+        (ReadKey::Floor(s), Committed::Floor(t, tok)) if s == t => Outcome::Floor(Some(*tok)),
+        (ReadKey::Part(s, p), Committed::Part(t, q, row)) if s == t && p == q => {
+            Outcome::Part(Some(row.clone()))
+        }
+        (ReadKey::Publish(k), Committed::Publish(j, row)) if k == j => {
+            Outcome::Published(Some(row.clone()))
+        }
+        _ => return None,
+    })
+}
+
+/// What a read of an absent row returns.
+fn absent(key: &ReadKey) -> Outcome {
+    match key {
+        ReadKey::Lease(_) => Outcome::Lease(None),
+        ReadKey::Floor(_) => Outcome::Floor(None),
+        ReadKey::Part(..) => Outcome::Part(None),
+        ReadKey::Publish(_) => Outcome::Published(None),
+    }
+}
+
+/// Why the value `r` returned cannot be what it could see, if so: the committed version at some
+/// position of its snapshot window (the newest one committed before that position), or one of
+/// its own uncommitted versions.
+fn read_disagrees(r: &ReadFact, ledger: &[LedgerEntry]) -> Option<String> {
+    let (window, own, any) = match &r.sees {
+        Sees::Committed(w) => (*w, &[][..], false),
+        Sees::Own {
+            window,
+            own,
+            unknown,
+        } => (*window, &own[..], *unknown),
+    };
+    if any || own.contains(&r.value) {
+        return None;
+    }
+    let mut current = absent(&r.key);
+    let mut possible = Vec::new();
+    for e in ledger {
+        let Some(v) = version_of(&r.key, &e.what) else {
+            continue;
+        };
+        if e.seq >= window.latest {
+            break;
+        }
+        if e.seq >= window.earliest && !possible.contains(&current) {
+            possible.push(current.clone());
+        }
+        current = v;
+    }
+    possible.push(current);
+    (!possible.contains(&r.value)).then(|| {
+        format!(
+            "the read at event #{} returned {:?}; the databases had committed {:?} between events #{} and #{}{}",
+            r.seq,
+            r.value,
+            possible,
+            window.earliest,
+            window.latest,
+            if own.is_empty() { "" } else { ", and its own transaction wrote none of it" }
+        )
+    })
 }

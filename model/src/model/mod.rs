@@ -84,11 +84,14 @@ impl Model {
             wrong: None,
             quiet: false,
         };
+        // The schema's seed rows: in the ledger at position 0, before any operation, so that
+        // a read's value can be derived from the ledger alone.
         for s in &config.scopes {
             res.engine
-                .committed
-                .insert(Key::Floor(s.clone()), Row::Floor(Token(0)));
+                .commit_row(Key::Floor(s.clone()), Some(Row::Floor(Token(0))));
         }
+        res.engine.commit_seq = 0;
+        res.engine.key_seq.clear();
         Model {
             lease: LeaseDb {
                 engine: Engine::default(),
