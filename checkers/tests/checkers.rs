@@ -463,3 +463,110 @@ fn write_blocked_on_the_floor() -> World {
     );
     w
 }
+
+/// A release that waited commits when the lock holder commits (t=300), and its client collects
+/// the reply only after another holder's grant (t=400): the release took effect first, so the
+/// grant is no I1 — taking effects in reply order would make it one.
+#[test]
+fn a_release_collected_after_a_grant_took_effect_at_its_commit() {
+    use leaselab_checkers::check_with;
+    use leaselab_checkers::facts::{derive_with, WrongFacts};
+    let mut w = World::new(Config::default());
+    w.run("holder-a", Op::acquire("holder-a", 1000));
+    w.set_now(Millis(100));
+    w.run_on("holder-c", "tc", Op::begin(DbName::Lease));
+    assert_eq!(
+        w.run_on("holder-c", "tc", Op::acquire("holder-c", 1000)),
+        Outcome::Refused,
+        "held: refused, and the row is locked"
+    );
+    w.set_now(Millis(200));
+    assert_eq!(
+        w.run("holder-a", Op::release("holder-a", 1)),
+        Outcome::Blocked
+    );
+    w.set_now(Millis(300));
+    w.run_on("holder-c", "tc", Op::commit(DbName::Lease));
+    w.set_now(Millis(400));
+    assert!(matches!(
+        w.run("holder-b", Op::acquire("holder-b", 1000)),
+        Outcome::Granted { .. }
+    ));
+    w.set_now(Millis(500));
+    assert_eq!(
+        w.run("holder-a", Op::await_(DbName::Lease)),
+        Outcome::Released
+    );
+    let r = check(&w.history);
+    assert!(!r.violated(Check::I1), "{:?}", r.violations);
+    let wrong = check_with(
+        &w.history,
+        &derive_with(&w.history, true, Some(WrongFacts::ReplyOrder)),
+    );
+    assert!(wrong.violated(Check::I1), "the negative control fires I1");
+}
+
+/// A REPEATABLE READ read sees its snapshot: a write accepted after the snapshot is not
+/// missing from it. Taking the read for the current state gives a false `final`.
+#[test]
+fn a_repeatable_read_part_read_observes_its_snapshot_only() {
+    use leaselab_checkers::check_with;
+    use leaselab_checkers::facts::{derive_with, WrongFacts};
+    let mut w = World::new(Config::default());
+    w.run_on(
+        "holder-a",
+        "ta",
+        Op::BeginRepeatableRead { db: DbName::Res },
+    );
+    assert_eq!(
+        w.run_on("holder-a", "ta", Op::read_part("summary")),
+        Outcome::Part(None)
+    );
+    w.run("holder-b", Op::acquire("holder-b", 1000));
+    assert_eq!(
+        w.run("holder-b", Op::write("summary", "B", 1)),
+        Outcome::Accepted
+    );
+    assert_eq!(
+        w.run_on("holder-a", "ta", Op::read_part("summary")),
+        Outcome::Part(None),
+        "the snapshot"
+    );
+    assert!(
+        check(&w.history).violations.is_empty(),
+        "{:?}",
+        check(&w.history).violations
+    );
+    let wrong = check_with(
+        &w.history,
+        &derive_with(&w.history, true, Some(WrongFacts::RepeatableReadIsCurrent)),
+    );
+    assert!(
+        wrong.violated(Check::Final),
+        "the negative control fires final"
+    );
+}
+
+/// A transaction that reads its own uncommitted part (a stale token, unfenced) and then rolls
+/// back observed nothing of the committed state: no `final`.
+#[test]
+fn a_read_of_ones_own_uncommitted_part_is_no_observation() {
+    let mut w = World::new(Config::with_fence(FenceMode::Off));
+    assert_eq!(
+        w.run("holder-b", Op::write("summary", "B", 3)),
+        Outcome::Accepted
+    );
+    w.run_on("holder-a", "ta", Op::begin(DbName::Res));
+    assert_eq!(
+        w.run_on("holder-a", "ta", Op::upsert("summary", "A", 2)),
+        Outcome::Ok
+    );
+    let own = w.run_on("holder-a", "ta", Op::read_part("summary"));
+    assert!(
+        matches!(&own, Outcome::Part(Some(r)) if r.token == Token(2)),
+        "{own:?}"
+    );
+    w.run_on("holder-a", "ta", Op::rollback(DbName::Res));
+    let r = check(&w.history);
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
+}
