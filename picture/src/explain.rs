@@ -32,7 +32,13 @@ fn why_accepted(story: &Story, w: &Write) -> String {
         FenceMode::Off => "the resource checks no token".into(),
         FenceMode::CheckThenWrite => "the floor was read, compared and written in separate autocommitted steps, so a newer writer could commit in between and the stale one then set the floor back".into(),
         FenceMode::Row => format!("the row fence compares only with the token in the row of `{}`; a part the new holder never wrote has no token to compare with", w.target),
-        FenceMode::Scope | FenceMode::Strict | FenceMode::ScopeUpsert => "the scope's floor was not above its token: the token was handed out again (the lease table lost its counter), so the fence could not tell old from new".into(),
+        // Only what the history shows: a reused token is the cause only when I2 saw one.
+        FenceMode::Scope | FenceMode::Strict | FenceMode::ScopeUpsert
+            if story.violations.iter().any(|v| v.check == Check::I2) =>
+        {
+            "the scope's floor was not above its token: the token was handed out again (the lease table lost its counter), so the fence could not tell old from new".into()
+        }
+        FenceMode::Scope | FenceMode::Strict | FenceMode::ScopeUpsert => "the scope's floor was not above its token when its fence ran: no write with a newer token had committed to the scope before it".into(),
     }
 }
 
@@ -71,7 +77,13 @@ pub fn render(story: &Story, title: &str) -> String {
             continue;
         }
         let until = match h.end {
-            End::Released => format!("released it at t={}", h.until),
+            End::Released => match h.release_reported {
+                None => format!("released it at t={}", h.until),
+                Some(told) => format!(
+                    "released it: the release waited for a row lock and took effect when it committed, between t={} and t={told}, when its reply came",
+                    h.until
+                ),
+            },
             End::Expired => format!(
                 "held it until it expired at t={} by the database clock",
                 h.until

@@ -39,6 +39,9 @@ pub struct Holding {
     pub local_until: Option<Millis>,
     /// The granting event.
     pub seq: u64,
+    /// A release that waited for a row lock took effect at its commit, somewhere between
+    /// `until` and this instant, when its client learned of it (`None`: at `until` exactly).
+    pub release_reported: Option<Millis>,
 }
 
 /// A span in which a holder ran nothing (SIGSTOP, GC, VM freeze).
@@ -188,6 +191,7 @@ impl Story {
                     end: End::Open,
                     local_until: None,
                     seq: lf.window.latest,
+                    release_reported: None,
                 }),
                 LeaseChange::Renewed { token, expires } => {
                     if let Some(h) = holdings.iter_mut().rev().find(|h| h.token == *token) {
@@ -197,9 +201,13 @@ impl Story {
                     }
                 }
                 LeaseChange::Released { token } => {
+                    // At its commit, not at its reply: the earliest instant it can have
+                    // committed, and when its client was told if that came later.
                     if let Some(h) = holdings.iter_mut().rev().find(|h| h.token == *token) {
-                        h.until = at_of(lf.window.latest).min(h.until);
+                        let (from, told) = (at_of(lf.window.earliest), at_of(lf.window.latest));
+                        h.until = from.min(h.until);
                         h.end = End::Released;
+                        h.release_reported = (told > from).then_some(told);
                     }
                 }
             }
