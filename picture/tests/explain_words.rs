@@ -8,27 +8,14 @@ use leaselab_picture::{explain, Story};
 
 #[test]
 fn a_release_that_waited_is_told_at_its_commit_window_and_breaks_nothing() {
-    let mut w = World::new(Config::default());
-    w.run("holder-a", Op::acquire("holder-a", 1000));
-    w.set_now(Millis(100));
-    w.run_on("holder-c", "tc", Op::begin(DbName::Lease));
-    w.run_on("holder-c", "tc", Op::acquire("holder-c", 1000));
-    w.set_now(Millis(200));
-    assert_eq!(
-        w.run("holder-a", Op::release("holder-a", 1)),
-        Outcome::Blocked
+    let file = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../traces/trust2-release-collected-after-grant.trace"
     );
-    w.set_now(Millis(300));
-    w.run_on("holder-c", "tc", Op::commit(DbName::Lease));
-    w.set_now(Millis(400));
-    w.run("holder-b", Op::acquire("holder-b", 1000));
-    w.set_now(Millis(500));
-    assert_eq!(
-        w.run("holder-a", Op::await_(DbName::Lease)),
-        Outcome::Released
-    );
-    let report = check(&w.history);
-    let story = Story::new(&w.history, &Config::default(), &report);
+    let text = std::fs::read_to_string(file).expect("committed trace");
+    let t = leaselab_trace::Trace::parse(&text, file).expect("parses");
+    let report = check(&t.history);
+    let story = Story::new(&t.history, &t.config, &report);
     let text = explain::render(&story, "release collected late");
     assert!(
         text.contains("took effect when it committed, between t=300 and t=500"),
