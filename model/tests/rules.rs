@@ -547,3 +547,28 @@ fn the_wrong_rule_releases_the_row_after_a_failed_recheck() {
         Outcome::Accepted
     );
 }
+
+/// REPEATABLE READ: a fence whose snapshot version of the floor was already replaced by a
+/// committed update fails with 40001 at once, even while a third transaction holds the newest
+/// version (PostgreSQL's `heap_update` reports the snapshot's tuple as updated; it does not
+/// wait for the newest version's locker). Found by `diff --gen 20000 --seed 7`.
+#[test]
+fn a_repeatable_read_fence_on_a_floor_replaced_since_its_snapshot_fails_without_waiting() {
+    let mut w = World::new(Config::default());
+    w.run_on(B, "tb", Op::BeginRepeatableRead { db: DbName::Res });
+    assert_eq!(
+        w.run_on(B, "tb", Op::read_floor()),
+        Outcome::Floor(Some(Token(0)))
+    );
+    // A committed change of the floor after b's snapshot, then a holder of the newest version.
+    assert_eq!(
+        w.run_on(A, "ta", Op::write("summary", "a", 2)),
+        Outcome::Accepted
+    );
+    w.run_on(A, "ta", Op::begin(DbName::Res));
+    assert_eq!(w.run_on(A, "ta", Op::fence(3)), Outcome::Passed);
+    assert_eq!(
+        w.run_on(B, "tb", Op::fence(4)),
+        Outcome::Error("sqlstate-40001".into())
+    );
+}

@@ -89,6 +89,15 @@ impl Db for LeaseDb {
                 _ => None,
             };
             if self.wrong == Some(WrongRule::UpdateWaitsBeforeWhere) || qualifies(seen) {
+                // REPEATABLE READ: the version in the snapshot was already replaced by a
+                // committed update, so the UPDATE fails at once rather than waiting for the
+                // newest version's locker (`heap_update` returns `TM_Updated` for the
+                // snapshot's tuple, and `ExecUpdate` raises SQLSTATE 40001 under
+                // `IsolationUsesXactSnapshot`). ON CONFLICT locks the newest version first.
+                if is_update && self.engine.serialization_conflict(id, &key) {
+                    self.engine.abort_txn(id);
+                    return Ok(Outcome::Error("sqlstate-40001".into()));
+                }
                 return Err((key, task));
             }
             return Ok(Outcome::Refused);

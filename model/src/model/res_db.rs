@@ -126,12 +126,16 @@ impl ResDb {
                     }
                     return Ok(Some(false));
                 }
-                if self.engine.locked_by_other(id, &key) {
-                    return Err(key);
-                }
+                // REPEATABLE READ: a snapshot version already replaced by a committed update
+                // fails at once, before any wait for the newest version's locker
+                // (`heap_update` → `TM_Updated` on the snapshot's tuple; `ExecUpdate` raises
+                // 40001). Only a snapshot version that is still the newest committed one waits.
                 if self.engine.serialization_conflict(id, &key) {
                     self.engine.abort_txn(id);
                     return Ok(None);
+                }
+                if self.engine.locked_by_other(id, &key) {
+                    return Err(key);
                 }
                 self.engine
                     .apply(id, key, Effect::Write(Some(Row::Floor(w.token))));
