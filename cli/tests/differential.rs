@@ -32,7 +32,12 @@ fn simulation_seeds_agree_with_postgres() {
     for seed in 0..200 {
         let t = run_seed(seed, &SimOptions::default(), Driver::Fast).trace;
         let r = leaselab_pg::diff(&mut pg, &t, None).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
-        assert!(r.ok(), "sim seed {seed}: {}", r.describe());
+        assert!(
+            r.ok(),
+            "sim seed {seed}: {}\nreproduce: leaselab diff --sim-seeds {seed}..{}",
+            r.describe(),
+            seed + 1
+        );
     }
 }
 

@@ -54,7 +54,12 @@ fn postgres_agrees_with_the_model() {
     for (p, t) in &all {
         let r = diff(&mut pg, t, None).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
         if !r.ok() {
-            bad.push(format!("{}: {}", p.display(), r.describe()));
+            bad.push(format!(
+                "{}: {}\n  reproduce: leaselab diff {}",
+                p.display(),
+                r.describe(),
+                p.display()
+            ));
         }
     }
     assert!(bad.is_empty(), "divergences:\n{}", bad.join("\n"));
