@@ -570,3 +570,63 @@ fn a_read_of_ones_own_uncommitted_part_is_no_observation() {
     let r = check(&w.history);
     assert!(r.violations.is_empty(), "{:?}", r.violations);
 }
+
+/// Lease reads are facts too, and the lease database always keeps real transactions: a
+/// REPEATABLE READ read's snapshot is its transaction's first statement exactly — not an
+/// `await` that found nothing to wait for, nor a statement refused as `busy` — and the ledger
+/// cross-check tells one lease's versions from another's.
+#[test]
+fn a_repeatable_read_lease_read_sees_the_snapshot_of_its_first_statement() {
+    use leaselab_checkers::facts::{derive, ReadKey, Sees, Window};
+    use leaselab_checkers::ledger::cross_check;
+    let mut w = World::new(Config::default());
+    w.run_on(
+        "holder-b",
+        "tb",
+        Op::BeginRepeatableRead { db: DbName::Lease },
+    );
+    assert_eq!(
+        w.run_on("holder-b", "tb", Op::await_(DbName::Lease)),
+        Outcome::Error("not-blocked".into())
+    );
+    w.run("holder-a", Op::acquire("holder-a", 1000));
+    assert!(matches!(
+        w.run_on("holder-b", "tb", Op::read_lease()),
+        Outcome::Lease(Some(_))
+    ));
+    w.run("holder-a", Op::release("holder-a", 1));
+    let second = w.run_on("holder-b", "tb", Op::read_lease());
+    let f = derive(&w.history);
+    let lease = LeaseName::new("report-job");
+    let reads: Vec<(&ReadKey, &Sees)> = f.reads.iter().map(|r| (&r.key, &r.sees)).collect();
+    let snap = Sees::Committed(Window {
+        earliest: 4,
+        latest: 4,
+    });
+    assert_eq!(
+        reads,
+        vec![
+            (&ReadKey::Lease(lease.clone()), &snap),
+            (&ReadKey::Lease(lease.clone()), &snap)
+        ]
+    );
+    assert_eq!(f.reads[1].value, second);
+    let ledger = w.model.ledger();
+    assert!(
+        cross_check(&f, &ledger).is_empty(),
+        "{:?}",
+        cross_check(&f, &ledger)
+    );
+    // Another lease's versions in the ledger say nothing of this one.
+    let mut other = ledger.clone();
+    for e in &mut other {
+        if let leaselab_model::model::Committed::Lease(n, _) = &mut e.what {
+            *n = LeaseName::new("another-job");
+        }
+    }
+    let d = cross_check(&f, &other);
+    assert!(
+        d.iter().any(|x| x.contains("the read at event #4")),
+        "the reads of report-job cannot come from another-job's rows: {d:?}"
+    );
+}

@@ -363,3 +363,41 @@ fn acceptance_names_a_reused_token_apart_from_a_higher_one() {
         "{stale:?}"
     );
 }
+
+/// I1 at a grant considers every version the previous holding may have had then: a renewal
+/// whose commit window overlaps the grant may have come first. Unexpired in every one: a
+/// violation, naming the newest possible version; expired (or released) in any one: none.
+#[test]
+fn i1_judges_every_version_the_previous_holding_may_have_had() {
+    let renew = |to: u64| LeaseChange::Renewed {
+        token: Token(1),
+        expires: Expiry::At(Millis(to)),
+    };
+    let with = |then: LeaseChange, to_before: u64| {
+        let mut late = lease_fact("l1", then, 5);
+        late.window.earliest = 2;
+        let mut before = lease_fact("l1", renew(to_before), 2);
+        before.window.earliest = 2;
+        Facts {
+            lease_changes: vec![
+                lease_fact("l1", grant_change("a", 1, 1_000, 0), 1),
+                before,
+                lease_fact("l1", grant_change("b", 2, 2_000, 500), 4),
+                late,
+            ],
+            ..Facts::default()
+        }
+    };
+    // Versions possible at b's grant (t=500): a's renewal to 900 (event 2, definitely before),
+    // and the late renewal to 1100 (window 2..5). Both unexpired: I1, naming the late one.
+    let v = run(&with(renew(1_100), 900), i1);
+    assert_eq!(v.len(), 1, "{v:?}");
+    assert_eq!(v[0].events, vec![5, 4]);
+    // The late change a release (or a renewal to an expired instant): it may have come first.
+    let released = LeaseChange::Released { token: Token(1) };
+    assert!(run(&with(released, 900), i1).is_empty());
+    assert!(run(&with(renew(400), 900), i1).is_empty());
+    // The grant's own version (1000) was definitely replaced before b's grant and does not
+    // count; the renewal to 400 may be the last version then, and it had expired: none.
+    assert_eq!(run(&with(renew(1_100), 400), i1).len(), 0);
+}
