@@ -401,3 +401,33 @@ fn i1_judges_every_version_the_previous_holding_may_have_had() {
     // count; the renewal to 400 may be the last version then, and it had expired: none.
     assert_eq!(run(&with(renew(1_100), 400), i1).len(), 0);
 }
+
+/// The floor's running maximum: a read whose snapshot window overlaps an earlier one is not
+/// ordered after it, but a read definitely after both is compared with the highest of them,
+/// and the violation names the latest read that saw that highest floor.
+#[test]
+fn a_floor_read_is_compared_with_the_highest_floor_seen_definitely_before_it() {
+    use leaselab_checkers::facts::{ReadFact, ReadKey, Sees};
+    let read = |seq: u64, from: u64, floor: u64| ReadFact {
+        seq,
+        at: Millis(seq),
+        key: ReadKey::Floor(Scope::new("s")),
+        value: leaselab_model::Outcome::Floor(Some(Token(floor))),
+        sees: Sees::Committed(Window {
+            earliest: from,
+            latest: seq,
+        }),
+    };
+    let f = |reads: Vec<ReadFact>| Facts {
+        reads,
+        ..Facts::default()
+    };
+    // 5 at #1; 3 somewhere in #1..#3 (not after #1: no verdict); 4 at #4: below 5.
+    let v = run(&f(vec![read(1, 1, 5), read(3, 1, 3), read(4, 4, 4)]), i3);
+    assert_eq!(v.len(), 1, "{v:?}");
+    assert_eq!(v[0].events, vec![1, 4]);
+    // 5 at #1 and at #2, then 4 at #3: the latest read of the highest floor is named.
+    let v = run(&f(vec![read(1, 1, 5), read(2, 2, 5), read(3, 3, 4)]), i3);
+    assert_eq!(v.len(), 1, "{v:?}");
+    assert_eq!(v[0].events, vec![2, 3]);
+}

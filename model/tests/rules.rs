@@ -572,3 +572,19 @@ fn a_repeatable_read_fence_on_a_floor_replaced_since_its_snapshot_fails_without_
         Outcome::Error("sqlstate-40001".into())
     );
 }
+
+/// A renew or release whose WHERE is false without any wait locks nothing, even inside a
+/// transaction: the next session's statement on the row goes through at once.
+#[test]
+fn a_refused_update_that_did_not_wait_locks_nothing() {
+    let mut w = World::new(Config::default());
+    w.run(A, Op::acquire(A, 1000));
+    w.run_on(B, "tb", Op::begin(DbName::Lease));
+    assert_eq!(w.run_on(B, "tb", Op::renew(B, 1, 1000)), Outcome::Refused);
+    assert_eq!(w.run_on(B, "tb", Op::release(B, 1)), Outcome::Refused);
+    assert!(matches!(
+        w.run(A, Op::renew(A, 1, 1000)),
+        Outcome::Renewed { .. }
+    ));
+    assert_eq!(w.run(A, Op::release(A, 1)), Outcome::Released);
+}
