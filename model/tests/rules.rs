@@ -588,3 +588,48 @@ fn a_refused_update_that_did_not_wait_locks_nothing() {
     ));
     assert_eq!(w.run(A, Op::release(A, 1)), Outcome::Released);
 }
+
+/// REPEATABLE READ and a lease row changed since the snapshot: ON CONFLICT (acquire) fails with
+/// 40001 even when its WHERE is false (`ExecCheckTupleVisible`), while a renew whose snapshot
+/// version does not qualify is simply refused (it never targets the row).
+#[test]
+fn repeatable_read_on_a_changed_lease_row_acquire_fails_renew_is_refused() {
+    let mut w = World::new(Config::default());
+    w.run(A, Op::acquire(A, 1000));
+    w.run_on(B, "tb", Op::BeginRepeatableRead { db: DbName::Lease });
+    assert!(matches!(
+        w.run_on(B, "tb", Op::read_lease()),
+        Outcome::Lease(Some(_))
+    ));
+    w.advance(10);
+    assert!(matches!(
+        w.run(A, Op::renew(A, 1, 1000)),
+        Outcome::Renewed { .. }
+    ));
+    assert_eq!(w.run_on(B, "tb", Op::renew(B, 1, 1000)), Outcome::Refused);
+    assert_eq!(
+        w.run_on(B, "tb", Op::acquire(B, 1000)),
+        Outcome::Error("sqlstate-40001".into())
+    );
+}
+
+/// Each wrong rule has one spelling, read back by the command line.
+#[test]
+fn wrong_rules_round_trip_through_their_names() {
+    use leaselab_model::model::WrongRule;
+    let names: Vec<&str> = WrongRule::ALL.iter().map(|r| r.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "update-waits-before-where",
+            "repeatable-read-reads-latest",
+            "disconnect-drops-waiter",
+            "failed-recheck-releases-row",
+            "waiters-in-queue-order"
+        ]
+    );
+    for r in WrongRule::ALL {
+        assert_eq!(r.as_str().parse::<WrongRule>(), Ok(r));
+    }
+    assert!("no-such-rule".parse::<WrongRule>().is_err());
+}
