@@ -11,7 +11,7 @@ use crate::world::World;
 
 /// How many worlds and alternatives one step may branch into (a few waiters race at most).
 const MAX_WORLDS: usize = 16;
-const MAX_RUNS: usize = 64;
+const MAX_RUNS: usize = 256;
 
 /// Every world consistent with what was observed so far (never empty).
 #[derive(Clone, Debug)]

@@ -387,23 +387,28 @@ impl<T: Clone, X: Default> Engine<T, X> {
     }
 
     fn release(&mut self, id: &ConnId, locks: Vec<Key>) {
+        let mut freed = Vec::new();
         for k in locks {
             if self.locks.get(&k) == Some(id) {
                 self.locks.remove(&k);
-                self.race(&k);
+                freed.push(k);
             }
         }
+        self.race(&freed);
     }
 
-    /// The waiters of a key whose lock was just released may proceed in any order (see the
-    /// module doc): their order in the queue becomes the [`Choices`]' pick.
-    fn race(&mut self, key: &Key) {
+    /// The waiters of the keys whose locks one transaction end just released may proceed in
+    /// any order (see the module doc): their order in the queue becomes the [`Choices`]' pick.
+    /// Waiters on *different* keys race too: PostgreSQL wakes them together and runs them
+    /// concurrently, so a waiter's later statements (a one-shot write's upsert after its fence)
+    /// can come after another waiter's, whoever queued first.
+    fn race(&mut self, keys: &[Key]) {
         let racers: Vec<usize> = (0..self.queue.len())
             .filter(|&i| {
                 self.conns
                     .get(&self.queue[i])
                     .and_then(|c| c.waiting.as_ref())
-                    .is_some_and(|w| w.key == *key)
+                    .is_some_and(|w| keys.contains(&w.key))
             })
             .collect();
         if racers.len() < 2 || self.queue_order_only {

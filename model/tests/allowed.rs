@@ -68,10 +68,17 @@ fn writers_waiting(writers: &[(&str, &str, &str)]) -> Vec<Event> {
 }
 
 fn worlds_after(events: &[Event]) -> Allowed {
-    let cfg = Config {
-        fence: FenceMode::Off,
-        ..Config::default()
-    };
+    worlds_after_in(
+        Config {
+            fence: FenceMode::Off,
+            ..Config::default()
+        },
+        events,
+    )
+}
+
+/// Every world the model allows after `events`, accepting every outcome.
+fn worlds_after_in(cfg: Config, events: &[Event]) -> Allowed {
     let mut worlds = Allowed::new(World::new(cfg));
     for e in events {
         worlds.step(e, |_| true).expect("every outcome accepted");
@@ -261,4 +268,43 @@ fn queue_order_only_is_a_wrong_rule() {
         diverged |= worlds.step(e, |o| *o == want).is_err();
     }
     assert!(diverged, "holder-a's fence first is not in queue order");
+}
+
+/// One rollback frees two rows: a one-shot write waits on the floor, an upsert on the part. In
+/// PostgreSQL both wake and run concurrently, so either may commit the part last: both final
+/// contents are allowed worlds, whoever queued first.
+#[test]
+fn waiters_on_different_rows_freed_by_one_rollback_race_too() {
+    let mut w = World::new(Config::default());
+    w.run_on("holder-c", "tc", Op::begin(DbName::Res));
+    assert_eq!(w.run_on("holder-c", "tc", Op::fence(1)), Outcome::Passed);
+    assert_eq!(
+        w.run("holder-a", Op::write("detail", "a", 3)),
+        Outcome::Blocked
+    );
+    assert_eq!(
+        w.run_on("holder-c", "tc", Op::upsert("detail", "c", 4)),
+        Outcome::Ok
+    );
+    assert_eq!(
+        w.run("holder-d", Op::upsert("detail", "d", 2)),
+        Outcome::Blocked
+    );
+    w.run_on("holder-c", "tc", Op::rollback(DbName::Res));
+    let worlds = worlds_after_in(Config::default(), &w.history.events);
+    let last: std::collections::BTreeSet<String> = worlds
+        .into_worlds()
+        .into_iter()
+        .filter_map(|w| {
+            w.model
+                .ledger()
+                .into_iter()
+                .rev()
+                .find_map(|e| match e.what {
+                    leaselab_model::model::Committed::Part(_, _, r) => Some(r.content),
+                    _ => None,
+                })
+        })
+        .collect();
+    assert_eq!(last, ["a", "d"].map(String::from).into_iter().collect());
 }
