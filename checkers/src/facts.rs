@@ -155,9 +155,12 @@ pub enum ReadKey {
 pub enum Sees {
     /// The committed state just before one event position inside this window: the read's own
     /// position under READ COMMITTED (a statement snapshot); under REPEATABLE READ the
-    /// transaction's snapshot, taken at its first statement (manual 13.2.2) — or later, since a
-    /// history cannot tell a real transaction from check-then-write's BEGIN marker, which
-    /// keeps none: so from the first statement up to the read.
+    /// transaction's snapshot, taken at its first statement (manual 13.2.2). A history cannot
+    /// tell a real resource transaction from check-then-write's BEGIN marker, which keeps none,
+    /// so there the window runs from the first statement up to the read; where the database
+    /// surely keeps transactions (the lease database, or a resource the caller vouches for in
+    /// [`derive_with`]) it ends at the first statement that surely sent SQL (a fence of the row
+    /// fence or of none is decided in the client).
     Committed(Window),
     /// The reader's transaction wrote, or may have written, this row before the read: the value
     /// is that uncommitted version (one of `own`, or any value when `unknown`: a statement
