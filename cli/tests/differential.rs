@@ -69,8 +69,7 @@ fn every_wrong_model_rule_is_found_and_shrunk() {
         return;
     };
 
-    // Each wrong rule is found within 1,000 schedules and shrunk (to at most 12 steps, 24 for
-    // `failed-recheck-releases-row`) — except
+    // Each wrong rule is found within 1,000 schedules and shrunk to at most 12 steps — except
     // `waiters-in-queue-order`: PostgreSQL takes a non-queue order by timing alone (3 runs of
     // 20 with three waiters), so whether a given run shows it is not for a test to require;
     // `model/tests/allowed.rs` shows the rule removes those orders from the allowed set.
@@ -104,15 +103,8 @@ fn every_wrong_model_rule_is_found_and_shrunk() {
         // ... and with the right rules the same trace agrees with PostgreSQL.
         let right = leaselab_pg::diff(&mut pg, &t, None).expect("diff runs");
         assert!(right.ok(), "{}: {}", rule.as_str(), right.describe());
-        // A failed re-check that keeps the row shows only while a second waiter queues
-        // behind it, and PostgreSQL's waiter order varies: shrinking keeps only candidates
-        // that diverge three times in a row, so it stops at a larger schedule.
-        let bound = match rule {
-            WrongRule::FailedRecheckReleasesRow => 24,
-            _ => 12,
-        };
         assert!(
-            t.history.events.len() <= bound,
+            t.history.events.len() <= 12,
             "{}: shrunk to {} steps: {what}\n{text}",
             rule.as_str(),
             t.history.events.len()
