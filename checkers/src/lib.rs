@@ -1,7 +1,7 @@
 //! # leaselab-checkers
 //!
 //! Judges a recorded [`History`] — from the model, the simulation or PostgreSQL alike — against
-//! the invariants of CASES.md, and counts the `sometimes` properties that prove a run's faults
+//! the invariants the README states (I1–I3, acceptance, final), and counts the `sometimes` properties that prove a run's faults
 //! really fired. Checkers read only the history: never model internals.
 //!
 //! ```

@@ -1,7 +1,7 @@
 //! # leaselab (the binary's library half)
 //!
 //! - [`args`]: the argument set of a simulation run, value enums, exit codes.
-//! - [`lab`]: the cases F1–F9 and G1–G4 of CASES.md on the model, with their output and traces.
+//! - [`lab`]: the cases F1–F9 and G1–G4 of the README on the model, with their output and traces.
 //! - [`replay`]: re-executes a trace against the model and re-judges it.
 //! - [`sim_cmd`]: `leaselab sim`.
 //! - [`diff_cmd`]: `leaselab diff` against PostgreSQL.

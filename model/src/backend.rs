@@ -1,4 +1,4 @@
-//! The seam between the model and real storage (DESIGN.md seam 2): a lease store and a fenced
+//! The seam between the model and real storage (the backend seam): a lease store and a fenced
 //! resource, plus the session and fault controls a replay needs. The model implements them; the
 //! PostgreSQL adapter implements them with the source design's SQL; [`apply`] drives either from
 //! a recorded [`Op`], which is how one trace replays against both unchanged.

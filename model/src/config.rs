@@ -1,5 +1,5 @@
-//! The configuration of one run, including every known mistake as a plain value (DESIGN.md
-//! "Variants"). A teaching exercise or a negative control flips a field; it never forks code.
+//! The configuration of one run, including every known mistake as a plain value (the README
+//! "Options" of `lab`). A teaching exercise or a negative control flips a field; it never forks code.
 
 use crate::names::Scope;
 use std::fmt;

@@ -1,4 +1,4 @@
-//! Every lease and fence rule of CASES.md ("Semantics the model must match"), one test each.
+//! Every lease and fence rule the README states (the invariants and the cases), one test each.
 
 use leaselab_model::prelude::*;
 

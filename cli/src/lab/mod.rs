@@ -1,4 +1,4 @@
-//! The lab: every case of CASES.md as a named, runnable case whose output shows its outcome.
+//! The lab: every case of the README's table as a named, runnable case whose output shows its outcome.
 //!
 //! Output follows the source's style: `CASE <id> :: <title>`, then `ok`/`FAIL`/`note` lines with
 //! `(expected=…, actual=…)`, then `SUMMARY passed=N failed=M`. A negative control passes only
