@@ -15,18 +15,12 @@ proptest! {
 
     #[test]
     fn checker_facts_equal_the_model_ledger(s in schedule(60)) {
-        let mut w = World::with_backend(Model::new(s.config.clone()));
-        let mut client = Client::new(s.actors);
-        for intent in &s.intents {
-            let Some(e) = client.event(intent) else { continue };
-            let got = w.rerun(&e);
-            client.observe(&e, &got);
-        }
+        let (history, ledger) = run_schedule(&s);
         // With what the configuration says of the resource's transactions, and without.
         let exact = s.config.fence != leaselab_model::FenceMode::CheckThenWrite;
-        let mut d = cross_check(&derive(&w.history), &w.model.ledger());
-        d.extend(cross_check(&leaselab_checkers::facts::derive_with(&w.history, exact, None), &w.model.ledger()));
-        let text: Vec<String> = w.history.events.iter().map(leaselab_trace::event_line).collect();
+        let mut d = cross_check(&derive(&history), &ledger);
+        d.extend(cross_check(&leaselab_checkers::facts::derive_with(&history, exact, None), &ledger));
+        let text: Vec<String> = history.events.iter().map(leaselab_trace::event_line).collect();
         prop_assert!(d.is_empty(), "{}\n--- history:\n{}", d.join("\n"), text.join("\n"));
     }
 }
