@@ -124,7 +124,7 @@ fn kind() -> impl Strategy<Value = Kind> {
         2 => Just(Kind::Disconnect),
         1 => Just(Kind::Crash),
         6 => Just(Kind::Advance),
-        12 => Just(Kind::Contend),
+        30 => Just(Kind::Contend),
     ]
 }
 
@@ -178,6 +178,9 @@ struct Session {
     /// Rows this session's open transaction holds: floors (scope, token) and the lease row.
     floors: Vec<(Scope, Token)>,
     lease_row: bool,
+    /// The rows it holds were locked by a statement that waited and then failed its re-check:
+    /// a contender that passes the committed row's WHERE must wait for this transaction.
+    kept: bool,
 }
 
 /// The client side of a schedule: turns intents into operations from what was observed.
@@ -433,7 +436,17 @@ impl Client {
         let lease = || LeaseName::new(defaults::LEASE);
         let order: Vec<usize> = (0..self.actors).map(|i| (hint + i) % self.actors).collect();
         let free = |c: &Self, x: usize| !c.sessions[x][0].blocked && !c.sessions[x][1].blocked;
-        let held: Option<(usize, Scope, Token)> = order.iter().find_map(|&o| {
+        if b % 2 == 1 {
+            if let Some(step) = self.move_queue(&order, a) {
+                return step;
+            }
+        }
+        // A row kept by a failed re-check first: that is where a contender shows whether the
+        // lock was kept.
+        let by_kept = |o: &usize| std::cmp::Reverse(self.sessions[*o][1].kept);
+        let mut holders = order.clone();
+        holders.sort_by_key(by_kept);
+        let held: Option<(usize, Scope, Token)> = holders.iter().find_map(|&o| {
             let f = &self.sessions[o][1].floors;
             (!f.is_empty()).then(|| {
                 (
@@ -445,9 +458,13 @@ impl Client {
         });
         if let Some((h, scope, token)) = held.clone() {
             // Just below the holder's token: passes the committed floor now and fails the
-            // re-check after the holder commits; or just above it: passes both.
-            let token = if b % 3 == 0 {
+            // re-check after the holder commits; or just above it: passes both. A row kept by
+            // a failed re-check holds the committed floor already: at or above it, so that the
+            // contender's WHERE passes and it waits.
+            let token = if b % 3 == 0 || (self.sessions[h][1].kept && b % 3 == 1) {
                 Token(token.0 + 1)
+            } else if self.sessions[h][1].kept {
+                token
             } else {
                 Token(token.0.saturating_sub(1).max(1))
             };
@@ -482,7 +499,9 @@ impl Client {
                 return (x, txn_op(DbName::Res, false, a / 4));
             }
         }
-        let lease_holder = order
+        let mut holders = order.clone();
+        holders.sort_by_key(|o| std::cmp::Reverse(self.sessions[*o][0].kept));
+        let lease_holder = holders
             .iter()
             .copied()
             .find(|&o| self.sessions[o][0].lease_row);
@@ -494,9 +513,16 @@ impl Client {
                 let holder = Holder::new(NAMES[x]);
                 let ttl_ms = TTLS[usize::from(b) % TTLS.len()];
                 let token = self.token(x, 0);
+                // An acquire waits for any lock on the row (its ON CONFLICT locks the row
+                // before its WHERE); a renew or release only when it matches the committed row.
+                let pick = if self.sessions[h][0].kept && a % 3 != 0 {
+                    0
+                } else {
+                    a % 3
+                };
                 return (
                     x,
-                    match a % 3 {
+                    match pick {
                         0 => Op::Acquire {
                             lease: lease(),
                             holder,
@@ -539,6 +565,28 @@ impl Client {
             },
         };
         (x, op)
+    }
+
+    /// Moves a queue on: a session whose statement waits is collected once no other session's
+    /// open transaction holds a row on its database; otherwise the first such transaction ends
+    /// (mostly with COMMIT, so that a waiter's re-check runs against the committed row). So the
+    /// waiter's re-check fails or passes while its own transaction stays open, and the next
+    /// contender finds the row it kept.
+    fn move_queue(&self, order: &[usize], a: u8) -> Option<(usize, Op)> {
+        let (w, db) = order.iter().find_map(|&w| {
+            (0..2)
+                .find(|&d| self.sessions[w][d].blocked)
+                .map(|d| (w, d))
+        })?;
+        let holds = |x: usize| {
+            let s = &self.sessions[x][db];
+            x != w && s.in_txn && !s.blocked && (s.lease_row || !s.floors.is_empty())
+        };
+        let db_name = if db == 0 { DbName::Lease } else { DbName::Res };
+        Some(match order.iter().copied().find(|&x| holds(x)) {
+            Some(h) => (h, txn_op(db_name, true, u8::from(a % 5 == 4))),
+            None => (w, Op::Await { db: db_name }),
+        })
     }
 
     /// Learns from the outcome the databases gave to `e`.
@@ -594,6 +642,7 @@ impl Client {
                 s.in_txn = false;
                 s.floors.clear();
                 s.lease_row = false;
+                s.kept = false;
             }
             _ => {}
         }
@@ -607,7 +656,12 @@ impl Client {
                 }
                 // It failed against a higher floor: a contender's token must be higher too.
                 (Some(Op::Fence { scope, token }), Outcome::Failed) if waited => {
-                    s.floors.push((scope, Token(token.0 + 1)))
+                    s.floors.push((scope, Token(token.0 + 1)));
+                    s.kept = true;
+                }
+                (Some(Op::Renew { .. } | Op::Release { .. }), Outcome::Refused) if waited => {
+                    s.lease_row = true;
+                    s.kept = true;
                 }
                 (
                     Some(Op::Acquire { .. } | Op::Renew { .. } | Op::Release { .. }),
