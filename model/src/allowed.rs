@@ -17,6 +17,9 @@ const MAX_RUNS: usize = 256;
 #[derive(Clone, Debug)]
 pub struct Allowed {
     worlds: Vec<World>,
+    /// Some step so far had more than one outcome or state under the orders PostgreSQL may
+    /// take: what followed may depend on its timing.
+    timing: bool,
 }
 
 impl Allowed {
@@ -24,7 +27,14 @@ impl Allowed {
     pub fn new(world: World) -> Self {
         Allowed {
             worlds: vec![world],
+            timing: false,
         }
+    }
+
+    /// Whether PostgreSQL's timing decided anything in the steps so far: some step could end
+    /// in more than one outcome or state. A run where it did not is the same on every rerun.
+    pub fn timing_decided(&self) -> bool {
+        self.timing
     }
 
     /// The first world: the one FIFO picks lead to when they are allowed.
@@ -58,14 +68,19 @@ impl Allowed {
         let mut kept: Vec<World> = Vec::new();
         let mut seen: Vec<Outcome> = Vec::new();
         let mut keys: Vec<String> = Vec::new();
+        let mut all: Vec<(Outcome, String)> = Vec::new();
         let mut fifo: Option<World> = None;
         for w in &self.worlds {
             for (out, next) in alternatives(w, e) {
                 if fifo.is_none() {
                     fifo = Some(next.clone());
                 }
+                let key = format!("{:?}", next.model);
+                let branch = (out.clone(), key.clone());
+                if !all.contains(&branch) {
+                    all.push(branch);
+                }
                 if accept(&out) {
-                    let key = format!("{:?}", next.model);
                     if !keys.contains(&key) && kept.len() < MAX_WORLDS {
                         keys.push(key);
                         kept.push(next);
@@ -75,6 +90,7 @@ impl Allowed {
                 }
             }
         }
+        self.timing |= all.len() > 1;
         if kept.is_empty() {
             // Keep going from the FIFO world, as a replay that lists every divergence does.
             if let Some(f) = fifo {
@@ -126,4 +142,22 @@ fn alternatives(w: &World, e: &Event) -> Vec<(Outcome, World)> {
         out.push((got, next));
     }
     out
+}
+
+/// Whether PostgreSQL's timing could have decided anything in `events` (run from `world`,
+/// following each event's recorded outcome): a negative control shows a wrong rule only where
+/// it did not, so that every rerun of the trace shows the same divergence.
+pub fn timing_decides(world: World, events: &[Event]) -> bool {
+    let mut a = Allowed::new(world);
+    for e in events {
+        if a.step(e, |o| *o == e.outcome).is_err() {
+            // The right model does not allow this step at all: that is a divergence of its
+            // own, not timing.
+            return a.timing_decided();
+        }
+        if a.timing_decided() {
+            return true;
+        }
+    }
+    false
 }

@@ -308,3 +308,33 @@ fn waiters_on_different_rows_freed_by_one_rollback_race_too() {
         .collect();
     assert_eq!(last, ["a", "d"].map(String::from).into_iter().collect());
 }
+
+/// A negative control counts only a divergence no order of PostgreSQL's could avoid: timing
+/// decides a run where waiters were released together with different results, not one with a
+/// single waiter, nor one whose orders all end alike.
+#[test]
+fn timing_decides_only_where_orders_end_differently() {
+    use leaselab_model::allowed::timing_decides;
+    let events = schedule();
+    let world = || World::new(Config::default());
+    // Up to the commit the run is the same whatever the timing; the commit releases both.
+    assert!(!timing_decides(world(), &events[..4]));
+    assert!(timing_decides(world(), &events));
+    // One waiter: nothing to race.
+    let mut w = world();
+    w.run_on("holder-b", "tb", Op::begin(DbName::Res));
+    w.run_on("holder-b", "tb", Op::fence(1));
+    assert_eq!(w.run("holder-a", Op::fence(2)), Outcome::Blocked);
+    w.run_on("holder-b", "tb", Op::commit(DbName::Res));
+    assert_eq!(w.run("holder-a", Op::await_(DbName::Res)), Outcome::Passed);
+    assert!(!timing_decides(world(), &w.history.events));
+    // One holder writing the same content on two connections: either order ends alike.
+    let cfg = Config {
+        fence: FenceMode::Off,
+        ..Config::default()
+    };
+    let same = writers_waiting(&[("a", "c1", "same"), ("a", "c2", "same")]);
+    assert!(!timing_decides(World::new(cfg.clone()), &same));
+    let differ = writers_waiting(&[("a", "c1", "x"), ("a", "c2", "y")]);
+    assert!(timing_decides(World::new(cfg), &differ));
+}
