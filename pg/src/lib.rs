@@ -33,6 +33,7 @@ pub mod adapter;
 pub mod cluster;
 pub mod diff;
 pub mod real;
+pub mod spec;
 pub mod sql;
 
 pub use adapter::{PgBackend, PgError};
