@@ -5,12 +5,15 @@
 //! - [`replay`]: re-executes a trace against the model and re-judges it.
 //! - [`sim_cmd`]: `leaselab sim`.
 //! - [`diff_cmd`]: `leaselab diff` against PostgreSQL.
+//! - [`audit_cmd`]: `leaselab audit`: the user's own lease SQL on PostgreSQL, judged by the
+//!   checkers.
 //!
 //! The binary (`src/main.rs`) only parses arguments and prints.
 
 #![warn(missing_docs, unreachable_pub)]
 
 pub mod args;
+pub mod audit_cmd;
 pub mod check_cmd;
 pub mod diff_cmd;
 pub mod envelope_cmd;

@@ -196,9 +196,64 @@ pub struct Client {
     down: [bool; 2],
     max_token: u64,
     written: u64,
+    /// Only whole operations, as a service calls its lease (`leaselab audit`).
+    whole: Option<WholeOps>,
+}
+
+/// What a user's lease offers besides acquire, renew, release and write.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WholeOps {
+    /// A `publish` statement.
+    pub publish: bool,
+    /// A `read-part` statement (read mid-run too, not only for the final state).
+    pub read_part: bool,
 }
 
 impl Client {
+    /// A client that issues only whole operations — acquire, renew, release, a one-shot write,
+    /// publish and reads where `ops` has them — with awaits, disconnects, crashes and clock
+    /// moves: what a service does with its own lease. Tokens are symbolic: a holder renews,
+    /// releases and writes with the token *its* last acquire returned, also after that lease
+    /// expired (a paused holder waking up); before any grant it acquires.
+    pub fn whole_operations(actors: usize, ops: WholeOps) -> Self {
+        Client {
+            whole: Some(ops),
+            ..Client::new(actors)
+        }
+    }
+
+    /// The intent as a whole-operation client takes it.
+    fn as_whole(&self, i: &Intent, ops: WholeOps) -> Intent {
+        let actor = usize::from(i.actor) % self.actors;
+        let granted = self.grant[actor].is_some();
+        let kind = match i.kind {
+            Kind::Acquire | Kind::Await | Kind::Disconnect | Kind::Crash | Kind::Advance => i.kind,
+            Kind::Renew | Kind::Release if granted => i.kind,
+            Kind::Publish if granted && ops.publish => Kind::Publish,
+            Kind::Read if ops.read_part => Kind::Read,
+            Kind::Write
+            | Kind::Upsert
+            | Kind::Fence
+            | Kind::Contend
+            | Kind::BeginRes
+            | Kind::EndRes
+            | Kind::Publish
+                if granted =>
+            {
+                Kind::Write
+            }
+            Kind::Now | Kind::BeginLease | Kind::EndLease | Kind::Read => Kind::Advance,
+            _ => Kind::Acquire,
+        };
+        // A read is of a part (`a % 5 == 2` in `session_op`).
+        let a = if kind == Kind::Read {
+            (i.a % 50) * 5 + 2
+        } else {
+            i.a
+        };
+        Intent { kind, a, ..*i }
+    }
+
     /// A client for `actors` sessions at time 0.
     pub fn new(actors: usize) -> Self {
         let actors = actors.clamp(1, NAMES.len());
@@ -211,10 +266,14 @@ impl Client {
             down: [false; 2],
             max_token: 0,
             written: 0,
+            whole: None,
         }
     }
 
     fn token(&self, actor: usize, a: u8) -> Token {
+        if self.whole.is_some() {
+            return Token(self.grant[actor].map_or(1, |(t, _)| t));
+        }
         match (a % 4, self.grant[actor]) {
             (0..=1, Some((t, _))) => Token(t),
             (2, _) => Token(self.max_token.saturating_sub(u64::from(a / 4 % 2))),
@@ -238,6 +297,8 @@ impl Client {
     /// The next event for `intent` (its outcome is a placeholder), or `None` when the intent
     /// only moves the clock.
     pub fn event(&mut self, intent: &Intent) -> Option<Event> {
+        let whole = self.whole.map(|ops| self.as_whole(intent, ops));
+        let intent = whole.as_ref().unwrap_or(intent);
         let actor = usize::from(intent.actor) % self.actors;
         let (a, b) = (intent.a, intent.b);
         let name = NAMES[actor];

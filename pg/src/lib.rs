@@ -30,6 +30,7 @@
 #![warn(missing_docs, unreachable_pub)]
 
 pub mod adapter;
+pub mod audit;
 pub mod cluster;
 pub mod diff;
 pub mod real;

@@ -16,6 +16,9 @@ impl Admin for PgBackend {
                     return Outcome::Unavailable;
                 }
                 self.settle(i);
+                if self.linked() {
+                    self.settle(1 - i);
+                }
                 let side = &mut self.sides[i];
                 if let Some(s) = side.sessions.get_mut(cx.conn) {
                     if s.pending.is_some() {
@@ -163,7 +166,9 @@ impl Admin for PgBackend {
     }
 
     fn crash(&mut self, _cx: &Ctx<'_>, db: DbName) -> Outcome {
-        let i = db.index();
+        // One database (a spec's `databases = "one"`): its one cluster is the lease side's,
+        // and both sides go down with it.
+        let i = if self.linked() { 0 } else { db.index() };
         if !self.sides[i].up {
             return Outcome::Error("already-down".into());
         }
@@ -173,23 +178,26 @@ impl Admin for PgBackend {
         if let Err(e) = cl.crash() {
             return Outcome::Error(format!("crash-failed:{}", e.to_string().replace(' ', "_")));
         }
-        let side = &mut self.sides[i];
-        side.up = false;
-        side.admin = None;
-        side.orphans.clear();
-        for (k, s) in std::mem::take(&mut side.sessions) {
-            if s.in_txn || s.pending.is_some() {
-                side.lost.insert(k);
-            }
-            if let Some(h) = s.pending {
-                h.abort();
+        let sides = if self.linked() { vec![0, 1] } else { vec![i] };
+        for j in sides {
+            let side = &mut self.sides[j];
+            side.up = false;
+            side.admin = None;
+            side.orphans.clear();
+            for (k, s) in std::mem::take(&mut side.sessions) {
+                if s.in_txn || s.pending.is_some() {
+                    side.lost.insert(k);
+                }
+                if let Some(h) = s.pending {
+                    h.abort();
+                }
             }
         }
         Outcome::Ok
     }
 
     fn restart(&mut self, _cx: &Ctx<'_>, db: DbName) -> Outcome {
-        let i = db.index();
+        let i = if self.linked() { 0 } else { db.index() };
         if self.sides[i].up {
             return Outcome::Error("not-down".into());
         }
@@ -203,6 +211,9 @@ impl Admin for PgBackend {
             ));
         }
         self.sides[i].up = true;
+        if self.linked() {
+            self.sides[1].up = true;
+        }
         Outcome::Ok
     }
 }

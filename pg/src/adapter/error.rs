@@ -11,7 +11,7 @@ pub enum PgError {
     #[error(transparent)]
     Cluster(#[from] ClusterError),
     /// The database answered an adapter statement (setup, reset, snapshot) with an error.
-    #[error("{what}: {source}")]
+    #[error("{what}: {}", db_detail(source))]
     Sql {
         /// What the adapter was doing.
         what: String,
@@ -24,6 +24,22 @@ pub enum PgError {
     /// A value read back is not what the schema allows.
     #[error("{0}")]
     Data(String),
+    /// The lease spec is wrong (`leaselab audit`).
+    #[error(transparent)]
+    Spec(#[from] crate::spec::SpecError),
+}
+
+/// The server's own message where it sent one (the driver's `Display` says only "db error").
+fn db_detail(e: &tokio_postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(d) => format!(
+            "{}: {} (SQLSTATE {})",
+            d.severity(),
+            d.message(),
+            d.code().code()
+        ),
+        None => e.to_string(),
+    }
 }
 
 pub(super) fn pe(what: &str, source: tokio_postgres::Error) -> PgError {

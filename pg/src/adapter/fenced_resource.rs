@@ -2,8 +2,10 @@
 //! publishes and reads.
 
 use super::error::*;
+use super::spec_ops::Args;
 use super::state::*;
 use super::statements::*;
+use crate::spec::OpKind;
 use leaselab_model::{
     AttemptOutcome, Ctx, DbName, FencedResource, Holder, Outcome, Part, PartRow, Scope, Token,
 };
@@ -17,6 +19,17 @@ impl FencedResource for PgBackend {
         content: &str,
         token: Token,
     ) -> Outcome {
+        let args = Args {
+            holder: cx.actor.to_string(),
+            token: token.0 as i64,
+            scope: scope.to_string(),
+            part: part.to_string(),
+            content: content.to_string(),
+            ..Args::default()
+        };
+        if let Some(o) = self.spec_op(cx, OpKind::Write, args) {
+            return o;
+        }
         let (c, s, in_txn) = session_or_return!(self, DbName::Res, cx);
         if in_txn {
             return Outcome::Error("in-transaction".into());
@@ -53,6 +66,9 @@ impl FencedResource for PgBackend {
     }
 
     fn fence(&mut self, cx: &Ctx<'_>, scope: &Scope, token: Token) -> Outcome {
+        if self.spec.is_some() {
+            return Outcome::Error("spec-writes-are-one-shot".into());
+        }
         let (c, s, in_txn) = session_or_return!(self, DbName::Res, cx);
         let now = self.now_for(in_txn, cx.now);
         let mode = self.config.fence;
@@ -85,6 +101,9 @@ impl FencedResource for PgBackend {
         content: &str,
         token: Token,
     ) -> Outcome {
+        if self.spec.is_some() {
+            return Outcome::Error("spec-writes-are-one-shot".into());
+        }
         let (c, s, in_txn) = session_or_return!(self, DbName::Res, cx);
         let now = self.now_for(in_txn, cx.now);
         let mode = self.config.fence;
@@ -113,6 +132,16 @@ impl FencedResource for PgBackend {
     }
 
     fn publish(&mut self, cx: &Ctx<'_>, key: &str, content: &str, token: Token) -> Outcome {
+        let args = Args {
+            holder: cx.actor.to_string(),
+            token: token.0 as i64,
+            key: key.to_string(),
+            content: content.to_string(),
+            ..Args::default()
+        };
+        if let Some(o) = self.spec_op(cx, OpKind::Publish, args) {
+            return o;
+        }
         let (c, s, in_txn) = session_or_return!(self, DbName::Res, cx);
         let now = self.now_for(in_txn, cx.now);
         let (k, ct, wr, t) = (
@@ -151,6 +180,14 @@ impl FencedResource for PgBackend {
     }
 
     fn read_part(&mut self, cx: &Ctx<'_>, scope: &Scope, part: &Part) -> Outcome {
+        let args = Args {
+            scope: scope.to_string(),
+            part: part.to_string(),
+            ..Args::default()
+        };
+        if let Some(o) = self.spec_op(cx, OpKind::ReadPart, args) {
+            return o;
+        }
         let (c, s, _) = session_or_return!(self, DbName::Res, cx);
         let (sc, p) = (scope.to_string(), part.to_string());
         self.rt.block_on(async move {

@@ -1,8 +1,10 @@
 //! `LeaseStore` on PostgreSQL: acquire, renew, release with the source's SQL.
 
 use super::error::*;
+use super::spec_ops::Args;
 use super::state::*;
 use super::statements::*;
+use crate::spec::OpKind;
 use leaselab_model::{Ctx, DbName, Holder, LeaseName, LeaseRow, LeaseStore, Outcome, Token};
 
 impl LeaseStore for PgBackend {
@@ -13,6 +15,15 @@ impl LeaseStore for PgBackend {
         holder: &Holder,
         ttl_ms: u64,
     ) -> Outcome {
+        let args = Args {
+            lease: lease.to_string(),
+            holder: holder.to_string(),
+            ttl_ms: ttl_ms as i64,
+            ..Args::default()
+        };
+        if let Some(o) = self.spec_op(cx, OpKind::Acquire, args) {
+            return o;
+        }
         let (c, s, in_txn) = session_or_return!(self, DbName::Lease, cx);
         let now = self.now_for(in_txn, cx.now);
         let (name, h) = (lease.to_string(), holder.to_string());
@@ -47,6 +58,16 @@ impl LeaseStore for PgBackend {
         token: Token,
         ttl_ms: u64,
     ) -> Outcome {
+        let args = Args {
+            lease: lease.to_string(),
+            holder: holder.to_string(),
+            ttl_ms: ttl_ms as i64,
+            token: token.0 as i64,
+            ..Args::default()
+        };
+        if let Some(o) = self.spec_op(cx, OpKind::Renew, args) {
+            return o;
+        }
         let (c, s, in_txn) = session_or_return!(self, DbName::Lease, cx);
         let now = self.now_for(in_txn, cx.now);
         let (name, h, t) = (lease.to_string(), holder.to_string(), token.0 as i64);
@@ -78,6 +99,15 @@ impl LeaseStore for PgBackend {
         holder: &Holder,
         token: Token,
     ) -> Outcome {
+        let args = Args {
+            lease: lease.to_string(),
+            holder: holder.to_string(),
+            token: token.0 as i64,
+            ..Args::default()
+        };
+        if let Some(o) = self.spec_op(cx, OpKind::Release, args) {
+            return o;
+        }
         let (c, s, in_txn) = session_or_return!(self, DbName::Lease, cx);
         let now = self.now_for(in_txn, cx.now);
         let (name, h, t) = (lease.to_string(), holder.to_string(), token.0 as i64);

@@ -24,9 +24,11 @@ mod error;
 mod fenced_resource;
 mod lease_store;
 mod snapshot;
+mod spec_ops;
 mod state;
 mod statements;
 mod throwaway;
 
 pub use error::PgError;
+pub use spec_ops::SpecRun;
 pub use state::{PgBackend, Target};

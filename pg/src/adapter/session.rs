@@ -157,9 +157,10 @@ impl PgBackend {
         let info = self.sides[i].conninfo.clone();
         let vt = self.virtual_time;
         let cfg = self.config.clone();
+        let spec = self.spec.clone();
         let r = self.rt.block_on(async move {
             let (c, pid, socket) = connect_owned(&info, vt).await?;
-            let st = prepare(&c, db, &cfg).await?;
+            let st = prepare(&c, db, &cfg, spec.as_deref()).await?;
             Ok::<_, tokio_postgres::Error>((c, pid, st, socket))
         });
         let (c, pid, st, socket) = r.map_err(stmt_err)?;
@@ -183,12 +184,27 @@ impl PgBackend {
 
     pub(super) fn others(&self, i: usize, conn: &ConnId) -> Vec<i32> {
         let side = &self.sides[i];
-        side.sessions
+        let mut v: Vec<i32> = side
+            .sessions
             .iter()
             .filter(|(k, _)| *k != conn)
             .map(|(_, s)| s.pid)
             .chain(side.orphans.iter().copied())
-            .collect()
+            .collect();
+        if self.linked() {
+            // One database: the other side's sessions can block this one too.
+            let o = &self.sides[1 - i];
+            v.extend(o.sessions.values().map(|s| s.pid));
+            v.extend(o.orphans.iter().copied());
+        }
+        v
+    }
+
+    /// Both sides are one database (a spec with `databases = "one"`).
+    pub(super) fn linked(&self) -> bool {
+        self.spec
+            .as_ref()
+            .is_some_and(|r| r.spec.databases == crate::spec::Databases::One)
     }
 
     /// Waits until every orphan that no longer waits on a lock has ended (its statement ran,
@@ -263,6 +279,9 @@ impl PgBackend {
             Waited::Stuck => Outcome::Error("stuck-neither-finished-nor-blocked".into()),
         };
         self.settle(i);
+        if self.linked() {
+            self.settle(1 - i);
+        }
         out
     }
 

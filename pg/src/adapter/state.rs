@@ -52,4 +52,6 @@ pub struct PgBackend {
     pub(super) sides: [Side; 2],
     /// Virtual time (replay) or the real `now()` (experiments).
     pub(super) virtual_time: bool,
+    /// The user's schema and statements instead of the source design's (`leaselab audit`).
+    pub(super) spec: Option<Arc<super::spec_ops::SpecRun>>,
 }

@@ -23,6 +23,8 @@ pub(super) struct Stmts {
     pub(super) read_part: Option<Statement>,
     pub(super) read_publish: Option<Statement>,
     pub(super) count: Option<Statement>,
+    /// A spec's statements, per operation (empty without a spec).
+    pub(super) spec: super::spec_ops::Prepared,
 }
 
 pub(super) fn st(s: &Option<Statement>) -> Result<&Statement, Outcome> {
@@ -60,7 +62,31 @@ pub(super) async fn prepare(
     c: &Client,
     db: DbName,
     cfg: &Config,
+    spec: Option<&super::spec_ops::SpecRun>,
 ) -> Result<Stmts, tokio_postgres::Error> {
+    if let Some(run) = spec {
+        // The user's schema has none of the source's tables: only the clock statements.
+        let now_sql = sql::now_us();
+        let (set_now, now) = tokio::try_join!(c.prepare(sql::SET_NOW), c.prepare(&now_sql))?;
+        return Ok(Stmts {
+            set_now,
+            now,
+            acquire: None,
+            renew: None,
+            release: None,
+            read_lease: None,
+            fence: None,
+            floor_read: None,
+            floor_set: None,
+            upsert: None,
+            publish: None,
+            attempt: None,
+            read_part: None,
+            read_publish: None,
+            count: None,
+            spec: super::spec_ops::prepare_spec(c, db, run).await?,
+        });
+    }
     let lease = db == DbName::Lease;
     // Only this database's statements; all sent at once (tokio-postgres pipelines requests
     // that are polled together), so a new session costs one round trip, not thirteen.
@@ -121,6 +147,7 @@ pub(super) async fn prepare(
         read_part,
         read_publish,
         count,
+        spec: Vec::new(),
     })
 }
 

@@ -78,6 +78,7 @@ impl PgBackend {
             config: Config::default(),
             sides,
             virtual_time,
+            spec: None,
         };
         be.install_schema()?;
         Ok(be)
@@ -141,9 +142,109 @@ impl PgBackend {
         Ok(())
     }
 
+    /// Starts throwaway clusters (or uses `LEASELAB_PG_CONNINFO`'s server) that run `spec`
+    /// instead of the source design: its DDL installed, every statement described by
+    /// PostgreSQL and checked for the shape its operation reads. A bad spec is
+    /// [`PgError::Spec`].
+    pub fn audit(dir: &Path, spec: crate::spec::Spec) -> Result<PgBackend, PgError> {
+        let mut be = Self::throwaway(dir)?;
+        if spec.databases == crate::spec::Databases::One {
+            // Both sides are one database: the resource side's sessions connect to it too.
+            be.sides[1].conninfo = be.sides[0].conninfo.clone();
+            be.sides[1].admin = None;
+        }
+        let mut shapes = Vec::new();
+        for i in 0..2 {
+            let info = be.sides[i].conninfo.clone();
+            be.rt.block_on(async {
+                let (c, _) = connect(&info, true).await.map_err(|e| pe("connect", e))?;
+                c.batch_execute(&format!("{}\n{}", Self::CLEAN, sql::LAB_SCHEMA))
+                    .await
+                    .map_err(|e| pe("schema", e))
+            })?;
+        }
+        let (li, ri) = (be.sides[0].conninfo.clone(), be.sides[1].conninfo.clone());
+        let checked = be.rt.block_on(async {
+            let (l, _) = connect(&li, true).await.map_err(|e| pe("connect", e))?;
+            let r = if spec.databases == crate::spec::Databases::One {
+                None
+            } else {
+                Some(connect(&ri, true).await.map_err(|e| pe("connect", e))?.0)
+            };
+            let r = r.as_ref().unwrap_or(&l);
+            for c in [&l, r] {
+                // Tables go to `public` (the first schema on the path), while `now()` still
+                // finds `lab.now()` before `pg_catalog`'s.
+                c.batch_execute(
+                    "SET search_path = public, lab, pg_catalog; SELECT set_config('lab.now', '0', false)",
+                )
+                    .await
+                    .map_err(|e| pe("set lab.now", e))?;
+            }
+            Ok::<_, PgError>(crate::spec::check(&spec, &l, r).await)
+        })?;
+        shapes.extend(checked?);
+        be.spec = Some(Arc::new(super::spec_ops::SpecRun { spec, shapes }));
+        Ok(be)
+    }
+
+    /// Empties the `public` schema (a spec's tables live there).
+    const CLEAN: &'static str = "DROP SCHEMA IF EXISTS public CASCADE; CREATE SCHEMA public;";
+
+    /// A spec's reset: sessions terminated, `public` recreated from the DDL (seed rows
+    /// included), on a connection whose `now()` is the run's clock.
+    fn reset_spec(&mut self, config: &Config) -> Result<(), PgError> {
+        let Some(run) = self.spec.clone() else {
+            return Ok(());
+        };
+        let one = run.spec.databases == crate::spec::Databases::One;
+        for i in 0..2 {
+            self.drop_sessions(i);
+            if !self.sides[i].up {
+                if let Some(c) = self.sides[i].cluster.as_mut() {
+                    c.boot()?;
+                }
+                self.sides[i].up = true;
+                self.sides[i].admin = None;
+            }
+            self.sides[i].lost.clear();
+        }
+        for i in 0..2 {
+            let ddl = match (one, i) {
+                (true, 1) => continue,
+                (true, _) => format!("{}\n{}", run.spec.lease_schema, run.spec.resource_schema),
+                (false, 0) => run.spec.lease_schema.clone(),
+                _ => run.spec.resource_schema.clone(),
+            };
+            let (admin, _) = self.admin(i)?;
+            let dbname = self.sides[i].dbname;
+            self.rt.block_on(async move {
+                admin
+                    .execute(
+                        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()",
+                        &[&dbname],
+                    )
+                    .await
+                    .map_err(|e| pe("terminate sessions", e))?;
+                admin
+                    .batch_execute(&format!(
+                        "SET search_path = public, lab, pg_catalog; SELECT set_config('lab.now', '0', false); {}\n{ddl}\n; RESET search_path;",
+                        Self::CLEAN
+                    ))
+                    .await
+                    .map_err(|e| pe("reset", e))
+            })?;
+        }
+        self.config = config.clone();
+        Ok(())
+    }
+
     /// Back to an empty state for a new trace with `config`: sessions closed, rows deleted,
     /// floors reseeded (DELETE + reseed: fast and honest). Crashed clusters are restarted.
     pub fn reset(&mut self, config: &Config) -> Result<(), PgError> {
+        if self.spec.is_some() {
+            return self.reset_spec(config);
+        }
         for i in 0..2 {
             self.drop_sessions(i);
             if !self.sides[i].up {

@@ -1,0 +1,181 @@
+//! `leaselab audit SPEC --gen N`: generated schedules run on the user's own lease SQL on a
+//! throwaway PostgreSQL; the checkers judge what PostgreSQL answered. The first violation is
+//! shrunk by proptest and written as a trace, with its timeline and explanation.
+
+use crate::diff_cmd::gen_runner;
+use leaselab_checkers::Report;
+use leaselab_gen::WholeOps;
+use leaselab_pg::spec::{OpKind, Spec};
+use leaselab_pg::{PgBackend, PgError};
+use leaselab_trace::Trace;
+use std::path::{Path, PathBuf};
+
+/// What a run found.
+pub struct AuditOutcome {
+    /// Schedules run (shrinking included).
+    pub schedules: u64,
+    /// Steps run.
+    pub steps: u64,
+    /// The shrunk violation: its trace file and the report on it.
+    pub violation: Option<(PathBuf, Report)>,
+}
+
+/// Reads and checks the spec at `file` (an error names the file, line and statement).
+pub fn load(file: &Path, pg_dir: &Path) -> Result<(Spec, PgBackend), String> {
+    let text = std::fs::read_to_string(file)
+        .map_err(|e| format!("{}: cannot read: {e}", file.display()))?;
+    let spec =
+        leaselab_pg::spec::parse(&file.display().to_string(), &text).map_err(|e| e.to_string())?;
+    let pg = PgBackend::audit(pg_dir, spec.clone()).map_err(|e| match e {
+        PgError::Spec(s) => s.to_string(),
+        e => format!("postgres: {e}"),
+    })?;
+    Ok((spec, pg))
+}
+
+/// What the spec's client may do besides the four required operations.
+pub fn ops_of(spec: &Spec) -> WholeOps {
+    WholeOps {
+        publish: spec.op(OpKind::Publish).is_some(),
+        read_part: spec.op(OpKind::ReadPart).is_some(),
+    }
+}
+
+/// Runs `n` generated schedules of at most `steps` intents; shrinks the first violation and
+/// writes it to `out/audit-<seed>.trace`.
+pub fn run_gen(
+    pg: &mut PgBackend,
+    spec: &Spec,
+    n: u32,
+    seed: u64,
+    steps: usize,
+    out: &Path,
+    progress: bool,
+) -> Result<AuditOutcome, String> {
+    use proptest::test_runner::{TestCaseError, TestError};
+    use std::cell::RefCell;
+    let ops = ops_of(spec);
+    let pg = RefCell::new(pg);
+    let counts = RefCell::new((0u64, 0u64));
+    let infra: RefCell<Option<String>> = RefCell::new(None);
+    let mut runner = gen_runner(n, seed);
+    let result = runner.run(&leaselab_gen::schedule(steps), |s| {
+        let h = match leaselab_pg::audit::audit_schedule(&mut pg.borrow_mut(), &s, ops) {
+            Ok(h) => h,
+            Err(e) => {
+                *infra.borrow_mut() = Some(e.to_string());
+                return Err(TestCaseError::fail("postgres failed"));
+            }
+        };
+        let mut c = counts.borrow_mut();
+        c.0 += 1;
+        c.1 += h.events.len() as u64;
+        if progress && c.0 % 100 == 0 {
+            eprint!("\r  {} schedules, {} steps", c.0, c.1);
+        }
+        let report = leaselab_checkers::check(&h);
+        if report.violations.is_empty() {
+            Ok(())
+        } else {
+            Err(TestCaseError::fail(
+                report
+                    .verdict()
+                    .iter()
+                    .map(|c| c.as_str())
+                    .collect::<Vec<_>>()
+                    .join(","),
+            ))
+        }
+    });
+    if progress {
+        eprintln!();
+    }
+    if let Some(e) = infra.into_inner() {
+        return Err(format!("postgres: {e}"));
+    }
+    let (schedules, steps_run) = counts.into_inner();
+    let violation = match result {
+        Ok(()) => None,
+        Err(TestError::Abort(why)) => return Err(format!("generator aborted: {why}")),
+        Err(TestError::Fail(_, minimal)) => {
+            let mut pg = pg.borrow_mut();
+            let h = leaselab_pg::audit::audit_schedule(&mut pg, &minimal, ops)
+                .map_err(|e| format!("postgres: {e}"))?;
+            let report = leaselab_checkers::check(&h);
+            let name = format!("audit-{seed}");
+            let mut t = Trace::new(&name, minimal.config.clone(), h);
+            t.seed = seed;
+            t.title = format!(
+                "audit of {}: a generated schedule, shrunk",
+                Path::new(&spec.file)
+                    .file_name()
+                    .map_or(spec.file.clone(), |f| f.to_string_lossy().into_owned())
+            );
+            t.expect = report.verdict();
+            std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+            let file = out.join(format!("{name}.trace"));
+            std::fs::write(&file, t.to_text()).map_err(|e| format!("{}: {e}", file.display()))?;
+            Some((file, report))
+        }
+    };
+    Ok(AuditOutcome {
+        schedules,
+        steps: steps_run,
+        violation,
+    })
+}
+
+/// `leaselab audit SPEC --gen N`: prints the verdict, the shrunk trace and the commands that
+/// show it; `Ok(true)` when nothing was violated.
+pub fn run_gen_cmd(
+    file: &Path,
+    n: u32,
+    seed: u64,
+    steps: usize,
+    out: &Path,
+    pg_dir: &Path,
+) -> Result<bool, String> {
+    let (spec, mut pg) = load(file, pg_dir)?;
+    let t0 = std::time::Instant::now();
+    let r = run_gen(
+        &mut pg,
+        &spec,
+        n,
+        seed,
+        steps,
+        out,
+        std::io::IsTerminal::is_terminal(&std::io::stderr()),
+    )?;
+    let secs = t0.elapsed().as_secs_f64().max(1e-9);
+    if let Some((trace, report)) = &r.violation {
+        let text =
+            std::fs::read_to_string(trace).map_err(|e| format!("{}: {e}", trace.display()))?;
+        let t = Trace::parse(&text, &trace.display().to_string()).map_err(|e| e.to_string())?;
+        println!(
+            "VIOLATION {} :: shrunk to {} steps",
+            report
+                .verdict()
+                .iter()
+                .map(|c| c.as_str())
+                .collect::<Vec<_>>()
+                .join(","),
+            t.history.events.len()
+        );
+        for v in &report.violations {
+            println!("  {}: {}", v.check.as_str(), v.message);
+        }
+        println!("trace: {}", trace.display());
+        println!("timeline: leaselab diagram {}", trace.display());
+        println!("explain: leaselab explain {}", trace.display());
+    }
+    println!(
+        "SUMMARY spec={} generated={} steps={} violations={} schedules/s={:.1} steps/s={:.0}",
+        file.display(),
+        r.schedules,
+        r.steps,
+        usize::from(r.violation.is_some()),
+        r.schedules as f64 / secs,
+        r.steps as f64 / secs
+    );
+    Ok(r.violation.is_none())
+}

@@ -1,0 +1,368 @@
+//! The backend seam on the user's own SQL (a [`Spec`]): each operation runs its statements —
+//! as one transaction when the spec lists several — and its outcome is read by the spec's
+//! conventions from what PostgreSQL answered. Sessions, lock-wait detection, settling, crashes
+//! and the virtual clock are the adapter's, unchanged.
+
+use super::error::*;
+use super::state::*;
+use super::statements::*;
+use crate::spec::{OpKind, Param, Shape, Spec, StatementKind};
+use leaselab_model::{Ctx, DbName, Expiry, Millis, Outcome, Token};
+use std::sync::Arc;
+use tokio_postgres::types::{FromSql, ToSql, Type};
+use tokio_postgres::{Client, Statement};
+
+/// A spec checked against PostgreSQL: its statements and where their answers are.
+#[derive(Clone, Debug)]
+pub struct SpecRun {
+    /// The spec.
+    pub spec: Spec,
+    /// Per operation of `spec.ops`, in order.
+    pub shapes: Vec<Shape>,
+}
+
+/// An operation's statements as a session prepared them (`None`: a utility statement, sent as
+/// text).
+pub(super) type Prepared = Vec<Vec<Option<Statement>>>;
+
+/// The values of one operation's parameters.
+#[derive(Clone, Debug, Default)]
+pub(super) struct Args {
+    pub(super) lease: String,
+    pub(super) holder: String,
+    pub(super) ttl_ms: i64,
+    pub(super) token: i64,
+    pub(super) scope: String,
+    pub(super) part: String,
+    pub(super) content: String,
+    pub(super) key: String,
+}
+
+impl Args {
+    fn value(&self, p: Param) -> Value {
+        match p {
+            Param::Lease => Value::Text(self.lease.clone()),
+            Param::Holder => Value::Text(self.holder.clone()),
+            Param::TtlMs => Value::Int(self.ttl_ms),
+            Param::Token => Value::Int(self.token),
+            Param::Scope => Value::Text(self.scope.clone()),
+            Param::Part => Value::Text(self.part.clone()),
+            Param::Content => Value::Text(self.content.clone()),
+            Param::Key => Value::Text(self.key.clone()),
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+enum Value {
+    Text(String),
+    Int(i64),
+}
+
+impl Value {
+    fn sql(&self) -> &(dyn ToSql + Sync) {
+        match self {
+            Value::Text(s) => s,
+            Value::Int(i) => i,
+        }
+    }
+}
+
+/// A timestamp as PostgreSQL sends it: microseconds since 2000-01-01, `±infinity` as the
+/// extreme values (`timestamp.h`: `DT_NOBEGIN`, `DT_NOEND`).
+struct RawTime(i64);
+
+impl<'a> FromSql<'a> for RawTime {
+    fn from_sql(_: &Type, raw: &'a [u8]) -> Result<Self, Box<dyn std::error::Error + Sync + Send>> {
+        let b: [u8; 8] = raw.try_into()?;
+        Ok(RawTime(i64::from_be_bytes(b)))
+    }
+
+    fn accepts(ty: &Type) -> bool {
+        matches!(*ty, Type::TIMESTAMPTZ | Type::TIMESTAMP)
+    }
+}
+
+/// Virtual time 0 (`sql::EPOCH`, 2026-01-01 UTC) in PostgreSQL's microseconds since 2000-01-01.
+const EPOCH_US: i64 = 9_497 * 86_400 * 1_000_000;
+
+fn expiry_of(t: RawTime) -> Result<Expiry, Outcome> {
+    match t.0 {
+        i64::MIN => Ok(Expiry::NegInfinity),
+        i64::MAX => Err(Outcome::Error("expiry-infinity".into())),
+        us => ms_of_us(Some(us - EPOCH_US)),
+    }
+}
+
+/// What the statements of an operation did.
+struct Ran {
+    /// The last statement that counts affected or returned a row (and a transaction, if any,
+    /// committed).
+    done: bool,
+    /// The first row of the last statement that returned rows.
+    row: Option<tokio_postgres::Row>,
+}
+
+/// Runs one operation's statements on `c`. A list in a transaction stops at the first
+/// statement that affects or returns nothing and rolls back; so does any error.
+async fn exec(
+    c: Arc<Client>,
+    st: Stmts,
+    now: Option<Millis>,
+    sql: Vec<(StatementKind, String, Option<Statement>, Vec<Value>)>,
+    txn: bool,
+) -> Result<Ran, Outcome> {
+    set_now(&c, &st, now).await.map_err(stmt_err)?;
+    if txn {
+        c.batch_execute("BEGIN").await.map_err(stmt_err)?;
+    }
+    let abort = |o: Outcome| {
+        let c = c.clone();
+        async move {
+            if txn {
+                let _ = c.batch_execute("ROLLBACK").await;
+            }
+            o
+        }
+    };
+    let mut ran = Ran {
+        done: false,
+        row: None,
+    };
+    for (kind, text, prepared, values) in sql {
+        let params: Vec<&(dyn ToSql + Sync)> = values.iter().map(Value::sql).collect();
+        let done = match (kind, prepared) {
+            (StatementKind::Utility, _) | (_, None) => {
+                if let Err(e) = c.batch_execute(&text).await {
+                    return Err(abort(stmt_err(e)).await);
+                }
+                continue;
+            }
+            (_, Some(p)) if !p.columns().is_empty() => match c.query(&p, &params).await {
+                Ok(rows) => {
+                    let got = !rows.is_empty();
+                    ran.row = rows.into_iter().next();
+                    got
+                }
+                Err(e) => return Err(abort(stmt_err(e)).await),
+            },
+            (_, Some(p)) => match c.execute(&p, &params).await {
+                Ok(n) => n > 0,
+                Err(e) => return Err(abort(stmt_err(e)).await),
+            },
+        };
+        ran.done = done;
+        if !done {
+            if txn {
+                c.batch_execute("ROLLBACK").await.map_err(stmt_err)?;
+            }
+            return Ok(ran);
+        }
+    }
+    if txn {
+        c.batch_execute("COMMIT").await.map_err(commit_err)?;
+    }
+    Ok(ran)
+}
+
+impl PgBackend {
+    /// Runs the spec's `kind` for `cx` with `args`; `None` when the backend runs no spec.
+    pub(super) fn spec_op(&mut self, cx: &Ctx<'_>, kind: OpKind, args: Args) -> Option<Outcome> {
+        let run = self.spec.clone()?;
+        let Some(at) = run.spec.ops.iter().position(|o| o.kind == kind) else {
+            return Some(Outcome::Error(format!("spec-has-no-{}", kind.as_str())));
+        };
+        let db = if kind.on_lease_side() {
+            DbName::Lease
+        } else {
+            DbName::Res
+        };
+        if let Some(o) = self.admit(db, cx.conn) {
+            return Some(o);
+        }
+        let (c, st, in_txn) = match self.session(db, cx.conn) {
+            Ok(s) => s,
+            Err(o) => return Some(o),
+        };
+        if in_txn {
+            return Some(Outcome::Error("in-transaction".into()));
+        }
+        let op = &run.spec.ops[at];
+        let shape = run.shapes[at].clone();
+        let prepared = st.spec.get(at).cloned().unwrap_or_default();
+        let sql: Vec<_> = op
+            .statements
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                (
+                    s.kind,
+                    s.sql.clone(),
+                    prepared.get(i).cloned().flatten(),
+                    s.params.iter().map(|p| args.value(*p)).collect(),
+                )
+            })
+            .collect();
+        let txn = op.transaction && op.statements.len() > 1;
+        let now = self.now_for(false, cx.now);
+        let ttl = args.ttl_ms;
+        Some(self.run(db, cx.conn, async move {
+            let r = exec(c, st, now, sql, txn).await;
+            let outcome = match (kind, r) {
+                (_, Err(o)) => o,
+                (OpKind::Acquire, Ok(Ran { done: true, row })) => {
+                    match grant(row.as_ref(), &shape, now, ttl) {
+                        Ok(o) | Err(o) => o,
+                    }
+                }
+                (
+                    OpKind::Acquire | OpKind::Renew | OpKind::Release,
+                    Ok(Ran { done: false, .. }),
+                ) => Outcome::Refused,
+                (OpKind::Renew, Ok(Ran { row, .. })) => {
+                    match renewed(row.as_ref(), &shape, now, ttl) {
+                        Ok(o) | Err(o) => o,
+                    }
+                }
+                (OpKind::Release, Ok(_)) => Outcome::Released,
+                (OpKind::Write, Ok(r)) => {
+                    if r.done {
+                        Outcome::Accepted
+                    } else {
+                        Outcome::Rejected
+                    }
+                }
+                (OpKind::Publish, Ok(r)) => {
+                    if r.done {
+                        Outcome::Accepted
+                    } else {
+                        Outcome::Rejected
+                    }
+                }
+                (OpKind::ReadPart, Ok(r)) => match part_row(r.row.as_ref(), &shape) {
+                    Ok(o) | Err(o) => o,
+                },
+            };
+            outcome.into()
+        }))
+    }
+}
+
+/// An acquire's row: its `token`, and `expires_at` if returned (else the expiry the caller
+/// asked for: the statement's `now()` plus the TTL).
+fn grant(
+    row: Option<&tokio_postgres::Row>,
+    shape: &Shape,
+    now: Option<Millis>,
+    ttl_ms: i64,
+) -> Result<Outcome, Outcome> {
+    let row = row.ok_or_else(|| Outcome::Error("acquire-returned-no-row".into()))?;
+    let col = shape
+        .token
+        .ok_or_else(|| Outcome::Error("acquire-has-no-token".into()))?;
+    let token = int_at(row, col)?;
+    if token <= 0 {
+        return Err(Outcome::Error(format!("token-not-positive-{token}")));
+    }
+    Ok(Outcome::Granted {
+        token: Token(token as u64),
+        expires: expires(row, shape, now, ttl_ms)?,
+    })
+}
+
+fn renewed(
+    row: Option<&tokio_postgres::Row>,
+    shape: &Shape,
+    now: Option<Millis>,
+    ttl_ms: i64,
+) -> Result<Outcome, Outcome> {
+    let expires = match row {
+        Some(r) => expires(r, shape, now, ttl_ms)?,
+        None => asked(now, ttl_ms)?,
+    };
+    Ok(Outcome::Renewed { expires })
+}
+
+fn expires(
+    row: &tokio_postgres::Row,
+    shape: &Shape,
+    now: Option<Millis>,
+    ttl_ms: i64,
+) -> Result<Expiry, Outcome> {
+    match shape.expires_at {
+        Some(i) => {
+            let t: RawTime = row
+                .try_get(i)
+                .map_err(|e| Outcome::Error(format!("expires_at:{e}").replace(' ', "_")))?;
+            expiry_of(t)
+        }
+        None => asked(now, ttl_ms),
+    }
+}
+
+fn asked(now: Option<Millis>, ttl_ms: i64) -> Result<Expiry, Outcome> {
+    let now = now.ok_or_else(|| Outcome::Error("no-virtual-time".into()))?;
+    Ok(Expiry::At(Millis(now.0 + ttl_ms.max(0) as u64)))
+}
+
+fn int_at(row: &tokio_postgres::Row, i: usize) -> Result<i64, Outcome> {
+    let v = match *row.columns()[i].type_() {
+        Type::INT2 => row.try_get::<_, i16>(i).map(i64::from),
+        Type::INT4 => row.try_get::<_, i32>(i).map(i64::from),
+        _ => row.try_get::<_, i64>(i),
+    };
+    v.map_err(|e| Outcome::Error(format!("token:{e}").replace(' ', "_")))
+}
+
+fn part_row(row: Option<&tokio_postgres::Row>, shape: &Shape) -> Result<Outcome, Outcome> {
+    let Some(r) = row else {
+        return Ok(Outcome::Part(None));
+    };
+    let (Some(c), Some(w), Some(t)) = (shape.content, shape.writer, shape.token) else {
+        return Err(Outcome::Error("read-part-shape".into()));
+    };
+    let text = |i: usize| {
+        r.try_get::<_, String>(i)
+            .map_err(|e| Outcome::Error(format!("read-part:{e}").replace(' ', "_")))
+    };
+    Ok(Outcome::Part(Some(leaselab_model::PartRow {
+        content: text(c)?,
+        writer: leaselab_model::Holder::new(text(w)?),
+        token: Token(int_at(r, t)?.max(0) as u64),
+    })))
+}
+
+/// Prepares a session's spec statements for database `db` (utility statements are sent as
+/// text).
+pub(super) async fn prepare_spec(
+    c: &Client,
+    db: DbName,
+    run: &SpecRun,
+) -> Result<Prepared, tokio_postgres::Error> {
+    let mut out = Vec::new();
+    for op in &run.spec.ops {
+        let side = if op.kind.on_lease_side() {
+            DbName::Lease
+        } else {
+            DbName::Res
+        };
+        let mut v = Vec::new();
+        for s in &op.statements {
+            if side != db || s.kind == StatementKind::Utility {
+                v.push(None);
+                continue;
+            }
+            let types: Vec<Type> = s
+                .params
+                .iter()
+                .map(|p| match p.sql_type() {
+                    "bigint" => Type::INT8,
+                    _ => Type::TEXT,
+                })
+                .collect();
+            v.push(Some(c.prepare_typed(&s.sql, &types).await?));
+        }
+        out.push(v);
+    }
+    Ok(out)
+}
