@@ -103,8 +103,9 @@ pub fn run_gen(
                 .map_err(|e| format!("postgres: {e}"))?;
             let report = leaselab_checkers::check(&h);
             let name = format!("audit-{seed}");
-            let mut t = Trace::new(&name, minimal.config.clone(), h);
+            let mut t = Trace::new(&name, leaselab_model::Config::default(), h);
             t.seed = seed;
+            t.spec = Some(spec.file.clone());
             t.title = format!(
                 "audit of {}: a generated schedule, shrunk",
                 Path::new(&spec.file)

@@ -69,7 +69,8 @@ pub fn diagram(path: &Path, form: &Form) -> Result<String, String> {
 /// `leaselab explain TRACE`: the run in plain words, then its timeline.
 pub fn explain(path: &Path) -> Result<String, String> {
     let t = read_trace(path)?;
-    let s = story(&t.history, &t.config);
+    let mut s = story(&t.history, &t.config);
+    s.spec = t.spec.clone();
     Ok(format!(
         "{}\n{}",
         explain::render(&s, &title(&t)),

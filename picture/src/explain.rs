@@ -22,6 +22,9 @@ pub fn fence_words(f: FenceMode) -> &'static str {
 
 /// Why the resource kept a stale write, under `story`'s configuration.
 fn why_accepted(story: &Story, w: &Write) -> String {
+    if story.spec.is_some() {
+        return "the spec's write took it: nothing in its statements compared the write's token with the newer one that had already committed (or the comparison and the write were not one atomic step)".into();
+    }
     if w.target.starts_with("publish:") {
         return match story.config.publish {
             PublishMode::BusinessKey => "the publish is deduplicated by business key (`ON CONFLICT DO NOTHING`): the first copy to arrive is kept, not the newest".into(),
@@ -45,6 +48,13 @@ fn why_accepted(story: &Story, w: &Write) -> String {
 /// The safeguard that stops what `check` caught, under `story`'s configuration.
 fn safeguard(story: &Story, check: Check) -> String {
     let c = &story.config;
+    if story.spec.is_some() {
+        return match check {
+            Check::I2 => "a token that never repeats: a durable counter that every acquire raises in the statement that grants (examples/leases/seed.toml)".into(),
+            Check::I1 => "an acquire that takes over only an expired or released lease, and a renew refused once the lease expired (`AND expires_at > now()`) (examples/leases/seed.toml)".into(),
+            _ => "a fence in the write's own transaction: one conditional `UPDATE` of a per-scope floor (`… WHERE max_token <= :token`) before the write, so the check and the write are one atomic step (examples/leases/seed.toml)".into(),
+        };
+    }
     match check {
         Check::I2 if c.lease_table == LeaseDurability::Unlogged => "a durable (logged) lease table: the token counter must survive a crash, or tokens are reused (F8)".into(),
         Check::I1 if c.renew_after_expiry => "refuse a renew once the lease expired (`AND expires_at > now()`): the holder must acquire again and get a new token".into(),
@@ -61,11 +71,21 @@ fn safeguard(story: &Story, check: Check) -> String {
 pub fn render(story: &Story, title: &str) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "{title}");
-    let _ = writeln!(
-        s,
-        "The resource ran with {}.",
-        fence_words(story.config.fence)
-    );
+    match &story.spec {
+        Some(spec) => {
+            let _ = writeln!(
+                s,
+                "The lease and the resource ran the statements of {spec} (`leaselab audit`); the history is what PostgreSQL answered."
+            );
+        }
+        None => {
+            let _ = writeln!(
+                s,
+                "The resource ran with {}.",
+                fence_words(story.config.fence)
+            );
+        }
+    }
     let (keys, _) = key::select(story, 16);
     let shown = |seq: u64| keys.iter().any(|k| k.seq == seq);
     // (when, sentence), told in time order.

@@ -125,6 +125,9 @@ pub struct Moment {
 pub struct Story {
     /// The run's configuration (what the fence was, which knobs were wrong).
     pub config: Config,
+    /// The lease spec the run used instead (`leaselab audit`): then `config` describes nothing
+    /// of the statements, and the pictures say only what the history shows.
+    pub spec: Option<String>,
     /// One lane per holder, in order of first appearance.
     pub lanes: Vec<Holder>,
     /// Every holding, in grant order.
@@ -333,6 +336,7 @@ impl Story {
         }
         Story {
             config: config.clone(),
+            spec: None,
             lanes,
             holdings,
             pauses,

@@ -17,6 +17,9 @@ pub struct Trace {
     pub seed: u64,
     /// Database configuration.
     pub config: Config,
+    /// The lease spec the history was recorded on (`leaselab audit`), as its path was given:
+    /// the statements were the user's, and `config` describes none of them.
+    pub spec: Option<String>,
     /// Setup lines (settings a simulation run was made from), kept verbatim (`key=value`
     /// words); the simulation defines and parses them (`leaselab sim --from-trace`).
     pub setup: Vec<String>,

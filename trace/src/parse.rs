@@ -40,8 +40,8 @@ pub fn parse_outcome(text: &str) -> Result<Outcome, TraceError> {
 }
 
 /// Header lines in the only order a trace has them.
-const HEADERS: [&str; 8] = [
-    "name", "title", "seed", "config", "setup", "fault", "expect", "events",
+const HEADERS: [&str; 9] = [
+    "name", "title", "seed", "config", "spec", "setup", "fault", "expect", "events",
 ];
 
 /// The header lines a trace cannot leave out.
@@ -77,6 +77,7 @@ impl<'f> Parser<'f> {
         let mut title = String::new();
         let mut seed = None;
         let mut config = None;
+        let mut spec = None;
         let mut setup = Vec::new();
         let mut faults = Vec::new();
         let mut expect = None;
@@ -146,6 +147,7 @@ impl<'f> Parser<'f> {
                 "title" => title = rest.to_string(),
                 "seed" => seed = Some(self.num(n, "seed", rest)?),
                 "config" => config = Some(self.config(n, rest)?),
+                "spec" => spec = Some(self.unesc(n, "spec", rest)?),
                 "setup" => setup.push(rest.to_string()),
                 "fault" => faults.push(rest.to_string()),
                 "expect" => expect = Some(self.expect(n, rest)?),
@@ -176,6 +178,7 @@ impl<'f> Parser<'f> {
             title,
             seed: seed.unwrap_or_default(),
             config: config.unwrap_or_default(),
+            spec,
             setup,
             faults,
             expect: expect.unwrap_or_default(),

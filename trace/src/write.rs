@@ -54,6 +54,7 @@ impl Trace {
             title: String::new(),
             seed: 0,
             config,
+            spec: None,
             setup: Vec::new(),
             faults: Vec::new(),
             expect: Vec::new(),
@@ -71,6 +72,9 @@ impl Trace {
         }
         let _ = writeln!(s, "seed {}", self.seed);
         let _ = writeln!(s, "config {}", config_text(&self.config));
+        if let Some(p) = &self.spec {
+            let _ = writeln!(s, "spec {}", escape(p));
+        }
         for l in &self.setup {
             let _ = writeln!(s, "setup {l}");
         }
