@@ -220,8 +220,22 @@ pub struct Facts {
     pub lease_changes: Vec<LeaseFact>,
     /// Statements whose outcome nobody collected, per database.
     pub unreported: Vec<(DbName, u64)>,
+    /// Renewals and releases whose outcome nobody collected: each may have changed its
+    /// holding's expiry, to a value nobody saw, from where it was issued on.
+    pub lease_unknown: Vec<UnknownLease>,
     /// Reads of a lease, floor, part or publish, in history order, with what each could see.
     pub reads: Vec<ReadFact>,
+}
+
+/// A renewal or release nobody learned the outcome of.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnknownLease {
+    /// Whose holding.
+    pub holder: Holder,
+    /// Its token.
+    pub token: Token,
+    /// Where it was issued: it may have committed at any point from there on.
+    pub since: u64,
 }
 
 #[derive(Clone, Debug)]
@@ -303,7 +317,7 @@ pub fn derive_with(h: &History, res_transactions: bool, wrong: Option<WrongFacts
                 && e.outcome != Outcome::Unavailable;
             if lost_result {
                 if let Some(p) = blocked.remove(&(d, conn)) {
-                    bump_unreported(&mut f, d);
+                    lost(&mut f, d, &p);
                     if let Some(t) = txns.get_mut(&(d, conn)).filter(|t| t.open) {
                         if let Some(k) = written_key(p.op) {
                             t.own.push((k, None));
@@ -431,8 +445,8 @@ pub fn derive_with(h: &History, res_transactions: bool, wrong: Option<WrongFacts
                 if *db == DbName::Res {
                     drafts.remove(conn);
                 }
-                if blocked.remove(&(*db, conn)).is_some() {
-                    bump_unreported(&mut f, *db);
+                if let Some(p) = blocked.remove(&(*db, conn)) {
+                    lost(&mut f, *db, &p);
                 }
             }
             (Op::Crash { db }, Outcome::Ok) => {
@@ -446,10 +460,11 @@ pub fn derive_with(h: &History, res_transactions: bool, wrong: Option<WrongFacts
                     drafts.clear();
                 }
                 // A waiting statement may have finished before the crash: nobody will know.
-                let before = blocked.len();
-                blocked.retain(|(d, _), _| d != db);
-                for _ in blocked.len()..before {
-                    bump_unreported(&mut f, *db);
+                let gone: Vec<ConnKey> = blocked.keys().filter(|(d, _)| d == db).copied().collect();
+                for k in gone {
+                    if let Some(p) = blocked.remove(&k) {
+                        lost(&mut f, *db, &p);
+                    }
                 }
             }
             (op, out) => {
@@ -492,8 +507,8 @@ pub fn derive_with(h: &History, res_transactions: bool, wrong: Option<WrongFacts
             }
         }
     }
-    for (db, _) in blocked.keys() {
-        bump_unreported(&mut f, *db);
+    for ((db, _), p) in &blocked {
+        lost(&mut f, *db, p);
     }
     // Publishes of a transaction still open at the end: a check-then-write marker's took
     // effect, a real one's did not; the history cannot tell which.
@@ -521,6 +536,18 @@ fn abort<'h>(f: &mut Facts, t: &mut Txn, drafts: &mut Drafts<'h>, db: DbName, co
     t.own.clear();
     if db == DbName::Res {
         drafts.remove(conn);
+    }
+}
+
+/// A statement whose outcome nobody will collect.
+fn lost(f: &mut Facts, db: DbName, p: &Pending<'_>) {
+    bump_unreported(f, db);
+    if let Op::Renew { holder, token, .. } | Op::Release { holder, token, .. } = p.op {
+        f.lease_unknown.push(UnknownLease {
+            holder: holder.clone(),
+            token: *token,
+            since: p.since,
+        });
     }
 }
 

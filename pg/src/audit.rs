@@ -20,6 +20,20 @@ pub fn audit_schedule(
         let Some(e) = client.event(intent) else {
             continue;
         };
+        // One operation in five pauses inside itself — after its first, second or third
+        // statement (or before its COMMIT) — until the holder's next `await`.
+        if intent.b % 5 == 4
+            && matches!(
+                e.op,
+                Op::Acquire { .. }
+                    | Op::Renew { .. }
+                    | Op::Release { .. }
+                    | Op::Write { .. }
+                    | Op::Publish { .. }
+            )
+        {
+            pg.pause_next(usize::from(intent.a % 3));
+        }
         let got = run(pg, &e);
         client.observe(&e, &got);
         let mut recorded = e;

@@ -15,6 +15,15 @@ impl Admin for PgBackend {
                 if !self.sides[i].up {
                     return Outcome::Unavailable;
                 }
+                // A paused operation goes on from where it stopped.
+                if let Some(s) = self.sides[i].sessions.get_mut(cx.conn) {
+                    if s.paused.as_ref().is_some_and(Pause::reached) {
+                        if let Some(p) = s.paused.take() {
+                            p.at.store(false, std::sync::atomic::Ordering::SeqCst);
+                            let _ = p.resume.send(());
+                        }
+                    }
+                }
                 self.settle(i);
                 if self.linked() {
                     self.settle(1 - i);

@@ -65,10 +65,19 @@ pub(super) async fn wait_or_blocked(
     pid: i32,
     others: Vec<i32>,
     ask_first: bool,
+    paused: Option<Arc<std::sync::atomic::AtomicBool>>,
 ) -> Waited {
     let start = Instant::now();
     let mut ask = ask_first;
     loop {
+        // A holder paused inside its operation (`leaselab audit`): pending until `await`.
+        if paused
+            .as_ref()
+            .is_some_and(|p| p.load(std::sync::atomic::Ordering::SeqCst))
+            && !h.is_finished()
+        {
+            return Waited::Blocked(h);
+        }
         if ask && !h.is_finished() && !others.is_empty() {
             if let Ok(r) = admin.0.query_one(&admin.1, &[&pid, &others]).await {
                 if r.get::<_, i32>(0) == 1 {
@@ -177,6 +186,7 @@ impl PgBackend {
                 pending: None,
                 finished: None,
                 drafts: Vec::new(),
+                paused: None,
             },
         );
         Ok((client, st, false))
@@ -255,6 +265,21 @@ impl PgBackend {
     where
         F: Future<Output = Out> + Send + 'static,
     {
+        self.run_pausable(db, conn, fut, None)
+    }
+
+    /// [`Self::run`] for a task that may pause itself (it sets `paused`): then it is pending,
+    /// as a statement that waits on a lock is, until `await` resumes it.
+    pub(super) fn run_pausable<F>(
+        &mut self,
+        db: DbName,
+        conn: &ConnId,
+        fut: F,
+        paused: Option<Arc<std::sync::atomic::AtomicBool>>,
+    ) -> Outcome
+    where
+        F: Future<Output = Out> + Send + 'static,
+    {
         let i = db.index();
         let Some(pid) = self.sides[i].sessions.get(conn).map(|s| s.pid) else {
             return Outcome::Error("no-session".into());
@@ -267,7 +292,7 @@ impl PgBackend {
         let handle = self.rt.spawn(fut);
         let r = self
             .rt
-            .block_on(wait_or_blocked(handle, admin, pid, others, false));
+            .block_on(wait_or_blocked(handle, admin, pid, others, false, paused));
         let out = match r {
             Waited::Done(out) => self.book(i, conn, out),
             Waited::Blocked(h) => {
@@ -307,7 +332,9 @@ impl PgBackend {
             let conns: Vec<ConnId> = self.sides[i]
                 .sessions
                 .iter()
-                .filter(|(_, s)| s.pending.is_some())
+                .filter(|(_, s)| {
+                    s.pending.is_some() && !s.paused.as_ref().is_some_and(Pause::reached)
+                })
                 .map(|(k, _)| k.clone())
                 .collect();
             for c in conns {
@@ -319,11 +346,15 @@ impl PgBackend {
                     continue;
                 };
                 let pid = self.sides[i].sessions.get(&c).map(|s| s.pid).unwrap_or(0);
+                let at = self.sides[i]
+                    .sessions
+                    .get(&c)
+                    .and_then(|s| s.paused.as_ref().map(|p| p.at.clone()));
                 let others = self.others(i, &c);
                 let Ok(admin) = self.admin(i) else { return };
                 let w = self
                     .rt
-                    .block_on(wait_or_blocked(h, admin, pid, others.clone(), true));
+                    .block_on(wait_or_blocked(h, admin, pid, others.clone(), true, at));
                 if std::env::var_os("LEASELAB_DEBUG_STEPS").is_some() {
                     let what = match &w {
                         Waited::Done(o) => format!("done {}", o.outcome),

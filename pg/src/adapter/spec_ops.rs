@@ -8,6 +8,7 @@ use super::state::*;
 use super::statements::*;
 use crate::spec::{OpKind, Param, Shape, Spec, StatementKind};
 use leaselab_model::{Ctx, DbName, Expiry, Millis, Outcome, Token};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use tokio_postgres::types::{FromSql, ToSql, Type};
 use tokio_postgres::{Client, Statement};
@@ -105,12 +106,20 @@ struct Ran {
 
 /// Runs one operation's statements on `c`. A list in a transaction stops at the first
 /// statement that affects or returns nothing and rolls back; so does any error.
+/// A pause point: after statement `after` (0-based), set `at` and wait for `resume`.
+struct PauseAt {
+    after: usize,
+    at: Arc<AtomicBool>,
+    resume: tokio::sync::oneshot::Receiver<()>,
+}
+
 async fn exec(
     c: Arc<Client>,
     st: Stmts,
     now: Option<Millis>,
     sql: Vec<(StatementKind, String, Option<Statement>, Vec<Value>)>,
     txn: bool,
+    mut pause: Option<PauseAt>,
 ) -> Result<Ran, Outcome> {
     set_now(&c, &st, now).await.map_err(stmt_err)?;
     if txn {
@@ -129,7 +138,14 @@ async fn exec(
         done: false,
         row: None,
     };
-    for (kind, text, prepared, values) in sql {
+    for (i, (kind, text, prepared, values)) in sql.into_iter().enumerate() {
+        // The holder stops here (a GC pause, SIGSTOP) with its transaction open, if any.
+        if let Some(p) = pause.take_if(|p| p.after + 1 == i) {
+            p.at.store(true, Ordering::SeqCst);
+            if p.resume.await.is_err() {
+                return Err(Outcome::Error("conn-lost".into()));
+            }
+        }
         let params: Vec<&(dyn ToSql + Sync)> = values.iter().map(Value::sql).collect();
         let done = match (kind, prepared) {
             (StatementKind::Utility, _) | (_, None) => {
@@ -157,6 +173,12 @@ async fn exec(
                 c.batch_execute("ROLLBACK").await.map_err(stmt_err)?;
             }
             return Ok(ran);
+        }
+    }
+    if let Some(p) = pause {
+        p.at.store(true, Ordering::SeqCst);
+        if p.resume.await.is_err() {
+            return Err(Outcome::Error("conn-lost".into()));
         }
     }
     if txn {
@@ -206,45 +228,84 @@ impl PgBackend {
         let txn = op.transaction && op.statements.len() > 1;
         let now = self.now_for(false, cx.now);
         let ttl = args.ttl_ms;
-        Some(self.run(db, cx.conn, async move {
-            let r = exec(c, st, now, sql, txn).await;
-            let outcome = match (kind, r) {
-                (_, Err(o)) => o,
-                (OpKind::Acquire, Ok(Ran { done: true, row })) => {
-                    match grant(row.as_ref(), &shape, now, ttl) {
-                        Ok(o) | Err(o) => o,
-                    }
-                }
+        let (pause, hold) = match self.pause_next.take() {
+            Some(k) => {
+                let at = Arc::new(AtomicBool::new(false));
+                let (tx, rx) = tokio::sync::oneshot::channel();
+                let after = k.min(sql.len().saturating_sub(1));
                 (
-                    OpKind::Acquire | OpKind::Renew | OpKind::Release,
-                    Ok(Ran { done: false, .. }),
-                ) => Outcome::Refused,
-                (OpKind::Renew, Ok(Ran { row, .. })) => {
-                    match renewed(row.as_ref(), &shape, now, ttl) {
+                    Some(PauseAt {
+                        after,
+                        at: at.clone(),
+                        resume: rx,
+                    }),
+                    Some(Pause { at, resume: tx }),
+                )
+            }
+            None => (None, None),
+        };
+        let flag = hold.as_ref().map(|p| p.at.clone());
+        // Before the task runs: `settle` must know of the pause point from the start.
+        if let Some(s) = self.sides[db.index()].sessions.get_mut(cx.conn) {
+            s.paused = hold;
+        }
+        let o = self.run_pausable(
+            db,
+            cx.conn,
+            async move {
+                let r = exec(c, st, now, sql, txn, pause).await;
+                let outcome = match (kind, r) {
+                    (_, Err(o)) => o,
+                    (OpKind::Acquire, Ok(Ran { done: true, row })) => {
+                        match grant(row.as_ref(), &shape, now, ttl) {
+                            Ok(o) | Err(o) => o,
+                        }
+                    }
+                    (
+                        OpKind::Acquire | OpKind::Renew | OpKind::Release,
+                        Ok(Ran { done: false, .. }),
+                    ) => Outcome::Refused,
+                    (OpKind::Renew, Ok(Ran { row, .. })) => {
+                        match renewed(row.as_ref(), &shape, now, ttl) {
+                            Ok(o) | Err(o) => o,
+                        }
+                    }
+                    (OpKind::Release, Ok(_)) => Outcome::Released,
+                    (OpKind::Write, Ok(r)) => {
+                        if r.done {
+                            Outcome::Accepted
+                        } else {
+                            Outcome::Rejected
+                        }
+                    }
+                    (OpKind::Publish, Ok(r)) => {
+                        if r.done {
+                            Outcome::Accepted
+                        } else {
+                            Outcome::Rejected
+                        }
+                    }
+                    (OpKind::ReadPart, Ok(r)) => match part_row(r.row.as_ref(), &shape) {
                         Ok(o) | Err(o) => o,
-                    }
-                }
-                (OpKind::Release, Ok(_)) => Outcome::Released,
-                (OpKind::Write, Ok(r)) => {
-                    if r.done {
-                        Outcome::Accepted
-                    } else {
-                        Outcome::Rejected
-                    }
-                }
-                (OpKind::Publish, Ok(r)) => {
-                    if r.done {
-                        Outcome::Accepted
-                    } else {
-                        Outcome::Rejected
-                    }
-                }
-                (OpKind::ReadPart, Ok(r)) => match part_row(r.row.as_ref(), &shape) {
-                    Ok(o) | Err(o) => o,
-                },
-            };
-            outcome.into()
-        }))
+                    },
+                };
+                outcome.into()
+            },
+            flag,
+        );
+        if o != Outcome::Blocked {
+            if let Some(s) = self.sides[db.index()].sessions.get_mut(cx.conn) {
+                s.paused = None;
+            }
+        }
+        Some(o)
+    }
+
+    /// The next spec operation pauses after its statement `after` (0-based; after its last,
+    /// that is before COMMIT), until the holder's `await`: a holder stopped inside its
+    /// operation, with its transaction and locks held.
+    pub fn pause_next(&mut self, after: usize) {
+        self.pause_next = Some(after);
     }
 }
 

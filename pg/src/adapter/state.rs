@@ -22,6 +22,23 @@ pub(super) struct Session {
     pub(super) pending: Option<JoinHandle<Out>>,
     pub(super) finished: Option<Outcome>,
     pub(super) drafts: Vec<(W, bool)>,
+    /// The pending operation pauses between two of its statements (`leaselab audit`).
+    pub(super) paused: Option<Pause>,
+}
+
+/// A pause point of a pending operation.
+pub(super) struct Pause {
+    /// Set by the task when it reached the point and waits there.
+    pub(super) at: Arc<std::sync::atomic::AtomicBool>,
+    /// Resumes it.
+    pub(super) resume: tokio::sync::oneshot::Sender<()>,
+}
+
+impl Pause {
+    /// Whether the task waits at its pause point (not on a lock before it).
+    pub(super) fn reached(&self) -> bool {
+        self.at.load(std::sync::atomic::Ordering::SeqCst)
+    }
 }
 
 pub(super) struct Side {
@@ -54,4 +71,6 @@ pub struct PgBackend {
     pub(super) virtual_time: bool,
     /// The user's schema and statements instead of the source design's (`leaselab audit`).
     pub(super) spec: Option<Arc<super::spec_ops::SpecRun>>,
+    /// The next spec operation pauses after this statement (0-based; clamped to its last).
+    pub(super) pause_next: Option<usize>,
 }

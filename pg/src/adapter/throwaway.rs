@@ -79,6 +79,7 @@ impl PgBackend {
             sides,
             virtual_time,
             spec: None,
+            pause_next: None,
         };
         be.install_schema()?;
         Ok(be)
