@@ -18,6 +18,8 @@ pub struct AuditOutcome {
     pub steps: u64,
     /// The shrunk violation: its trace file and the report on it.
     pub violation: Option<(PathBuf, Report)>,
+    /// The generated schedule (1-based) where the first violation showed, before shrinking.
+    pub first: Option<u64>,
 }
 
 /// Reads and checks the spec at `file` (an error names the file, line and statement).
@@ -57,6 +59,7 @@ pub fn run_gen(
     let ops = ops_of(spec);
     let pg = RefCell::new(pg);
     let counts = RefCell::new((0u64, 0u64));
+    let first: RefCell<Option<u64>> = RefCell::new(None);
     let infra: RefCell<Option<String>> = RefCell::new(None);
     let mut runner = gen_runner(n, seed);
     let result = runner.run(&leaselab_gen::schedule(steps), |s| {
@@ -77,6 +80,7 @@ pub fn run_gen(
         if report.violations.is_empty() {
             Ok(())
         } else {
+            first.borrow_mut().get_or_insert(c.0);
             Err(TestCaseError::fail(
                 report
                     .verdict()
@@ -123,6 +127,7 @@ pub fn run_gen(
         schedules,
         steps: steps_run,
         violation,
+        first: first.into_inner(),
     })
 }
 
@@ -153,13 +158,14 @@ pub fn run_gen_cmd(
             std::fs::read_to_string(trace).map_err(|e| format!("{}: {e}", trace.display()))?;
         let t = Trace::parse(&text, &trace.display().to_string()).map_err(|e| e.to_string())?;
         println!(
-            "VIOLATION {} :: shrunk to {} steps",
+            "VIOLATION {} :: found at schedule {}, shrunk to {} steps",
             report
                 .verdict()
                 .iter()
                 .map(|c| c.as_str())
                 .collect::<Vec<_>>()
                 .join(","),
+            r.first.unwrap_or(0),
             t.history.events.len()
         );
         for v in &report.violations {

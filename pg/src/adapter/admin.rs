@@ -20,7 +20,7 @@ impl Admin for PgBackend {
                     if s.paused.as_ref().is_some_and(Pause::reached) {
                         if let Some(p) = s.paused.take() {
                             p.at.store(false, std::sync::atomic::Ordering::SeqCst);
-                            let _ = p.resume.send(());
+                            let _ = p.resume.send(cx.now);
                         }
                     }
                 }

@@ -110,7 +110,7 @@ struct Ran {
 struct PauseAt {
     after: usize,
     at: Arc<AtomicBool>,
-    resume: tokio::sync::oneshot::Receiver<()>,
+    resume: tokio::sync::oneshot::Receiver<Millis>,
 }
 
 async fn exec(
@@ -142,8 +142,13 @@ async fn exec(
         // The holder stops here (a GC pause, SIGSTOP) with its transaction open, if any.
         if let Some(p) = pause.take_if(|p| p.after + 1 == i) {
             p.at.store(true, Ordering::SeqCst);
-            if p.resume.await.is_err() {
+            let Ok(resumed) = p.resume.await else {
                 return Err(Outcome::Error("conn-lost".into()));
+            };
+            // Each statement of an autocommit list is its own transaction: its `now()` is
+            // when it runs, after the pause. In a transaction `now()` stays its start.
+            if !txn && now.is_some() {
+                set_now(&c, &st, Some(resumed)).await.map_err(stmt_err)?;
             }
         }
         let params: Vec<&(dyn ToSql + Sync)> = values.iter().map(Value::sql).collect();

@@ -30,8 +30,8 @@ pub(super) struct Session {
 pub(super) struct Pause {
     /// Set by the task when it reached the point and waits there.
     pub(super) at: Arc<std::sync::atomic::AtomicBool>,
-    /// Resumes it.
-    pub(super) resume: tokio::sync::oneshot::Sender<()>,
+    /// Resumes it, at the virtual time of the `await`.
+    pub(super) resume: tokio::sync::oneshot::Sender<leaselab_model::Millis>,
 }
 
 impl Pause {
