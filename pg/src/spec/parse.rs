@@ -286,10 +286,14 @@ fn statement(kind: OpKind, text: &str, line: usize) -> Result<Statement, String>
         }
         sql.push_str(rest);
     }
+    // Utility statements PostgreSQL cannot prepare with parameters; anything else is
+    // described by the server (a misspelt keyword then gets PostgreSQL's syntax error).
     let kind = match code_words.first().map(String::as_str) {
         Some("insert" | "update" | "delete" | "merge") => StatementKind::Change,
-        Some("select" | "with" | "values" | "table") => StatementKind::Query,
-        _ => StatementKind::Utility,
+        Some("set" | "lock" | "savepoint" | "reset" | "release" | "discard" | "notify") => {
+            StatementKind::Utility
+        }
+        _ => StatementKind::Query,
     };
     if kind == StatementKind::Utility && !params.is_empty() {
         return Err(format!(
