@@ -28,6 +28,12 @@
 //!   WHERE, and keeps that lock when the re-check fails (`ExecUpdate` → `table_tuple_lock`
 //!   with `TUPLE_LOCK_FLAG_FIND_LAST_VERSION`, then `EvalPlanQual`): inside a transaction the
 //!   row stays locked until it ends (the statement tasks apply this with `Effect::LockOnly`);
+//! - waits that form a cycle (each statement waits for a row another one's transaction holds)
+//!   are a deadlock: PostgreSQL's detector, run by whichever waiter's `deadlock_timeout` fires
+//!   first, aborts that waiter with SQLSTATE 40P01 (`DeadLockCheck` in
+//!   `src/backend/storage/lmgr/deadlock.c`, manual 13.3.4: "which transaction is aborted is
+//!   difficult to predict"); the engine asks its [`Choices`] which member of the cycle it is
+//!   (by default the one that closed it);
 //! - a crash drops every open transaction and every waiting statement; committed rows survive;
 //! - REPEATABLE READ reads come from the snapshot taken at the transaction's first statement
 //!   (manual 13.2.2: "a query in a repeatable read transaction sees a snapshot as of the start
@@ -449,6 +455,48 @@ impl<T: Clone, X: Default> Engine<T, X> {
     pub(crate) fn forget(&mut self, id: &ConnId) {
         self.conns.remove(id);
         self.queue.retain(|q| q != id);
+    }
+
+    /// The waiters `id` waits for, transitively, back to `id`: a deadlock cycle (`id` first),
+    /// or nothing.
+    fn cycle(&self, id: &ConnId) -> Option<Vec<ConnId>> {
+        let mut members = vec![id.clone()];
+        let mut at = id.clone();
+        loop {
+            let key = &self.conns.get(&at)?.waiting.as_ref()?.key;
+            let holder = self.locks.get(key)?;
+            if holder == id {
+                return Some(members);
+            }
+            if members.contains(holder) {
+                // A cycle that does not pass through `id`: found when it closed.
+                return None;
+            }
+            members.push(holder.clone());
+            at = holder.clone();
+        }
+    }
+
+    /// After `id` parked: if its wait closed a cycle, the member the detector aborts (see the
+    /// module doc), taken out of the queue. The caller fails its statement and aborts its
+    /// transaction.
+    pub(crate) fn deadlock_victim(&mut self, id: &ConnId) -> Option<(ConnId, Option<Waiting<T>>)> {
+        let members = self.cycle(id)?;
+        let victim = members[self.choices.pick(members.len())].clone();
+        self.queue.retain(|q| *q != victim);
+        let w = self.conn(&victim).waiting.take();
+        Some((victim, w))
+    }
+
+    /// Whether a waiting statement's transaction holds a lock: a later wait may then close a
+    /// cycle through it.
+    pub(crate) fn waiter_holds_locks(&self) -> bool {
+        self.queue.iter().any(|q| {
+            self.conns
+                .get(q)
+                .and_then(|c| c.txn.as_ref())
+                .is_some_and(|t| !t.locks.is_empty())
+        })
     }
 
     /// Parks `id`'s statement until `key` is free.

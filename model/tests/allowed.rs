@@ -338,3 +338,47 @@ fn timing_decides_only_where_orders_end_differently() {
     let differ = writers_waiting(&[("a", "c1", "x"), ("a", "c2", "y")]);
     assert!(timing_decides(World::new(cfg), &differ));
 }
+
+/// Two transactions each wait for a row the other holds: a deadlock. PostgreSQL aborts one of
+/// them (40P01) — whichever waiter's `deadlock_timeout` fires first — and the other goes on.
+/// By default the one whose wait closed the cycle is aborted; the other is allowed too.
+#[test]
+fn a_wait_cycle_aborts_one_member_either_one() {
+    let mut w = World::new(Config::default());
+    w.run_on("holder-a", "ta", Op::begin(DbName::Res));
+    assert_eq!(
+        w.run_on("holder-a", "ta", Op::upsert("summary", "a", 2)),
+        Outcome::Ok
+    );
+    w.run_on("holder-b", "tb", Op::begin(DbName::Res));
+    assert_eq!(w.run_on("holder-b", "tb", Op::fence(3)), Outcome::Passed);
+    assert_eq!(w.run_on("holder-a", "ta", Op::fence(2)), Outcome::Blocked);
+    let dead = Outcome::Error("sqlstate-40P01".into());
+    // B's upsert closes the cycle: it is aborted, its fence undone, and A's fence passes.
+    assert_eq!(
+        w.run_on("holder-b", "tb", Op::upsert("summary", "b", 3)),
+        dead
+    );
+    assert_eq!(
+        w.run_on("holder-a", "ta", Op::await_(DbName::Res)),
+        Outcome::Passed
+    );
+    let events = w.history.events;
+    let run = |b_sees: Outcome, a_sees: Outcome| {
+        let mut worlds = Allowed::new(World::new(Config::default()));
+        for e in &events {
+            let want = match (e.actor.as_str(), e.seq) {
+                ("holder-b", 6) => b_sees.clone(),
+                ("holder-a", 7) => a_sees.clone(),
+                _ => e.outcome.clone(),
+            };
+            worlds.step(e, |o| *o == want)?;
+        }
+        Ok::<(), Vec<Outcome>>(())
+    };
+    assert_eq!(run(dead.clone(), Outcome::Passed), Ok(()));
+    // Or A is the one aborted: B's upsert goes on, and A's await reports the deadlock.
+    assert_eq!(run(Outcome::Ok, dead.clone()), Ok(()));
+    // Both blocked for ever is not an outcome PostgreSQL has.
+    assert!(run(Outcome::Blocked, Outcome::Error("still-blocked".into())).is_err());
+}

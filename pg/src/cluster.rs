@@ -224,9 +224,12 @@ impl Cluster {
     /// schedule may legitimately wait while many later steps run, and on a busy machine 20 s
     /// was reached (SQLSTATE 55P03 where the model still waits). It stays above the adapter's
     /// own bound for one step (two minutes), so it never decides an outcome.
+    ///
+    /// `deadlock_timeout` is 10 ms instead of 1 s: a deadlock is resolved as soon as the
+    /// adapter has seen the cycle, which it waits for (a step never ends inside a cycle).
     pub fn boot(&mut self) -> Result<(), ClusterError> {
         let opts = format!(
-            "-k {} -p {} -c listen_addresses='' -c fsync=off -c full_page_writes=off -c max_connections=300 -c lock_timeout=600000",
+            "-k {} -p {} -c listen_addresses='' -c fsync=off -c full_page_writes=off -c max_connections=300 -c lock_timeout=600000 -c deadlock_timeout=10ms",
             self.socket_dir.display(),
             self.port
         );

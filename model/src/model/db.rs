@@ -79,11 +79,48 @@ pub(super) trait Db {
             Ok(o) => o,
             Err((key, task)) => {
                 self.engine().park(id, Waiting { key, now, task });
-                Outcome::Blocked
+                match self.deadlock(id) {
+                    Some(o) => o,
+                    None => Outcome::Blocked,
+                }
             }
         };
         self.wake();
+        // Another member of a cycle it closed was aborted, and the statement went on: the
+        // server answers it within the step (a wait PostgreSQL resolves is not a wait).
+        if out == Outcome::Blocked && self.engine().conn(id).waiting.is_none() {
+            if let Some(o) = self.engine().conn(id).finished.take() {
+                return o;
+            }
+        }
         out
+    }
+
+    /// `id` just parked: if that closed a wait cycle, the detector aborts one member — its
+    /// statement fails with 40P01 and its transaction is aborted, freeing its locks. Returns
+    /// `id`'s own outcome when it is the one aborted.
+    fn deadlock(&mut self, id: &ConnId) -> Option<Outcome> {
+        let (victim, w) = self.engine().deadlock_victim(id)?;
+        let out = Outcome::Error("sqlstate-40P01".into());
+        let e = self.engine();
+        if e.conns.get(&victim).is_some_and(|c| c.orphan) {
+            // Nobody reads the error: the backend finds the socket closed and is gone.
+            e.end(&victim, false);
+            e.forget(&victim);
+            return None;
+        }
+        self.deadlock_aborted(&victim, w.map(|w| w.task));
+        if victim == *id {
+            return Some(out);
+        }
+        self.engine().conn(&victim).finished = Some(out);
+        None
+    }
+
+    /// The deadlock victim's transaction after the error: aborted, its locks free. A one-shot
+    /// operation that opened the transaction itself rolls it back (as its client does).
+    fn deadlock_aborted(&mut self, victim: &ConnId, _task: Option<Self::Task>) {
+        self.engine().abort_txn(victim);
     }
 
     /// Runs every waiter whose lock became free, earliest first, until none can move.
@@ -103,14 +140,19 @@ pub(super) trait Db {
             }
             match self.step(&id, w.task, w.now, true) {
                 Ok(o) => self.engine().conn(&id).finished = Some(o),
-                Err((key, task)) => self.engine().park(
-                    &id,
-                    Waiting {
-                        key,
-                        now: w.now,
-                        task,
-                    },
-                ),
+                Err((key, task)) => {
+                    self.engine().park(
+                        &id,
+                        Waiting {
+                            key,
+                            now: w.now,
+                            task,
+                        },
+                    );
+                    if let Some(o) = self.deadlock(&id) {
+                        self.engine().conn(&id).finished = Some(o);
+                    }
+                }
             }
         }
     }

@@ -221,10 +221,13 @@ impl Model {
         out
     }
 
-    /// Whether the next operation may make the database decide a race: only when two or more
-    /// statements already wait (an operation adds at most one waiter).
+    /// Whether the next operation may make the database decide a race: when two or more
+    /// statements already wait (an operation adds at most one waiter), or when one waits while
+    /// its transaction holds a lock (the next wait may close a deadlock cycle).
     pub fn race_possible(&self) -> bool {
         self.lease.engine.queue.len() + self.res.engine.queue.len() >= 2
+            || self.lease.engine.waiter_holds_locks()
+            || self.res.engine.waiter_holds_locks()
     }
 
     fn is_aborted(&self, db: DbName, id: &ConnId) -> bool {

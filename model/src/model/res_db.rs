@@ -280,6 +280,17 @@ impl Db for ResDb {
         &mut self.engine
     }
 
+    /// A one-shot write opened its transaction itself: its client rolls it back after the
+    /// error (so the connection is free again), as after a serialization failure.
+    fn deadlock_aborted(&mut self, victim: &ConnId, task: Option<ResTask>) {
+        match task {
+            Some(ResTask::WriteFence(_) | ResTask::WriteUpsert(..)) => {
+                self.engine.end(victim, false)
+            }
+            _ => self.engine.abort_txn(victim),
+        }
+    }
+
     // The resource's statements do not read the clock (only `written_at`, which is not
     // modelled), so `now` is unused here.
     fn step(&mut self, id: &ConnId, task: ResTask, _now: Millis, resumed: bool) -> Step<ResTask> {

@@ -44,10 +44,24 @@ impl FencedResource for PgBackend {
                 if txn {
                     c.batch_execute("BEGIN").await.map_err(stmt_err)?;
                 }
-                let mut pass = fence(&c, &s, mode, &w).await?;
-                if pass {
-                    pass = upsert(&c, &s, mode, &w).await?;
-                }
+                // An error inside the write's own transaction (a deadlock: 40P01) ends it, as
+                // its client does; the connection is then free again.
+                let steps = async {
+                    let mut pass = fence(&c, &s, mode, &w).await?;
+                    if pass {
+                        pass = upsert(&c, &s, mode, &w).await?;
+                    }
+                    Ok::<bool, Outcome>(pass)
+                };
+                let pass = match steps.await {
+                    Ok(p) => p,
+                    Err(o) => {
+                        if txn {
+                            let _ = c.batch_execute("ROLLBACK").await;
+                        }
+                        return Err(o);
+                    }
+                };
                 if txn {
                     c.batch_execute(if pass { "COMMIT" } else { "ROLLBACK" })
                         .await

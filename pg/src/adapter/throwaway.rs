@@ -352,11 +352,20 @@ impl PgBackend {
     /// `AbortCurrentTransaction`), and a disconnected orphan runs on after its lock frees: until
     /// every blocker has settled, the answer may still change. The isolation tester avoids this
     /// by writing its permutations so; generated schedules must wait for it.
+    ///
+    /// A wait that is part of a cycle is not final either: the deadlock detector will abort one
+    /// member after `deadlock_timeout`, and the model resolves the cycle at once.
     const SETTLED_BLOCKED: &str = "SELECT CASE \
     WHEN NOT pg_isolation_test_session_is_blocked($1::int, $2::int[]) THEN 0 \
     WHEN EXISTS (SELECT 1 FROM pg_stat_activity a \
                  WHERE a.pid = ANY (pg_blocking_pids($1::int)) AND a.state = 'active' \
                    AND a.wait_event_type IS DISTINCT FROM 'Lock') THEN 2 \
+    WHEN EXISTS (WITH RECURSIVE chain(pid, depth) AS ( \
+                   SELECT b, 1 FROM unnest(pg_blocking_pids($1::int)) AS b \
+                   UNION \
+                   SELECT b, c.depth + 1 FROM chain c, unnest(pg_blocking_pids(c.pid)) AS b \
+                   WHERE c.depth < 8) \
+                 SELECT 1 FROM chain WHERE pid = $1::int) THEN 2 \
     ELSE 1 END";
 
     pub(super) fn admin(&mut self, i: usize) -> Result<(Arc<Client>, Statement), PgError> {
