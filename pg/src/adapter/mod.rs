@@ -25,10 +25,11 @@ mod fenced_resource;
 mod lease_store;
 mod snapshot;
 mod spec_ops;
+mod spec_run;
 mod state;
 mod statements;
 mod throwaway;
 
 pub use error::PgError;
-pub use spec_ops::SpecRun;
+pub use spec_run::SpecRun;
 pub use state::{PgBackend, Target};

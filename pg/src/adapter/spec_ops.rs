@@ -6,25 +6,12 @@
 use super::error::*;
 use super::state::*;
 use super::statements::*;
-use crate::spec::{OpKind, Param, Shape, Spec, StatementKind};
+use crate::spec::{OpKind, Param, Shape, StatementKind};
 use leaselab_model::{Ctx, DbName, Expiry, Millis, Outcome, Token};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use tokio_postgres::types::{FromSql, ToSql, Type};
 use tokio_postgres::{Client, Statement};
-
-/// A spec checked against PostgreSQL: its statements and where their answers are.
-#[derive(Clone, Debug)]
-pub struct SpecRun {
-    /// The spec.
-    pub spec: Spec,
-    /// Per operation of `spec.ops`, in order.
-    pub shapes: Vec<Shape>,
-}
-
-/// An operation's statements as a session prepared them (`None`: a utility statement, sent as
-/// text).
-pub(super) type Prepared = Vec<Vec<Option<Statement>>>;
 
 /// The values of one operation's parameters.
 #[derive(Clone, Debug, Default)]
@@ -396,39 +383,4 @@ fn part_row(row: Option<&tokio_postgres::Row>, shape: &Shape) -> Result<Outcome,
         writer: leaselab_model::Holder::new(text(w)?),
         token: Token(int_at(r, t)?.max(0) as u64),
     })))
-}
-
-/// Prepares a session's spec statements for database `db` (utility statements are sent as
-/// text).
-pub(super) async fn prepare_spec(
-    c: &Client,
-    db: DbName,
-    run: &SpecRun,
-) -> Result<Prepared, tokio_postgres::Error> {
-    let mut out = Vec::new();
-    for op in &run.spec.ops {
-        let side = if op.kind.on_lease_side() {
-            DbName::Lease
-        } else {
-            DbName::Res
-        };
-        let mut v = Vec::new();
-        for s in &op.statements {
-            if side != db || s.kind == StatementKind::Utility {
-                v.push(None);
-                continue;
-            }
-            let types: Vec<Type> = s
-                .params
-                .iter()
-                .map(|p| match p.sql_type() {
-                    "bigint" => Type::INT8,
-                    _ => Type::TEXT,
-                })
-                .collect();
-            v.push(Some(c.prepare_typed(&s.sql, &types).await?));
-        }
-        out.push(v);
-    }
-    Ok(out)
 }

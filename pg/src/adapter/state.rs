@@ -70,7 +70,7 @@ pub struct PgBackend {
     /// Virtual time (replay) or the real `now()` (experiments).
     pub(super) virtual_time: bool,
     /// The user's schema and statements instead of the source design's (`leaselab audit`).
-    pub(super) spec: Option<Arc<super::spec_ops::SpecRun>>,
+    pub(super) spec: Option<Arc<super::spec_run::SpecRun>>,
     /// The next spec operation pauses after this statement (0-based; clamped to its last).
     pub(super) pause_next: Option<usize>,
 }

@@ -24,7 +24,7 @@ pub(super) struct Stmts {
     pub(super) read_publish: Option<Statement>,
     pub(super) count: Option<Statement>,
     /// A spec's statements, per operation (empty without a spec).
-    pub(super) spec: super::spec_ops::Prepared,
+    pub(super) spec: super::spec_run::Prepared,
 }
 
 pub(super) fn st(s: &Option<Statement>) -> Result<&Statement, Outcome> {
@@ -62,7 +62,7 @@ pub(super) async fn prepare(
     c: &Client,
     db: DbName,
     cfg: &Config,
-    spec: Option<&super::spec_ops::SpecRun>,
+    spec: Option<&super::spec_run::SpecRun>,
 ) -> Result<Stmts, tokio_postgres::Error> {
     if let Some(run) = spec {
         // The user's schema has none of the source's tables: only the clock statements.
@@ -84,7 +84,7 @@ pub(super) async fn prepare(
             read_part: None,
             read_publish: None,
             count: None,
-            spec: super::spec_ops::prepare_spec(c, db, run).await?,
+            spec: super::spec_run::prepare_spec(c, db, run).await?,
         });
     }
     let lease = db == DbName::Lease;

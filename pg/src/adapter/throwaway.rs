@@ -185,7 +185,7 @@ impl PgBackend {
             Ok::<_, PgError>(crate::spec::check(&spec, &l, r).await)
         })?;
         shapes.extend(checked?);
-        be.spec = Some(Arc::new(super::spec_ops::SpecRun { spec, shapes }));
+        be.spec = Some(Arc::new(super::spec_run::SpecRun { spec, shapes }));
         Ok(be)
     }
 

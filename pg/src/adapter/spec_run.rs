@@ -1,0 +1,56 @@
+//! What a session needs of a spec, apart from running it: the checked spec and its statements
+//! prepared on a connection (so that the adapter's state and statements need nothing of
+//! `spec_ops`).
+
+use crate::spec::{Shape, Spec, StatementKind};
+use leaselab_model::DbName;
+use tokio_postgres::types::Type;
+use tokio_postgres::{Client, Statement};
+
+/// A spec checked against PostgreSQL: its statements and where their answers are.
+#[derive(Clone, Debug)]
+pub struct SpecRun {
+    /// The spec.
+    pub spec: Spec,
+    /// Per operation of `spec.ops`, in order.
+    pub shapes: Vec<Shape>,
+}
+
+/// An operation's statements as a session prepared them (`None`: a utility statement, sent as
+/// text).
+pub(super) type Prepared = Vec<Vec<Option<Statement>>>;
+
+/// Prepares a session's spec statements for database `db` (utility statements are sent as
+/// text).
+pub(super) async fn prepare_spec(
+    c: &Client,
+    db: DbName,
+    run: &SpecRun,
+) -> Result<Prepared, tokio_postgres::Error> {
+    let mut out = Vec::new();
+    for op in &run.spec.ops {
+        let side = if op.kind.on_lease_side() {
+            DbName::Lease
+        } else {
+            DbName::Res
+        };
+        let mut v = Vec::new();
+        for s in &op.statements {
+            if side != db || s.kind == StatementKind::Utility {
+                v.push(None);
+                continue;
+            }
+            let types: Vec<Type> = s
+                .params
+                .iter()
+                .map(|p| match p.sql_type() {
+                    "bigint" => Type::INT8,
+                    _ => Type::TEXT,
+                })
+                .collect();
+            v.push(Some(c.prepare_typed(&s.sql, &types).await?));
+        }
+        out.push(v);
+    }
+    Ok(out)
+}
