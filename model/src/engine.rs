@@ -477,11 +477,43 @@ impl<T: Clone, X: Default> Engine<T, X> {
         }
     }
 
+    /// The members of `id`'s cycle PostgreSQL's detector may abort: the cycle, and on an
+    /// existing row the waiters queued ahead of a member (the first waiter holds the row's
+    /// tuple lock while it waits, so later ones wait for it: `heap_acquire_tuplock`).
+    fn cycle_members(&self, id: &ConnId) -> Option<Vec<ConnId>> {
+        let core = self.cycle(id)?;
+        let mut all = core.clone();
+        for m in &core {
+            let Some(key) = self
+                .conns
+                .get(m)
+                .and_then(|c| c.waiting.as_ref())
+                .map(|w| &w.key)
+            else {
+                continue;
+            };
+            if !self.committed.contains_key(key) {
+                continue;
+            }
+            for q in self.queue.iter().take_while(|q| *q != m) {
+                let same = self
+                    .conns
+                    .get(q)
+                    .and_then(|c| c.waiting.as_ref())
+                    .is_some_and(|w| w.key == *key);
+                if same && !all.contains(q) {
+                    all.push(q.clone());
+                }
+            }
+        }
+        Some(all)
+    }
+
     /// After `id` parked: if its wait closed a cycle, the member the detector aborts (see the
     /// module doc), taken out of the queue. The caller fails its statement and aborts its
-    /// transaction.
+    /// transaction; a victim ahead of the cycle leaves it standing, so the caller asks again.
     pub(crate) fn deadlock_victim(&mut self, id: &ConnId) -> Option<(ConnId, Option<Waiting<T>>)> {
-        let members = self.cycle(id)?;
+        let members = self.cycle_members(id)?;
         let victim = members[self.choices.pick(members.len())].clone();
         self.queue.retain(|q| *q != victim);
         let w = self.conn(&victim).waiting.take();

@@ -382,3 +382,49 @@ fn a_wait_cycle_aborts_one_member_either_one() {
     // Both blocked for ever is not an outcome PostgreSQL has.
     assert!(run(Outcome::Blocked, Outcome::Error("still-blocked".into())).is_err());
 }
+
+/// A cycle through a row's queue: the first waiter for the floor holds its tuple lock, so a
+/// later waiter waits for it too. PostgreSQL may abort that first waiter as well — and the
+/// cycle it leaves behind is then broken by aborting one more.
+#[test]
+fn a_waiter_ahead_in_the_queue_may_be_the_victim_and_the_cycle_is_broken_again() {
+    let mut w = World::new(Config::default());
+    for (a, c) in [("holder-c", "tc"), ("holder-b", "tb"), ("holder-d", "td")] {
+        w.run_on(a, c, Op::begin(DbName::Res));
+    }
+    assert_eq!(
+        w.run_on("holder-b", "tb", Op::upsert("detail", "b", 1)),
+        Outcome::Ok
+    );
+    assert_eq!(w.run_on("holder-c", "tc", Op::fence(1)), Outcome::Passed);
+    assert_eq!(w.run_on("holder-d", "td", Op::fence(2)), Outcome::Blocked);
+    assert_eq!(w.run_on("holder-b", "tb", Op::fence(1)), Outcome::Blocked);
+    let dead = Outcome::Error("sqlstate-40P01".into());
+    assert_eq!(
+        w.run_on("holder-c", "tc", Op::upsert("detail", "c", 1)),
+        dead
+    );
+    let events = w.history.events;
+    let last = events.len() - 1;
+    let outcomes = |w: &Allowed| -> Vec<Outcome> {
+        let mut seen = Vec::new();
+        for world in w.worlds() {
+            let mut x = world.clone();
+            let o = x.run_on("holder-d", "td", Op::await_(DbName::Res));
+            if !seen.contains(&o) {
+                seen.push(o);
+            }
+        }
+        seen
+    };
+    let mut worlds = Allowed::new(World::new(Config::default()));
+    for e in &events[..last] {
+        worlds.step(e, |o| *o == e.outcome).expect("as recorded");
+    }
+    // C's upsert: aborted, or it goes on because B (or D, then B) was aborted.
+    let mut ok = worlds.clone();
+    assert!(ok.step(&events[last], |o| *o == Outcome::Ok).is_ok());
+    assert!(worlds.step(&events[last], |o| *o == dead).is_ok());
+    // Where C goes on, D may be the one aborted first: its await reports the deadlock.
+    assert!(outcomes(&ok).contains(&dead), "{:?}", outcomes(&ok));
+}

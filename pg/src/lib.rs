@@ -26,6 +26,8 @@
 //! - `LEASELAB_SKIP_LOG=FILE`: a skipping database test appends a line there
 //!   (`scripts/test.sh` prints the file at the end).
 //! - `LEASELAB_DEBUG_STEPS=1`: print each differential step with its wall time (profiling).
+//! - `LEASELAB_DEBUG_LOCKS=1`: when a statement is reported blocked, print every client
+//!   backend's state and blockers (`pg_stat_activity`, `pg_blocking_pids`).
 
 #![warn(missing_docs, unreachable_pub)]
 

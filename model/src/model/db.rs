@@ -100,20 +100,21 @@ pub(super) trait Db {
     /// statement fails with 40P01 and its transaction is aborted, freeing its locks. Returns
     /// `id`'s own outcome when it is the one aborted.
     fn deadlock(&mut self, id: &ConnId) -> Option<Outcome> {
-        let (victim, w) = self.engine().deadlock_victim(id)?;
-        let out = Outcome::Error("sqlstate-40P01".into());
-        let e = self.engine();
-        if e.conns.get(&victim).is_some_and(|c| c.orphan) {
-            // Nobody reads the error: the backend finds the socket closed and is gone.
-            e.end(&victim, false);
-            e.forget(&victim);
-            return None;
+        while let Some((victim, w)) = self.engine().deadlock_victim(id) {
+            let out = Outcome::Error("sqlstate-40P01".into());
+            let e = self.engine();
+            if e.conns.get(&victim).is_some_and(|c| c.orphan) {
+                // Nobody reads the error: the backend finds the socket closed and is gone.
+                e.end(&victim, false);
+                e.forget(&victim);
+                continue;
+            }
+            self.deadlock_aborted(&victim, w.map(|w| w.task));
+            if victim == *id {
+                return Some(out);
+            }
+            self.engine().conn(&victim).finished = Some(out);
         }
-        self.deadlock_aborted(&victim, w.map(|w| w.task));
-        if victim == *id {
-            return Some(out);
-        }
-        self.engine().conn(&victim).finished = Some(out);
         None
     }
 

@@ -299,6 +299,26 @@ impl PgBackend {
                 if let Some(s) = self.sides[i].sessions.get_mut(conn) {
                     s.pending = Some(h);
                 }
+                if std::env::var_os("LEASELAB_DEBUG_LOCKS").is_some() {
+                    if let Ok((a, _)) = self.admin(i) {
+                        let rows = self.rt.block_on(async move {
+                            a.query("SELECT pid, state, coalesce(wait_event_type,''), coalesce(wait_event,''), pg_blocking_pids(pid)::text, left(query, 40) FROM pg_stat_activity WHERE backend_type = 'client backend' ORDER BY pid", &[]).await
+                        });
+                        if let Ok(rows) = rows {
+                            for r in rows {
+                                eprintln!(
+                                    "      pid {} {} {} {} blocked-by {} :: {}",
+                                    r.get::<_, i32>(0),
+                                    r.get::<_, String>(1),
+                                    r.get::<_, String>(2),
+                                    r.get::<_, String>(3),
+                                    r.get::<_, String>(4),
+                                    r.get::<_, String>(5)
+                                );
+                            }
+                        }
+                    }
+                }
                 Outcome::Blocked
             }
             Waited::Stuck => Outcome::Error("stuck-neither-finished-nor-blocked".into()),

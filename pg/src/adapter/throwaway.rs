@@ -346,26 +346,29 @@ impl PgBackend {
     }
 
     /// Whether a session waits on one of ours, and whether that is final: 0 = not blocked, 1 =
-    /// blocked by sessions that are themselves idle or waiting on a lock, 2 = blocked by one that
-    /// is still running. A backend sends an error to its client before it aborts its transaction
-    /// and releases its locks (`PostgresMain`'s error path: `EmitErrorReport`, then
-    /// `AbortCurrentTransaction`), and a disconnected orphan runs on after its lock frees: until
-    /// every blocker has settled, the answer may still change. The isolation tester avoids this
-    /// by writing its permutations so; generated schedules must wait for it.
+    /// blocked by sessions that are themselves idle or waiting on a lock, 2 = not final yet. A
+    /// backend sends an error to its client before it aborts its transaction and releases its
+    /// locks (`PostgresMain`'s error path: `EmitErrorReport`, then `AbortCurrentTransaction`),
+    /// and a disconnected orphan runs on after its lock frees: until every session in the
+    /// chain of blockers has settled, the answer may still change. The isolation tester avoids
+    /// this by writing its permutations so; generated schedules must wait for it.
     ///
     /// A wait that is part of a cycle is not final either: the deadlock detector will abort one
-    /// member after `deadlock_timeout`, and the model resolves the cycle at once.
+    /// member after `deadlock_timeout`, and the model resolves the cycle at once. The lock
+    /// state is read live while `pg_stat_activity` is read once: a blocker seen idle may have
+    /// released its locks after the chain was read, so the wait is asked about once more last
+    /// (it ended meanwhile: ask again).
     const SETTLED_BLOCKED: &str = "SELECT CASE \
     WHEN NOT pg_isolation_test_session_is_blocked($1::int, $2::int[]) THEN 0 \
-    WHEN EXISTS (SELECT 1 FROM pg_stat_activity a \
-                 WHERE a.pid = ANY (pg_blocking_pids($1::int)) AND a.state = 'active' \
-                   AND a.wait_event_type IS DISTINCT FROM 'Lock') THEN 2 \
     WHEN EXISTS (WITH RECURSIVE chain(pid, depth) AS ( \
                    SELECT b, 1 FROM unnest(pg_blocking_pids($1::int)) AS b \
                    UNION \
                    SELECT b, c.depth + 1 FROM chain c, unnest(pg_blocking_pids(c.pid)) AS b \
                    WHERE c.depth < 8) \
-                 SELECT 1 FROM chain WHERE pid = $1::int) THEN 2 \
+                 SELECT 1 FROM chain ch LEFT JOIN pg_stat_activity a ON a.pid = ch.pid \
+                 WHERE ch.pid = $1::int \
+                    OR (a.state = 'active' AND a.wait_event_type IS DISTINCT FROM 'Lock')) THEN 2 \
+    WHEN NOT pg_isolation_test_session_is_blocked($1::int, $2::int[]) THEN 2 \
     ELSE 1 END";
 
     pub(super) fn admin(&mut self, i: usize) -> Result<(Arc<Client>, Statement), PgError> {
