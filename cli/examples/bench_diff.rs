@@ -68,14 +68,7 @@ fn pg_alone(pg: &mut PgBackend, n: u32) -> Result<(u64, f64), Box<dyn std::error
     for (config, history) in &runs {
         pg.reset(config)?;
         for e in &history.events {
-            let conn = e.conn_id();
-            let cx = leaselab_model::Ctx {
-                now: e.at,
-                local: e.local,
-                actor: &e.actor,
-                conn: &conn,
-            };
-            leaselab_model::apply(pg, &cx, &e.op);
+            leaselab_model::apply_event(pg, e);
             steps += 1;
         }
         pg.snapshot()?;

@@ -35,6 +35,16 @@ pub fn load(file: &Path, pg_dir: &Path) -> Result<(Spec, PgBackend), String> {
     Ok((spec, pg))
 }
 
+/// The broken checks, as a trace's `expect` line names them.
+fn verdict_text(report: &Report) -> String {
+    report
+        .verdict()
+        .iter()
+        .map(|c| c.as_str())
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
 /// What the spec's client may do besides the four required operations.
 pub fn ops_of(spec: &Spec) -> WholeOps {
     WholeOps {
@@ -81,14 +91,7 @@ pub fn run_gen(
             Ok(())
         } else {
             first.borrow_mut().get_or_insert(c.0);
-            Err(TestCaseError::fail(
-                report
-                    .verdict()
-                    .iter()
-                    .map(|c| c.as_str())
-                    .collect::<Vec<_>>()
-                    .join(","),
-            ))
+            Err(TestCaseError::fail(verdict_text(&report)))
         }
     });
     if progress {
@@ -159,12 +162,7 @@ pub fn run_gen_cmd(
         let t = Trace::parse(&text, &trace.display().to_string()).map_err(|e| e.to_string())?;
         println!(
             "VIOLATION {} :: found at schedule {}, shrunk to {} steps",
-            report
-                .verdict()
-                .iter()
-                .map(|c| c.as_str())
-                .collect::<Vec<_>>()
-                .join(","),
+            verdict_text(report),
             r.first.unwrap_or(0),
             t.history.events.len()
         );

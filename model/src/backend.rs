@@ -181,6 +181,22 @@ macro_rules! delegate_backend {
     };
 }
 
+/// Executes a recorded event against any backend: its operation, at its time, on its
+/// connection, by its actor.
+pub fn apply_event<B: LeaseStore + FencedResource + Admin + ?Sized>(
+    b: &mut B,
+    e: &crate::history::Event,
+) -> Outcome {
+    let conn = e.conn_id();
+    let cx = Ctx {
+        now: e.at,
+        local: e.local,
+        actor: &e.actor,
+        conn: &conn,
+    };
+    apply(b, &cx, &e.op)
+}
+
 /// Executes one recorded operation against any backend. Client-side events are evaluated
 /// from their own arguments (a local-deadline check is `local < deadline`), so a replay can
 /// verify them too.

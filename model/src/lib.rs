@@ -51,7 +51,9 @@ pub mod text;
 pub mod time;
 pub mod world;
 
-pub use backend::{apply, Admin, Backend, Ctx, FencedResource, LeaseStore, SessionStep};
+pub use backend::{
+    apply, apply_event, Admin, Backend, Ctx, FencedResource, LeaseStore, SessionStep,
+};
 pub use config::{ClientExpiry, Config, FenceMode, LeaseDurability, PublishMode};
 pub use history::{DbName, Event, History, Op, Outcome};
 pub use model::Model;

@@ -3,7 +3,7 @@
 
 use crate::adapter::{PgBackend, PgError};
 use leaselab_gen::{Client, Schedule, WholeOps};
-use leaselab_model::{apply, Ctx, DbName, Event, History, Holder, Op, Outcome, Part, Scope};
+use leaselab_model::{apply_event, DbName, Event, History, Holder, Op, Outcome, Part, Scope};
 
 /// Runs `schedule` with a whole-operation client on `pg` (which runs a spec) and returns what
 /// PostgreSQL answered, followed by a read of every part written (when the spec can read
@@ -34,7 +34,7 @@ pub fn audit_schedule(
         {
             pg.pause_next(usize::from(intent.a % 3));
         }
-        let got = run(pg, &e);
+        let got = apply_event(pg, &e);
         client.observe(&e, &got);
         let mut recorded = e;
         recorded.outcome = got;
@@ -44,17 +44,6 @@ pub fn audit_schedule(
         read_back(pg, &mut history);
     }
     Ok(history)
-}
-
-fn run(pg: &mut PgBackend, e: &Event) -> Outcome {
-    let conn = e.conn_id();
-    let cx = Ctx {
-        now: e.at,
-        local: e.local,
-        actor: &e.actor,
-        conn: &conn,
-    };
-    apply(pg, &cx, &e.op)
 }
 
 /// Appends `lab` reads of every part any write named, after restarting a database that is
@@ -79,7 +68,7 @@ fn read_back(pg: &mut PgBackend, h: &mut History) {
             op,
             outcome: Outcome::Ok,
         };
-        let got = run(pg, &e);
+        let got = apply_event(pg, &e);
         let mut recorded = e;
         recorded.outcome = got.clone();
         h.events.push(recorded);

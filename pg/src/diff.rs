@@ -7,7 +7,7 @@ use crate::adapter::{PgBackend, PgError};
 use leaselab_gen::{Client, Schedule};
 use leaselab_model::allowed::Allowed;
 use leaselab_model::model::{Snapshot, WrongRule};
-use leaselab_model::{apply, Config, Ctx, Event, History, Model, Outcome, World};
+use leaselab_model::{apply_event, Config, Event, History, Model, Outcome, World};
 use leaselab_trace::compare::{Comparison, Divergence, Sides};
 use leaselab_trace::{event_line, Trace};
 
@@ -64,15 +64,8 @@ impl Lockstep {
 
     /// Runs `e` on both sides; `Err` with PostgreSQL's outcome at the first divergence.
     fn step(&mut self, pg: &mut PgBackend, e: &Event) -> Result<Outcome, Outcome> {
-        let conn = e.conn_id();
-        let cx = Ctx {
-            now: e.at,
-            local: e.local,
-            actor: &e.actor,
-            conn: &conn,
-        };
         let t0 = std::time::Instant::now();
-        let got = apply(pg, &cx, &e.op);
+        let got = apply_event(pg, e);
         if std::env::var_os("LEASELAB_DEBUG_STEPS").is_some() {
             eprintln!(
                 "{:>8.1}ms {} => {}",

@@ -4,7 +4,6 @@
 
 use crate::spec::{Shape, Spec, StatementKind};
 use leaselab_model::DbName;
-use tokio_postgres::types::Type;
 use tokio_postgres::{Client, Statement};
 
 /// A spec checked against PostgreSQL: its statements and where their answers are.
@@ -40,15 +39,10 @@ pub(super) async fn prepare_spec(
                 v.push(None);
                 continue;
             }
-            let types: Vec<Type> = s
-                .params
-                .iter()
-                .map(|p| match p.sql_type() {
-                    "bigint" => Type::INT8,
-                    _ => Type::TEXT,
-                })
-                .collect();
-            v.push(Some(c.prepare_typed(&s.sql, &types).await?));
+            v.push(Some(
+                c.prepare_typed(&s.sql, &crate::spec::param_types(s))
+                    .await?,
+            ));
         }
         out.push(v);
     }

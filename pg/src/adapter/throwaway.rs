@@ -199,17 +199,7 @@ impl PgBackend {
             return Ok(());
         };
         let one = run.spec.databases == crate::spec::Databases::One;
-        for i in 0..2 {
-            self.drop_sessions(i);
-            if !self.sides[i].up {
-                if let Some(c) = self.sides[i].cluster.as_mut() {
-                    c.boot()?;
-                }
-                self.sides[i].up = true;
-                self.sides[i].admin = None;
-            }
-            self.sides[i].lost.clear();
-        }
+        self.fresh_sides()?;
         for i in 0..2 {
             let ddl = match (one, i) {
                 (true, 1) => continue,
@@ -217,24 +207,13 @@ impl PgBackend {
                 (false, 0) => run.spec.lease_schema.clone(),
                 _ => run.spec.resource_schema.clone(),
             };
-            let (admin, _) = self.admin(i)?;
-            let dbname = self.sides[i].dbname;
-            self.rt.block_on(async move {
-                admin
-                    .execute(
-                        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()",
-                        &[&dbname],
-                    )
-                    .await
-                    .map_err(|e| pe("terminate sessions", e))?;
-                admin
-                    .batch_execute(&format!(
-                        "SET search_path = public, lab, pg_catalog; SELECT set_config('lab.now', '0', false); {}\n{ddl}\n; RESET search_path;",
-                        Self::CLEAN
-                    ))
-                    .await
-                    .map_err(|e| pe("reset", e))
-            })?;
+            self.wipe(
+                i,
+                &format!(
+                    "SET search_path = public, lab, pg_catalog; SELECT set_config('lab.now', '0', false); {}\n{ddl}\n; RESET search_path;",
+                    Self::CLEAN
+                ),
+            )?;
         }
         self.config = config.clone();
         Ok(())
@@ -246,16 +225,7 @@ impl PgBackend {
         if self.spec.is_some() {
             return self.reset_spec(config);
         }
-        for i in 0..2 {
-            self.drop_sessions(i);
-            if !self.sides[i].up {
-                if let Some(c) = self.sides[i].cluster.as_mut() {
-                    c.boot()?;
-                }
-                self.sides[i].up = true;
-            }
-            self.sides[i].lost.clear();
-        }
+        self.fresh_sides()?;
         let recreate = config.lease_table != self.config.lease_table;
         let lease_sql = if recreate {
             format!(
@@ -273,21 +243,43 @@ impl PgBackend {
             ));
         }
         for (i, q) in [lease_sql, res_sql].into_iter().enumerate() {
-            let (admin, _) = self.admin(i)?;
-            let dbname = self.sides[i].dbname;
-            self.rt.block_on(async move {
-                admin
-                    .execute(
-                        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()",
-                        &[&dbname],
-                    )
-                    .await
-                    .map_err(|e| pe("terminate sessions", e))?;
-                admin.batch_execute(&q).await.map_err(|e| pe("reset", e))
-            })?;
+            self.wipe(i, &q)?;
         }
         self.config = config.clone();
         Ok(())
+    }
+
+    /// Every session closed; a database that is down booted again (recovery keeps what was
+    /// committed).
+    fn fresh_sides(&mut self) -> Result<(), PgError> {
+        for i in 0..2 {
+            self.drop_sessions(i);
+            if !self.sides[i].up {
+                if let Some(c) = self.sides[i].cluster.as_mut() {
+                    c.boot()?;
+                }
+                self.sides[i].up = true;
+                self.sides[i].admin = None;
+            }
+            self.sides[i].lost.clear();
+        }
+        Ok(())
+    }
+
+    /// On database `i`: every other backend ended (an orphan would hold its locks), then `sql`.
+    fn wipe(&mut self, i: usize, sql: &str) -> Result<(), PgError> {
+        let (admin, _) = self.admin(i)?;
+        let dbname = self.sides[i].dbname;
+        self.rt.block_on(async move {
+            admin
+                .execute(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()",
+                    &[&dbname],
+                )
+                .await
+                .map_err(|e| pe("terminate sessions", e))?;
+            admin.batch_execute(sql).await.map_err(|e| pe("reset", e))
+        })
     }
 
     /// Fault injection: the server ends `conn`'s backend (`pg_terminate_backend`), as a

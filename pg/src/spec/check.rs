@@ -89,16 +89,8 @@ pub async fn check(spec: &Spec, lease: &Client, res: &Client) -> Result<Vec<Shap
                 shape.returns_rows.push(false);
                 continue;
             }
-            let types: Vec<Type> = st
-                .params
-                .iter()
-                .map(|p| match p.sql_type() {
-                    "bigint" => Type::INT8,
-                    _ => Type::TEXT,
-                })
-                .collect();
             let prepared = c
-                .prepare_typed(&st.sql, &types)
+                .prepare_typed(&st.sql, &param_types(st))
                 .await
                 .map_err(|e| err(Some(st.line), &place, pg_message(&e)))?;
             let cols: Vec<(String, Type)> = prepared
@@ -169,6 +161,17 @@ pub async fn check(spec: &Spec, lease: &Client, res: &Client) -> Result<Vec<Shap
         shapes.push(shape);
     }
     Ok(shapes)
+}
+
+/// The types a statement's parameters are prepared with (each is cast to it in the SQL too).
+pub fn param_types(st: &Statement) -> Vec<Type> {
+    st.params
+        .iter()
+        .map(|p| match p.sql_type() {
+            "bigint" => Type::INT8,
+            _ => Type::TEXT,
+        })
+        .collect()
 }
 
 /// PostgreSQL's own words: severity, message, detail and hint.

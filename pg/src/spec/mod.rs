@@ -15,7 +15,7 @@ mod check;
 mod parse;
 mod sqltext;
 
-pub use check::{check, Shape};
+pub use check::{check, param_types, Shape};
 pub use parse::parse;
 
 use std::fmt;
