@@ -148,9 +148,9 @@ pub fn run_gen(
         }
         if !r.report.ok() {
             // A negative control looks for a divergence the wrong rule makes whatever
-            // PostgreSQL's timing: one that follows a step the right model says PostgreSQL's
-            // timing may decide (waiters released together) is not kept — a rerun of its trace
-            // may take the other order and agree. Without a wrong rule every divergence counts:
+            // PostgreSQL's timing: one at or after a step the right model says PostgreSQL's
+            // timing may decide (waiters released together, a deadlock's victim) is not kept —
+            // a rerun of its trace may take the other order and agree. Without a wrong rule every divergence counts:
             // it is an outcome the model does not allow.
             if wrong.is_some() {
                 let upto = r.report.divergences.first().map_or(u64::MAX, |d| d.seq);
@@ -158,7 +158,7 @@ pub fn run_gen(
                     .history
                     .events
                     .iter()
-                    .filter(|e| e.seq < upto)
+                    .filter(|e| e.seq <= upto)
                     .cloned()
                     .collect();
                 let right = leaselab_model::World::with_backend(leaselab_model::Model::new(
