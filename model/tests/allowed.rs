@@ -428,3 +428,39 @@ fn a_waiter_ahead_in_the_queue_may_be_the_victim_and_the_cycle_is_broken_again()
     // Where C goes on, D may be the one aborted first: its await reports the deadlock.
     assert!(outcomes(&ok).contains(&dead), "{:?}", outcomes(&ok));
 }
+
+/// A one-shot write aborted as a deadlock's victim ends its own transaction, as its client
+/// rolls back: the connection is free for the holder's next write. (C holds the part, the
+/// write holds the floor and waits for the part, C's fence closes the cycle.)
+#[test]
+fn a_one_shot_write_aborted_by_a_deadlock_leaves_its_connection_free() {
+    let mut w = World::new(Config::default());
+    w.run_on("holder-c", "tc", Op::begin(DbName::Res));
+    assert_eq!(
+        w.run_on("holder-c", "tc", Op::upsert("summary", "c", 1)),
+        Outcome::Ok
+    );
+    assert_eq!(
+        w.run("holder-a", Op::write("summary", "a", 2)),
+        Outcome::Blocked
+    );
+    let dead = Outcome::Error("sqlstate-40P01".into());
+    assert_eq!(w.run_on("holder-c", "tc", Op::fence(1)), dead);
+    w.run("holder-a", Op::await_(DbName::Res));
+    let mut events = w.history.events;
+    // The other victim: the write. C's fence then passes, A's await reports the deadlock, and
+    // A writes again on the same connection.
+    events[3].outcome = Outcome::Passed;
+    events[4].outcome = dead;
+    let mut worlds = Allowed::new(World::new(Config::default()));
+    for e in &events {
+        worlds.step(e, |o| *o == e.outcome).expect("allowed");
+    }
+    let mut next = worlds.first().clone();
+    let again = next.run("holder-a", Op::write("summary", "a2", 2));
+    assert_eq!(
+        again,
+        Outcome::Blocked,
+        "waits for C's floor lock, no 25P02: {again:?}"
+    );
+}
