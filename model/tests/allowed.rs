@@ -464,3 +464,46 @@ fn a_one_shot_write_aborted_by_a_deadlock_leaves_its_connection_free() {
         "waits for C's floor lock, no 25P02: {again:?}"
     );
 }
+
+/// Only a waiter for the same row as a cycle member holds that row's tuple lock: a waiter
+/// queued earlier on another row is never the deadlock's victim.
+#[test]
+fn a_waiter_on_another_row_is_never_a_deadlock_victim() {
+    let mut w = World::new(Config::default());
+    assert_eq!(
+        w.run("holder-x", Op::upsert("summary", "x", 1)),
+        Outcome::Accepted
+    );
+    w.run_on("holder-f", "tf", Op::begin(DbName::Res));
+    assert_eq!(
+        w.run_on("holder-f", "tf", Op::upsert("summary", "f", 1)),
+        Outcome::Ok
+    );
+    assert_eq!(
+        w.run_on("holder-e", "te", Op::upsert("summary", "e", 1)),
+        Outcome::Blocked
+    );
+    for (a, c) in [("holder-c", "tc"), ("holder-b", "tb"), ("holder-d", "td")] {
+        w.run_on(a, c, Op::begin(DbName::Res));
+    }
+    assert_eq!(
+        w.run_on("holder-b", "tb", Op::upsert("detail", "b", 1)),
+        Outcome::Ok
+    );
+    assert_eq!(w.run_on("holder-c", "tc", Op::fence(1)), Outcome::Passed);
+    assert_eq!(w.run_on("holder-d", "td", Op::fence(2)), Outcome::Blocked);
+    assert_eq!(w.run_on("holder-b", "tb", Op::fence(1)), Outcome::Blocked);
+    w.run_on("holder-c", "tc", Op::upsert("detail", "c", 1));
+    let mut worlds = Allowed::new(World::new(Config::default()));
+    for e in &w.history.events {
+        worlds.step(e, |_| true).expect("every outcome accepted");
+    }
+    assert!(worlds.worlds().len() > 1, "the victims give several worlds");
+    for world in worlds.worlds() {
+        let mut x = world.clone();
+        assert_eq!(
+            x.run_on("holder-e", "te", Op::await_(DbName::Res)),
+            Outcome::Error("still-blocked".into())
+        );
+    }
+}
