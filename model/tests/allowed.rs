@@ -383,12 +383,9 @@ fn a_wait_cycle_aborts_one_member_either_one() {
     assert!(run(Outcome::Blocked, Outcome::Error("still-blocked".into())).is_err());
 }
 
-/// A cycle through a row's queue: the first waiter for the floor holds its tuple lock, so a
-/// later waiter waits for it too. PostgreSQL may abort that first waiter as well — and the
-/// cycle it leaves behind is then broken by aborting one more.
-#[test]
-fn a_waiter_ahead_in_the_queue_may_be_the_victim_and_the_cycle_is_broken_again() {
-    let mut w = World::new(Config::default());
+/// C fences the floor, D and then B wait for it, B holding the `detail` part: C's upsert of
+/// `detail` then closes a cycle through D's place in the floor's queue.
+fn queue_behind_a_fence(w: &mut World) {
     for (a, c) in [("holder-c", "tc"), ("holder-b", "tb"), ("holder-d", "td")] {
         w.run_on(a, c, Op::begin(DbName::Res));
     }
@@ -399,6 +396,15 @@ fn a_waiter_ahead_in_the_queue_may_be_the_victim_and_the_cycle_is_broken_again()
     assert_eq!(w.run_on("holder-c", "tc", Op::fence(1)), Outcome::Passed);
     assert_eq!(w.run_on("holder-d", "td", Op::fence(2)), Outcome::Blocked);
     assert_eq!(w.run_on("holder-b", "tb", Op::fence(1)), Outcome::Blocked);
+}
+
+/// A cycle through a row's queue: the first waiter for the floor holds its tuple lock, so a
+/// later waiter waits for it too. PostgreSQL may abort that first waiter as well — and the
+/// cycle it leaves behind is then broken by aborting one more.
+#[test]
+fn a_waiter_ahead_in_the_queue_may_be_the_victim_and_the_cycle_is_broken_again() {
+    let mut w = World::new(Config::default());
+    queue_behind_a_fence(&mut w);
     let dead = Outcome::Error("sqlstate-40P01".into());
     assert_eq!(
         w.run_on("holder-c", "tc", Op::upsert("detail", "c", 1)),
@@ -483,16 +489,7 @@ fn a_waiter_on_another_row_is_never_a_deadlock_victim() {
         w.run_on("holder-e", "te", Op::upsert("summary", "e", 1)),
         Outcome::Blocked
     );
-    for (a, c) in [("holder-c", "tc"), ("holder-b", "tb"), ("holder-d", "td")] {
-        w.run_on(a, c, Op::begin(DbName::Res));
-    }
-    assert_eq!(
-        w.run_on("holder-b", "tb", Op::upsert("detail", "b", 1)),
-        Outcome::Ok
-    );
-    assert_eq!(w.run_on("holder-c", "tc", Op::fence(1)), Outcome::Passed);
-    assert_eq!(w.run_on("holder-d", "td", Op::fence(2)), Outcome::Blocked);
-    assert_eq!(w.run_on("holder-b", "tb", Op::fence(1)), Outcome::Blocked);
+    queue_behind_a_fence(&mut w);
     w.run_on("holder-c", "tc", Op::upsert("detail", "c", 1));
     let mut worlds = Allowed::new(World::new(Config::default()));
     for e in &w.history.events {
