@@ -150,13 +150,14 @@ fn alternatives(w: &World, e: &Event) -> Vec<(Outcome, World)> {
 pub fn timing_decides(world: World, events: &[Event]) -> bool {
     let mut a = Allowed::new(world);
     for e in events {
-        if a.step(e, |o| *o == e.outcome).is_err() {
-            // The right model does not allow this step at all: that is a divergence of its
-            // own, not timing.
-            return a.timing_decided();
-        }
+        let allowed = a.step(e, |o| *o == e.outcome).is_ok();
         if a.timing_decided() {
             return true;
+        }
+        if !allowed {
+            // The right model does not allow this step at all: a divergence of its own, not
+            // timing.
+            return false;
         }
     }
     false
