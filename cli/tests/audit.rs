@@ -32,6 +32,33 @@ fn the_seed_spec_holds_over_generated_schedules() {
     assert!(r.steps > 2_000, "{} steps", r.steps);
 }
 
+/// The seed spec runs the same SQL as the adapter's built-in statements: on the same
+/// generated schedules, its answers equal the built-in adapter's and the model's, step by step
+/// and in the final reads — so an audit's verdicts are the model's.
+#[test]
+fn the_seed_spec_answers_as_the_built_in_adapter_and_the_model() {
+    use proptest::test_runner::TestCaseError;
+    let Some(dir) = tmp("cross") else { return };
+    let (spec, spec_pg) = load(&example("seed"), &dir.join("spec")).expect("loads");
+    let builtin = leaselab_pg::PgBackend::throwaway(&dir.join("builtin")).expect("starts");
+    let pgs = std::cell::RefCell::new((spec_pg, builtin));
+    let ops = leaselab::audit_cmd::ops_of(&spec);
+    assert!(ops.publish && ops.read_part);
+    let steps = std::cell::Cell::new(0usize);
+    let mut runner = leaselab::diff_cmd::gen_runner(300, 1);
+    let r = runner.run(&leaselab_gen::schedule(40), |s| {
+        steps.set(steps.get() + s.intents.len());
+        let (spec_pg, builtin) = &mut *pgs.borrow_mut();
+        match leaselab_pg::audit::cross_check(spec_pg, builtin, &s, ops) {
+            Ok(None) => Ok(()),
+            Ok(Some(d)) => Err(TestCaseError::fail(d)),
+            Err(e) => Err(TestCaseError::fail(format!("postgres: {e}"))),
+        }
+    });
+    assert!(r.is_ok(), "{r:?}");
+    assert!(steps.get() > 3_000, "{} intents", steps.get());
+}
+
 /// Each mistake a history can show: the checks it breaks, and within how many schedules of
 /// seed 1 it shows (the README's table).
 const FOUND: [(&str, Check, u64); 7] = [

@@ -2,8 +2,11 @@
 //! PostgreSQL's answers alone — no model runs beside it — for the checkers to judge.
 
 use crate::adapter::{PgBackend, PgError};
-use leaselab_gen::{Client, Schedule, WholeOps};
-use leaselab_model::{apply_event, DbName, Event, History, Holder, Op, Outcome, Part, Scope};
+use leaselab_gen::{Client, Intent, Schedule, WholeOps};
+use leaselab_model::{
+    apply_event, Admin, Config, DbName, Event, FencedResource, History, Holder, LeaseStore, Model,
+    Op, Outcome, Part, PublishMode, Scope,
+};
 
 /// Runs `schedule` with a whole-operation client on `pg` (which runs a spec) and returns what
 /// PostgreSQL answered, followed by a read of every part written (when the spec can read
@@ -14,41 +17,121 @@ pub fn audit_schedule(
     ops: WholeOps,
 ) -> Result<History, PgError> {
     pg.reset(&schedule.config)?;
-    let mut client = Client::whole_operations(schedule.actors, ops);
-    let mut history = History::default();
-    for intent in &schedule.intents {
-        let Some(e) = client.event(intent) else {
-            continue;
-        };
-        // One operation in five pauses inside itself — after its first, second or third
-        // statement (or before its COMMIT) — until the holder's next `await`.
-        if intent.b % 5 == 4
-            && matches!(
-                e.op,
-                Op::Acquire { .. }
-                    | Op::Renew { .. }
-                    | Op::Release { .. }
-                    | Op::Write { .. }
-                    | Op::Publish { .. }
-            )
-        {
+    // One operation in five pauses inside itself — after its first, second or third statement
+    // (or before its COMMIT) — until the holder's next `await`.
+    let mut history = whole_ops(pg, schedule, ops, |pg, intent, e| {
+        if intent.b % 5 == 4 && pausable(&e.op) {
             pg.pause_next(usize::from(intent.a % 3));
         }
-        let got = apply_event(pg, &e);
-        client.observe(&e, &got);
-        let mut recorded = e;
-        recorded.outcome = got;
-        history.events.push(recorded);
-    }
+    });
     if ops.read_part {
         read_back(pg, &mut history);
     }
     Ok(history)
 }
 
+fn pausable(op: &Op) -> bool {
+    matches!(
+        op,
+        Op::Acquire { .. }
+            | Op::Renew { .. }
+            | Op::Release { .. }
+            | Op::Write { .. }
+            | Op::Publish { .. }
+    )
+}
+
+/// The whole-operation client's run of `schedule` on any backend; `before` sees each event
+/// before it runs.
+fn whole_ops<B: LeaseStore + FencedResource + Admin>(
+    b: &mut B,
+    schedule: &Schedule,
+    ops: WholeOps,
+    mut before: impl FnMut(&mut B, &Intent, &Event),
+) -> History {
+    let mut client = Client::whole_operations(schedule.actors, ops);
+    let mut history = History::default();
+    for intent in &schedule.intents {
+        let Some(e) = client.event(intent) else {
+            continue;
+        };
+        before(b, intent, &e);
+        let got = apply_event(b, &e);
+        client.observe(&e, &got);
+        let mut recorded = e;
+        recorded.outcome = got;
+        history.events.push(recorded);
+    }
+    history
+}
+
+/// The source design's spec against the adapter's built-in statements and the model: one
+/// generated schedule (without pauses inside operations, which the built-in adapter and the
+/// model do not have), run by the whole-operation client on each under the source design's
+/// configuration with the publish that keeps an equal or newer token (the seed spec's). `Ok(None)` when all three histories are equal, event by event and outcome by
+/// outcome, final reads included; otherwise where they first differ.
+pub fn cross_check(
+    spec: &mut PgBackend,
+    builtin: &mut PgBackend,
+    schedule: &Schedule,
+    ops: WholeOps,
+) -> Result<Option<String>, PgError> {
+    let config = Config {
+        publish: PublishMode::Versioned,
+        ..Config::default()
+    };
+    let run_pg = |pg: &mut PgBackend| -> Result<History, PgError> {
+        pg.reset(&config)?;
+        let mut h = whole_ops(pg, schedule, ops, |_, _, _| {});
+        if ops.read_part {
+            read_back(pg, &mut h);
+        }
+        Ok(h)
+    };
+    let a = run_pg(spec)?;
+    let b = run_pg(builtin)?;
+    let mut model = Model::new(config.clone());
+    let mut m = whole_ops(&mut model, schedule, ops, |_, _, _| {});
+    if ops.read_part {
+        read_back(&mut model, &mut m);
+    }
+    Ok(first_difference(&[
+        ("spec", &a),
+        ("built-in", &b),
+        ("model", &m),
+    ]))
+}
+
+/// Where histories recorded from the same schedule first differ, or `None`.
+fn first_difference(sides: &[(&str, &History)]) -> Option<String> {
+    let (first, reference) = sides.first()?;
+    for (name, h) in &sides[1..] {
+        for (i, (x, y)) in reference.events.iter().zip(&h.events).enumerate() {
+            if x != y {
+                return Some(format!(
+                    "step {}: {first} `{}` => {}, {name} `{}` => {}",
+                    i + 1,
+                    leaselab_model::text::op_text(&x.op),
+                    x.outcome,
+                    leaselab_model::text::op_text(&y.op),
+                    y.outcome
+                ));
+            }
+        }
+        if reference.events.len() != h.events.len() {
+            return Some(format!(
+                "{first} ran {} steps, {name} {}",
+                reference.events.len(),
+                h.events.len()
+            ));
+        }
+    }
+    None
+}
+
 /// Appends `lab` reads of every part any write named, after restarting a database that is
 /// down (recovery keeps exactly what was committed).
-fn read_back(pg: &mut PgBackend, h: &mut History) {
+fn read_back<B: LeaseStore + FencedResource + Admin>(b: &mut B, h: &mut History) {
     let mut parts: Vec<(Scope, Part)> = Vec::new();
     for e in &h.events {
         if let Op::Write { scope, part, .. } = &e.op {
@@ -58,7 +141,7 @@ fn read_back(pg: &mut PgBackend, h: &mut History) {
         }
     }
     let at = h.events.last().map(|e| e.at).unwrap_or_default();
-    let push = |pg: &mut PgBackend, h: &mut History, op: Op| {
+    let push = |b: &mut B, h: &mut History, op: Op| {
         let e = Event {
             seq: h.events.len() as u64 + 1,
             at,
@@ -68,7 +151,7 @@ fn read_back(pg: &mut PgBackend, h: &mut History) {
             op,
             outcome: Outcome::Ok,
         };
-        let got = apply_event(pg, &e);
+        let got = apply_event(b, &e);
         let mut recorded = e;
         recorded.outcome = got.clone();
         h.events.push(recorded);
@@ -76,7 +159,7 @@ fn read_back(pg: &mut PgBackend, h: &mut History) {
     };
     if !parts.is_empty() {
         let probe = push(
-            pg,
+            b,
             h,
             Op::ReadPart {
                 scope: parts[0].0.clone(),
@@ -85,12 +168,12 @@ fn read_back(pg: &mut PgBackend, h: &mut History) {
         );
         if probe == Outcome::Unavailable {
             h.events.pop();
-            push(pg, h, Op::Restart { db: DbName::Res });
+            push(b, h, Op::Restart { db: DbName::Res });
         } else {
             parts.remove(0);
         }
     }
     for (scope, part) in parts {
-        push(pg, h, Op::ReadPart { scope, part });
+        push(b, h, Op::ReadPart { scope, part });
     }
 }
