@@ -6,7 +6,7 @@
 //! - [`sim_cmd`]: `leaselab sim`.
 //! - [`diff_cmd`]: `leaselab diff` against PostgreSQL.
 //! - [`audit_cmd`]: `leaselab audit`: the user's own lease SQL on PostgreSQL, judged by the
-//!   checkers.
+//!   checkers; [`audit_sim`]: the same with the simulation's holders (`--sim-seeds`).
 //!
 //! The binary (`src/main.rs`) only parses arguments and prints.
 
@@ -14,6 +14,7 @@
 
 pub mod args;
 pub mod audit_cmd;
+pub mod audit_sim;
 pub mod check_cmd;
 pub mod diff_cmd;
 pub mod envelope_cmd;

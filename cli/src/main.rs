@@ -97,8 +97,21 @@ enum Cmd {
         /// The lease spec (TOML).
         spec: PathBuf,
         /// Run N generated schedules; shrink the first violation and write it as a trace.
-        #[arg(long, value_name = "N")]
-        gen: u32,
+        #[arg(
+            long,
+            value_name = "N",
+            required_unless_present = "sim_seeds",
+            conflicts_with = "sim_seeds"
+        )]
+        gen: Option<u32>,
+        /// Run the simulation's holders (job loop, faults, pauses, clock skew, crashes) on
+        /// the spec for seeds A..B, with `sim`'s options; shrink the first failing seed.
+        #[arg(long, value_name = "A..B", value_parser = leaselab::sim_cmd::parse_range)]
+        sim_seeds: Option<(u64, u64)>,
+        /// How each simulated run is set up (`--sim-seeds`; the spec decides the fence and
+        /// the lease table).
+        #[command(flatten)]
+        run: RunArgs,
         /// Seed of the generated schedules (same seed, same schedules).
         #[arg(long, default_value_t = 1)]
         seed: u64,
@@ -420,18 +433,31 @@ fn main() -> ExitCode {
         Cmd::Audit {
             spec,
             gen,
+            sim_seeds,
+            run,
             seed,
             steps,
             out,
             pg_dir,
-        } => match leaselab::audit_cmd::run_gen_cmd(&spec, gen, seed, steps, &out, &pg_dir) {
-            Ok(true) => Exit::Clean.into(),
-            Ok(false) => Exit::Violation.into(),
-            Err(e) => {
-                eprintln!("leaselab audit: {e}");
-                Exit::Usage.into()
+        } => {
+            let r = match (gen, sim_seeds) {
+                (Some(n), _) => {
+                    leaselab::audit_cmd::run_gen_cmd(&spec, n, seed, steps, &out, &pg_dir)
+                        .map(|clean| if clean { Exit::Clean } else { Exit::Violation })
+                }
+                (None, Some(seeds)) => audit_sim_options(&run).and_then(|opts| {
+                    leaselab::audit_sim::run_seeds_cmd(&spec, seeds, &opts, &out, &pg_dir)
+                }),
+                (None, None) => Err("give --gen N or --sim-seeds A..B".into()),
+            };
+            match r {
+                Ok(e) => e.into(),
+                Err(e) => {
+                    eprintln!("leaselab audit: {e}");
+                    Exit::Usage.into()
+                }
             }
-        },
+        }
         Cmd::Sim(args) => match run_sim(args) {
             Ok(e) => e.into(),
             Err(e) => {
@@ -599,6 +625,20 @@ struct SimArgs {
     /// are the same for any number; only the wall time changes.
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     jobs: Option<u64>,
+}
+
+/// The simulation options of `audit --sim-seeds`: the spec decides the fence and the lease
+/// table, and the fast driver runs (turmoil's tick means nothing there).
+fn audit_sim_options(run: &RunArgs) -> Result<leaselab_sim::SimOptions, String> {
+    let d = leaselab_sim::SimOptions::default();
+    if run.fence != d.fence || run.lease_table != d.lease_table || run.tick_ms != d.tick_ms {
+        return Err(
+            "--fence, --lease-table and --tick-ms do not apply to an audit: the spec's own \
+             statements decide the fence and the lease table"
+                .into(),
+        );
+    }
+    run.options()
 }
 
 /// Runs `sim`; returns the exit class.

@@ -113,6 +113,16 @@ pub trait Admin {
     fn restart(&mut self, cx: &Ctx<'_>, db: DbName) -> Outcome;
 }
 
+/// What a database host asks about a connection whose statement waited on a lock: is it still
+/// waiting, or has it finished with a result its client has not collected? A simulated host
+/// answers such a client when the statement ends, as a PostgreSQL backend does.
+pub trait Waits {
+    /// Whether the statement on `conn` of `db` still waits.
+    fn is_blocked(&self, db: DbName, conn: &ConnId) -> bool;
+    /// Whether `conn` on `db` has a finished result nobody collected.
+    fn has_result(&self, db: DbName, conn: &ConnId) -> bool;
+}
+
 /// A whole backend: both databases, and the configuration they were reset to.
 pub trait Backend: LeaseStore + FencedResource + Admin {
     /// The configuration in force.

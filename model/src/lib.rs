@@ -52,7 +52,7 @@ pub mod time;
 pub mod world;
 
 pub use backend::{
-    apply, apply_event, Admin, Backend, Ctx, FencedResource, LeaseStore, SessionStep,
+    apply, apply_event, Admin, Backend, Ctx, FencedResource, LeaseStore, SessionStep, Waits,
 };
 pub use config::{ClientExpiry, Config, FenceMode, LeaseDurability, PublishMode};
 pub use history::{DbName, Event, History, Op, Outcome};

@@ -131,7 +131,7 @@ fn first_difference(sides: &[(&str, &History)]) -> Option<String> {
 
 /// Appends `lab` reads of every part any write named, after restarting a database that is
 /// down (recovery keeps exactly what was committed).
-fn read_back<B: LeaseStore + FencedResource + Admin>(b: &mut B, h: &mut History) {
+pub fn read_back<B: LeaseStore + FencedResource + Admin>(b: &mut B, h: &mut History) {
     let mut parts: Vec<(Scope, Part)> = Vec::new();
     for e in &h.events {
         if let Op::Write { scope, part, .. } = &e.op {

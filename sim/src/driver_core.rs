@@ -5,7 +5,7 @@
 use crate::clock::{NodeClock, PauseKind};
 use crate::faults::{FaultPlan, Point};
 use crate::host::DbHosts;
-use leaselab_model::{Holder, Millis, Op};
+use leaselab_model::{Backend, Holder, Millis, Op, Waits};
 use std::collections::BTreeMap;
 
 /// How often one holder reached each code point.
@@ -24,6 +24,12 @@ impl PointCounts {
 
 /// Records a client-side event of `name` at authority time `now`, stamped with the reading of
 /// the holder's own `clock`.
-pub fn record_holder(hosts: &mut DbHosts, clock: &NodeClock, name: &Holder, now: Millis, op: Op) {
+pub fn record_holder<B: Backend + Waits>(
+    hosts: &mut DbHosts<B>,
+    clock: &NodeClock,
+    name: &Holder,
+    now: Millis,
+    op: Op,
+) {
     hosts.record_client(now, clock.local(now), name, op);
 }

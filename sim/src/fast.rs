@@ -12,7 +12,7 @@ use crate::faults::{Fault, LinkWindow};
 use crate::holder::{Effect, HolderMachine};
 use crate::host::{DbHosts, Reply, Request};
 use crate::scenario::{finish, Driver, Setup, SimRun};
-use leaselab_model::{ConnId, DbName, Holder, Millis, Op, Outcome};
+use leaselab_model::{Backend, ConnId, DbName, Holder, Millis, Model, Op, Outcome, Waits};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::cmp::Reverse;
@@ -104,10 +104,10 @@ struct Node {
     wake_at: Option<Millis>,
 }
 
-/// The fast simulation of one setup.
-pub struct FastSim {
+/// The fast simulation of one setup, on the model unless another backend is given.
+pub struct FastSim<B = Model> {
     setup: Setup,
-    hosts: DbHosts,
+    hosts: DbHosts<B>,
     nodes: Vec<Node>,
     names: Vec<Holder>,
     queue: Queue,
@@ -131,8 +131,16 @@ fn link_index(holder: usize, db: DbName) -> usize {
 }
 
 impl FastSim {
-    /// Prepares a run.
+    /// Prepares a run on the model.
     pub fn new(setup: Setup) -> Self {
+        let hosts = DbHosts::new(setup.config());
+        FastSim::on(setup, hosts)
+    }
+}
+
+impl<B: Backend + Waits> FastSim<B> {
+    /// Prepares a run of `setup` whose databases are `hosts` (freshly reset).
+    pub fn on(setup: Setup, hosts: DbHosts<B>) -> Self {
         let mut net = ChaCha8Rng::seed_from_u64(setup.seed);
         net.set_stream(1);
         let nodes: Vec<Node> = setup
@@ -151,7 +159,7 @@ impl FastSim {
             .collect();
         let names = nodes.iter().map(|n| n.name.clone()).collect();
         let mut sim = FastSim {
-            hosts: DbHosts::new(setup.config()),
+            hosts,
             nodes,
             names,
             queue: Queue::default(),
@@ -385,7 +393,12 @@ impl FastSim {
     }
 
     /// Runs to the end and judges the history.
-    pub fn run(mut self) -> SimRun {
+    pub fn run(self) -> SimRun {
+        self.run_keeping().0
+    }
+
+    /// [`Self::run`], giving the backend back (a PostgreSQL one is reset for the next seed).
+    pub fn run_keeping(mut self) -> (SimRun, B) {
         let mut delivered = 0u64;
         while let Some((t, ev)) = self.queue.pop() {
             self.now = t;
@@ -479,6 +492,6 @@ impl FastSim {
         let history = self.hosts.world.history;
         let mut run = finish(self.setup, Driver::Fast, history, stats);
         run.queue_events = delivered;
-        run
+        (run, self.hosts.world.model)
     }
 }

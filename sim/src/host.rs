@@ -4,7 +4,9 @@
 //! statement only when it finishes (recorded as that connection's `await`), as a PostgreSQL
 //! backend answers its client when the lock wait ends.
 
-use leaselab_model::{Config, ConnId, DbName, Holder, Millis, Op, Outcome, World};
+use leaselab_model::{
+    Backend, Config, ConnId, DbName, Holder, Millis, Model, Op, Outcome, Waits, World,
+};
 use std::collections::BTreeMap;
 
 /// A reply to deliver: (holder index, request id, outcome).
@@ -24,19 +26,27 @@ pub struct Request {
     pub op: Op,
 }
 
-/// Both database hosts.
+/// Both database hosts, on the model unless another backend is given (`leaselab audit
+/// --sim-seeds` runs them on PostgreSQL with a user's lease).
 #[derive(Clone, Debug)]
-pub struct DbHosts {
-    /// The model, its clock and the run's history.
-    pub world: World,
+pub struct DbHosts<B = Model> {
+    /// The databases, the clock and the run's history.
+    pub world: World<B>,
     waiting: BTreeMap<(DbName, ConnId), (usize, u64)>,
     down: [bool; 2],
 }
 
 impl DbHosts {
-    /// Fresh databases.
+    /// Fresh model databases.
     pub fn new(config: Config) -> Self {
-        let mut world = World::new(config);
+        DbHosts::on(leaselab_model::Model::new(config))
+    }
+}
+
+impl<B: Backend + Waits> DbHosts<B> {
+    /// Hosts around `backend`, which must be freshly reset.
+    pub fn on(backend: B) -> Self {
+        let mut world = World::with_backend(backend);
         // A standard run records about 2,000 events: growing the history by doubling would copy
         // it a dozen times.
         world.history.events.reserve(4096);

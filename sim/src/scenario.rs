@@ -167,6 +167,7 @@ impl Setup {
                 retry_ms: 100 + rng.random_range(0..=200),
                 job_gap_ms: 200 + rng.random_range(0..=300),
                 start_ms: rng.random_range(0..=500),
+                whole_writes: false,
             })
             .collect();
         Setup {

@@ -82,10 +82,14 @@ impl Setup {
             kinds_text(&self.plan.kinds, false),
         )];
         for h in &self.holders {
-            v.push(format!(
+            let mut line = format!(
                 "holder name={} start_ms={} retry_ms={} job_gap_ms={} rpc_timeout_ms={}",
                 h.name, h.start_ms, h.retry_ms, h.job_gap_ms, h.rpc_timeout_ms
-            ));
+            );
+            if h.whole_writes {
+                line.push_str(" whole_writes=1");
+            }
+            v.push(line);
         }
         v
     }
@@ -401,6 +405,11 @@ impl Reader<'_> {
                 retry_ms: self.parse(&mut f, "retry_ms", "milliseconds")?,
                 job_gap_ms: self.parse(&mut f, "job_gap_ms", "milliseconds")?,
                 rpc_timeout_ms: self.parse(&mut f, "rpc_timeout_ms", "milliseconds")?,
+                whole_writes: match self.opt(&mut f, "whole_writes")? {
+                    None | Some("0") => false,
+                    Some("1") => true,
+                    Some(_) => return Err(self.err(n, "whole_writes", "expected 0 or 1")),
+                },
             };
             self.done(&f)?;
             cfgs.push(cfg);

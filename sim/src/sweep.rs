@@ -303,15 +303,25 @@ fn violation_end(run: &SimRun, target: Check) -> Option<u64> {
 /// Shrinks a failing run, with the driver that found it, to a smaller one failing the same
 /// check.
 pub fn shrink(run: &SimRun) -> SimRun {
+    shrink_with(run, 400, &mut |setup| Some(run_setup(setup, run.driver)))
+}
+
+/// [`shrink`] with another way to run a candidate setup (`None`: it could not run) and a
+/// budget of candidate runs: `leaselab audit --sim-seeds` runs each on PostgreSQL.
+pub fn shrink_with(
+    run: &SimRun,
+    budget: u32,
+    run_one: &mut dyn FnMut(Setup) -> Option<SimRun>,
+) -> SimRun {
     let Some(target) = run.first_failure() else {
         return run.clone();
     };
     let mut best = run.clone();
-    let attempt = |setup: Setup| -> Option<SimRun> {
-        let r = run_setup(setup, run.driver);
+    let mut attempt = |setup: Setup| -> Option<SimRun> {
+        let r = run_one(setup)?;
         r.fails(target).then_some(r)
     };
-    let mut budget = 400;
+    let mut budget = budget;
     let mut changed = true;
     while changed && budget > 0 {
         changed = false;

@@ -11,7 +11,7 @@ use crate::backend::{Admin, Backend, Ctx, FencedResource, LeaseStore, SessionSte
 use crate::config::{Config, LeaseDurability};
 use crate::engine::{Key, Row};
 use crate::history::{DbName, Outcome};
-use crate::names::{Holder, LeaseName, Part, Scope, Token};
+use crate::names::{ConnId, Holder, LeaseName, Part, Scope, Token};
 use crate::rows::{AttemptOutcome, PartRow};
 
 impl LeaseStore for Model {
@@ -333,5 +333,14 @@ impl Backend for Model {
     }
     fn stamp(&mut self, seq: u64) {
         Model::stamp(self, seq)
+    }
+}
+
+impl crate::backend::Waits for Model {
+    fn is_blocked(&self, db: DbName, conn: &ConnId) -> bool {
+        Model::is_blocked(self, db, conn)
+    }
+    fn has_result(&self, db: DbName, conn: &ConnId) -> bool {
+        Model::has_result(self, db, conn)
     }
 }

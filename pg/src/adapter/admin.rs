@@ -5,7 +5,7 @@ use super::error::*;
 use super::session::*;
 use super::state::*;
 use super::statements::*;
-use leaselab_model::{Admin, Config, Ctx, DbName, Expiry, Outcome, SessionStep};
+use leaselab_model::{Admin, Config, ConnId, Ctx, DbName, Expiry, Outcome, SessionStep};
 
 impl Admin for PgBackend {
     fn session(&mut self, cx: &Ctx<'_>, db: DbName, step: SessionStep) -> Outcome {
@@ -230,5 +230,22 @@ impl Admin for PgBackend {
 impl leaselab_model::Backend for PgBackend {
     fn config(&self) -> Config {
         self.config.clone()
+    }
+}
+
+/// A statement that waited is pending until the settle after some other statement sees it end
+/// ([`PgBackend::settle`]); its result is then kept for the client's `await`.
+impl leaselab_model::Waits for PgBackend {
+    fn is_blocked(&self, db: DbName, conn: &ConnId) -> bool {
+        self.sides[db.index()]
+            .sessions
+            .get(conn)
+            .is_some_and(|s| s.pending.is_some())
+    }
+    fn has_result(&self, db: DbName, conn: &ConnId) -> bool {
+        self.sides[db.index()]
+            .sessions
+            .get(conn)
+            .is_some_and(|s| s.finished.is_some())
     }
 }

@@ -1,0 +1,242 @@
+//! `leaselab audit SPEC --sim-seeds A..B`: the simulation's holders — the same job loop, fault
+//! plan, pauses at code points, clock skew and crashes as `leaselab sim` — with their databases
+//! being a throwaway PostgreSQL running the spec. The fast driver's hosts take the backend
+//! through the same seam as the model ([`leaselab_sim::host::DbHosts::on`]); each part is one
+//! `write` operation (the spec's own statements). A failing seed is shrunk by the sweep's
+//! shrinker, every candidate run on PostgreSQL.
+
+use crate::args::Exit;
+use crate::audit_cmd::{load, ops_of};
+use leaselab_pg::spec::Spec;
+use leaselab_pg::PgBackend;
+use leaselab_sim::fast::FastSim;
+use leaselab_sim::host::DbHosts;
+use leaselab_model::Op;
+use leaselab_sim::scenario::LivenessFailure;
+use leaselab_sim::{Setup, SimOptions, SimRun};
+use std::path::{Path, PathBuf};
+
+/// Candidate runs a shrink may spend (each is a whole simulated run on PostgreSQL).
+const SHRINK_BUDGET: u32 = 60;
+
+/// What a `--sim-seeds` audit found.
+pub struct SimAudit {
+    /// Seeds run (shrinking not counted).
+    pub seeds: u64,
+    /// Statements and client events recorded.
+    pub steps: u64,
+    /// The first failing seed, shrunk: its run and the trace file written.
+    pub failure: Option<(SimRun, PathBuf)>,
+}
+
+/// Runs `setup` with whole-operation holders on `pg` (reset first), appends the final reads of
+/// every part written, and judges the history. The backend comes back for the next run.
+pub fn run_setup_on(
+    pg: PgBackend,
+    spec: &Spec,
+    mut setup: Setup,
+) -> Result<(SimRun, PgBackend), String> {
+    for h in &mut setup.holders {
+        h.whole_writes = true;
+    }
+    let mut pg = pg;
+    pg.reset(&setup.config())
+        .map_err(|e| format!("postgres: {e}"))?;
+    let (mut run, mut pg) = FastSim::on(setup, DbHosts::on(pg)).run_keeping();
+    if ops_of(spec).read_part {
+        leaselab_pg::audit::read_back(&mut pg, &mut run.trace.history);
+    }
+    run.report = leaselab_checkers::check(&run.trace.history);
+    run.liveness = job_liveness(&run);
+    run.trace.expect = run.report.verdict();
+    run.trace.spec = Some(spec.file.clone());
+    Ok((run, pg))
+}
+
+/// An audit's liveness is stricter than the simulation's "some write committed": after the
+/// faults heal, some holder must finish a whole job — every part written, then its lease
+/// released (the holder releases only then). A fence that refuses a holder's second part with
+/// the token of its first (`<` for `<=`) lets single writes through, and no job ever ends.
+fn job_liveness(run: &SimRun) -> Result<(), LivenessFailure> {
+    let (heal, ms) = (run.setup.opts.heal(), run.setup.opts.liveness_ms);
+    if ms == 0 {
+        return Ok(());
+    }
+    let names = run.setup.names();
+    let finished = run.trace.history.events.iter().any(|e| {
+        matches!(e.op, Op::Release { .. })
+            && names.iter().any(|n| n == e.actor.as_str())
+            && e.at >= heal
+            && e.at <= heal.plus(ms)
+    });
+    if finished {
+        Ok(())
+    } else {
+        Err(LivenessFailure {
+            heal,
+            liveness_ms: ms,
+        })
+    }
+}
+
+/// The flags of `opts` that an audit takes (the spec decides the fence and the lease table).
+pub fn audit_flags(opts: &SimOptions) -> String {
+    let all = opts.flags(leaselab_sim::Driver::Fast);
+    let fence = format!("--fence {}", opts.fence);
+    all.strip_prefix(&fence).unwrap_or(&all).trim().to_string()
+}
+
+/// Runs seeds `a..b` in order; stops at the first failing one, shrinks it and writes its trace
+/// to `out/audit-sim-seed-<seed>.trace`.
+pub fn run_seeds(
+    pg: PgBackend,
+    spec: &Spec,
+    (a, b): (u64, u64),
+    opts: &SimOptions,
+    out: &Path,
+    progress: bool,
+) -> Result<SimAudit, String> {
+    let mut pg = Some(pg);
+    let mut found = SimAudit {
+        seeds: 0,
+        steps: 0,
+        failure: None,
+    };
+    for seed in a..b {
+        let backend = pg.take().ok_or("postgres backend lost")?;
+        let (run, back) = run_setup_on(backend, spec, Setup::derive(seed, opts))?;
+        pg = Some(back);
+        found.seeds += 1;
+        found.steps += run.trace.history.events.len() as u64;
+        if progress {
+            eprint!(
+                "\r  seed {seed}: {} seeds, {} steps",
+                found.seeds, found.steps
+            );
+        }
+        if !run.failed() {
+            continue;
+        }
+        if progress {
+            eprintln!("\n  seed {seed} failed; shrinking on PostgreSQL");
+        }
+        let mut infra: Option<String> = None;
+        let shrunk = leaselab_sim::sweep::shrink_with(&run, SHRINK_BUDGET, &mut |setup| {
+            let backend = pg.take()?;
+            match run_setup_on(backend, spec, setup) {
+                Ok((r, back)) => {
+                    pg = Some(back);
+                    Some(r)
+                }
+                Err(e) => {
+                    infra = Some(e);
+                    None
+                }
+            }
+        });
+        if let Some(e) = infra {
+            return Err(e);
+        }
+        let mut t = shrunk.trace.clone();
+        t.name = format!("audit-sim-seed-{seed}");
+        t.title = format!(
+            "audit of {} with the simulation's holders: seed {seed}{}",
+            spec_name(spec),
+            if shrunk.setup == run.setup {
+                ""
+            } else {
+                ", shrunk"
+            }
+        );
+        std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+        let file = out.join(format!("{}.trace", t.name));
+        std::fs::write(&file, t.to_text()).map_err(|e| format!("{}: {e}", file.display()))?;
+        found.failure = Some((shrunk, file));
+        break;
+    }
+    if progress {
+        eprintln!();
+    }
+    Ok(found)
+}
+
+fn spec_name(spec: &Spec) -> String {
+    Path::new(&spec.file)
+        .file_name()
+        .map_or(spec.file.clone(), |f| f.to_string_lossy().into_owned())
+}
+
+/// `leaselab audit SPEC --sim-seeds A..B`: prints the verdict, the shrunk trace and the
+/// commands that show it, and returns the exit class (liveness alone: [`Exit::Liveness`]).
+pub fn run_seeds_cmd(
+    file: &Path,
+    seeds: (u64, u64),
+    opts: &SimOptions,
+    out: &Path,
+    pg_dir: &Path,
+) -> Result<Exit, String> {
+    let (spec, pg) = load(file, pg_dir)?;
+    let t0 = std::time::Instant::now();
+    let r = run_seeds(
+        pg,
+        &spec,
+        seeds,
+        opts,
+        out,
+        std::io::IsTerminal::is_terminal(&std::io::stderr()),
+    )?;
+    let secs = t0.elapsed().as_secs_f64().max(1e-9);
+    let flags = audit_flags(opts);
+    let sep = if flags.is_empty() { "" } else { " " };
+    if let Some((run, trace)) = &r.failure {
+        let seed = run.setup.seed;
+        let what: Vec<&str> = run.report.verdict().iter().map(|c| c.as_str()).collect();
+        let what = if what.is_empty() {
+            "liveness".to_string()
+        } else {
+            what.join(",")
+        };
+        println!(
+            "VIOLATION {what} :: seed {seed}, {} steps{}",
+            run.trace.history.events.len(),
+            if run.setup.plan.faults.len() < Setup::derive(seed, opts).plan.faults.len() {
+                format!(
+                    " after shrinking to {} fault(s)",
+                    run.setup.plan.faults.len()
+                )
+            } else {
+                String::new()
+            }
+        );
+        for v in &run.report.violations {
+            println!("  {}: {}", v.check.as_str(), v.message);
+        }
+        if let Err(l) = &run.liveness {
+            println!(
+                "  liveness: no holder finished a job (every part written, then the lease released) within {} ms after the faults healed at t={}",
+                l.liveness_ms, l.heal
+            );
+        }
+        println!("trace: {}", trace.display());
+        println!(
+            "reproduce: leaselab audit {} --sim-seeds {seed}..{}{sep}{flags}  (where PostgreSQL releases waiters together, a rerun may order them differently; the trace records the order it chose)",
+            file.display(),
+            seed + 1
+        );
+        println!("timeline: leaselab diagram {}", trace.display());
+        println!("explain: leaselab explain {}", trace.display());
+    }
+    println!(
+        "SUMMARY spec={} seeds={} steps={} failures={} seeds/s={:.2} steps/s={:.0}",
+        file.display(),
+        r.seeds,
+        r.steps,
+        usize::from(r.failure.is_some()),
+        r.seeds as f64 / secs,
+        r.steps as f64 / secs
+    );
+    Ok(match &r.failure {
+        None => Exit::Clean,
+        Some((run, _)) => crate::sim_cmd::exit_of(run),
+    })
+}
