@@ -7,11 +7,11 @@
 
 use crate::args::Exit;
 use crate::audit_cmd::{load, ops_of};
+use leaselab_model::Op;
 use leaselab_pg::spec::Spec;
 use leaselab_pg::PgBackend;
 use leaselab_sim::fast::FastSim;
 use leaselab_sim::host::DbHosts;
-use leaselab_model::Op;
 use leaselab_sim::scenario::LivenessFailure;
 use leaselab_sim::{Setup, SimOptions, SimRun};
 use std::path::{Path, PathBuf};
@@ -219,9 +219,12 @@ pub fn run_seeds_cmd(
         }
         println!("trace: {}", trace.display());
         println!(
-            "reproduce: leaselab audit {} --sim-seeds {seed}..{}{sep}{flags}  (where PostgreSQL releases waiters together, a rerun may order them differently; the trace records the order it chose)",
+            "reproduce: leaselab audit {} --sim-seeds {seed}..{}{sep}{flags}",
             file.display(),
             seed + 1
+        );
+        println!(
+            "  (where PostgreSQL releases several waiters at once, a rerun may order them differently; the trace records the order it chose)"
         );
         println!("timeline: leaselab diagram {}", trace.display());
         println!("explain: leaselab explain {}", trace.display());

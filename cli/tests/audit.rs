@@ -240,3 +240,64 @@ fn every_command_audit_prints_runs_as_printed() {
         "{err}"
     );
 }
+
+/// `--sim-seeds`: the simulation's holders on PostgreSQL running the spec. The seed spec holds;
+/// an unfenced write is found (I3) and a strict fence starves every job (liveness, exit 3),
+/// each within five seeds, shrunk; the printed reproduce command runs as printed and fails the
+/// same way.
+#[test]
+fn the_simulation_holders_audit_a_spec() {
+    let Some(dir) = tmp("sim") else { return };
+    let s = |p: &Path| p.display().to_string();
+    let pg = s(&dir.join("pg"));
+    let (code, text, err) = leaselab(&[
+        "audit",
+        &s(&example("seed")),
+        "--sim-seeds",
+        "0..8",
+        "--pg-dir",
+        &pg,
+    ]);
+    assert_eq!(code, Some(0), "{text}{err}");
+    assert!(
+        text.contains("seeds=8 ") && text.contains("failures=0"),
+        "{text}"
+    );
+    for (name, code_want, first) in [
+        ("unfenced-write", 1, "VIOLATION I3"),
+        ("strict-fence", 3, "VIOLATION liveness"),
+    ] {
+        let out = s(&dir.join(name));
+        let (code, text, err) = leaselab(&[
+            "audit",
+            &s(&example(name)),
+            "--sim-seeds",
+            "0..5",
+            "--out",
+            &out,
+            "--pg-dir",
+            &pg,
+        ]);
+        assert_eq!(code, Some(code_want), "{name}: {text}{err}");
+        assert!(text.starts_with(first), "{name}: {text}");
+        let trace = text
+            .lines()
+            .find_map(|l| l.strip_prefix("trace: "))
+            .unwrap_or_else(|| panic!("{name}: {text}"));
+        let t = leaselab_trace::Trace::parse(
+            &std::fs::read_to_string(trace).expect("trace written"),
+            trace,
+        )
+        .expect("parses");
+        assert!(t.spec.is_some() && t.setup.iter().any(|l| l.contains("whole_writes=1")));
+        let cmd = text
+            .lines()
+            .find_map(|l| l.strip_prefix("reproduce: leaselab "))
+            .unwrap_or_else(|| panic!("{name}: {text}"));
+        let mut args: Vec<&str> = cmd.split(' ').collect();
+        args.extend(["--out", &out, "--pg-dir", &pg]);
+        let (again, shown, err) = leaselab(&args);
+        assert_eq!(again, Some(code_want), "{cmd}: {shown}{err}");
+        assert!(shown.starts_with(first), "{cmd}: {shown}");
+    }
+}

@@ -459,3 +459,50 @@ fn the_fence_switch_fails_the_invariant_test_with_a_timeline() {
     assert!(t.expect.contains(&Check::I3), "{text}");
     assert!(replays(&t));
 }
+
+/// Holders that write each part as one `write` operation (how `leaselab audit --sim-seeds`
+/// drives a user's spec) on the model: the scope fence holds, every part is one `write`, and
+/// jobs finish.
+#[test]
+fn whole_write_holders_hold_under_the_scope_fence() {
+    use leaselab_model::Op;
+    use leaselab_sim::fast::FastSim;
+    let mut jobs = 0;
+    for seed in 0..100 {
+        let mut setup = leaselab_sim::Setup::derive(seed, &opts(FenceMode::Scope));
+        for h in &mut setup.holders {
+            h.whole_writes = true;
+        }
+        let run = FastSim::new(setup.clone()).run();
+        assert!(!run.failed(), "seed {seed}: {:?}", run.report.violations);
+        // The trace carries the holders' write mode: `sim --from-trace` runs them again.
+        let back = leaselab_sim::Setup::from_trace_text(&run.trace.to_text(), "t").expect("parses");
+        assert_eq!(back.setup, setup, "seed {seed}");
+        let ops = &run.trace.history.events;
+        assert!(
+            ops.iter().any(|e| matches!(e.op, Op::Write { .. })),
+            "seed {seed}"
+        );
+        assert!(
+            !ops.iter()
+                .any(|e| matches!(e.op, Op::Fence { .. } | Op::Begin { .. })),
+            "seed {seed}"
+        );
+        jobs += run.stats.iter().map(|s| s.jobs).sum::<u64>();
+    }
+    assert!(jobs > 1_000, "{jobs} jobs");
+}
+
+/// The same holders break an unfenced resource: the negative control of the seam.
+#[test]
+fn whole_write_holders_break_an_unfenced_resource() {
+    use leaselab_sim::fast::FastSim;
+    let found = (0..200).any(|seed| {
+        let mut setup = leaselab_sim::Setup::derive(seed, &opts(FenceMode::Off));
+        for h in &mut setup.holders {
+            h.whole_writes = true;
+        }
+        FastSim::new(setup).run().report.violated(Check::I3)
+    });
+    assert!(found);
+}
