@@ -74,7 +74,7 @@ pub fn run_gen(
     let mut runner = gen_runner(n, seed);
     let result = runner.run(&leaselab_gen::schedule(steps), |s| {
         let h = match leaselab_pg::audit::audit_schedule(&mut pg.borrow_mut(), &s, ops) {
-            Ok(h) => h,
+            Ok((h, _)) => h,
             Err(e) => {
                 *infra.borrow_mut() = Some(e.to_string());
                 return Err(TestCaseError::fail("postgres failed"));
@@ -106,10 +106,16 @@ pub fn run_gen(
         Err(TestError::Abort(why)) => return Err(format!("generator aborted: {why}")),
         Err(TestError::Fail(_, minimal)) => {
             let mut pg = pg.borrow_mut();
-            let h = leaselab_pg::audit::audit_schedule(&mut pg, &minimal, ops)
+            let (h, pauses) = leaselab_pg::audit::audit_schedule(&mut pg, &minimal, ops)
                 .map_err(|e| format!("postgres: {e}"))?;
             let report = leaselab_checkers::check(&h);
             let name = format!("audit-{seed}");
+            let scripts = leaselab_pg::spec::psql::scripts(
+                spec,
+                &h,
+                &pauses,
+                &format!("{name}: a history of `leaselab audit {}`", spec.file),
+            );
             let mut t = Trace::new(&name, leaselab_model::Config::default(), h);
             t.seed = seed;
             t.spec = Some(spec.file.clone());
@@ -123,6 +129,7 @@ pub fn run_gen(
             std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
             let file = out.join(format!("{name}.trace"));
             std::fs::write(&file, t.to_text()).map_err(|e| format!("{}: {e}", file.display()))?;
+            write_scripts(&out.join(format!("{name}.psql")), &scripts)?;
             Some((file, report))
         }
     };
@@ -132,6 +139,19 @@ pub fn run_gen(
         violation,
         first: first.into_inner(),
     })
+}
+
+/// Writes the psql scripts of a failure into `dir` (emptied first).
+fn write_scripts(dir: &Path, files: &leaselab_pg::spec::psql::Files) -> Result<(), String> {
+    let _ = std::fs::remove_dir_all(dir);
+    for (name, text) in files {
+        let p = dir.join(name);
+        if let Some(parent) = p.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
+        }
+        std::fs::write(&p, text).map_err(|e| format!("{}: {e}", p.display()))?;
+    }
+    Ok(())
 }
 
 /// `leaselab audit SPEC --gen N`: prints the verdict, the shrunk trace and the commands that
@@ -170,6 +190,10 @@ pub fn run_gen_cmd(
             println!("  {}: {}", v.check.as_str(), v.message);
         }
         println!("trace: {}", trace.display());
+        println!(
+            "psql: LEASE_DB='…' RES_DB='…' bash {}",
+            trace.with_extension("psql").join("run.sh").display()
+        );
         println!("timeline: leaselab diagram {}", trace.display());
         println!("explain: leaselab explain {}", trace.display());
     }

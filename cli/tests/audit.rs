@@ -74,6 +74,7 @@ const FOUND: [(&str, Check, u64); 7] = [
 #[test]
 fn every_mistake_a_history_can_show_is_found_and_shrunk() {
     let Some(dir) = tmp("mistakes") else { return };
+    let fresh = Fresh::start(&dir);
     for (name, check, within) in FOUND {
         let (spec, mut pg) =
             load(&example(name), &dir.join("pg")).unwrap_or_else(|e| panic!("{name}: {e}"));
@@ -95,6 +96,105 @@ fn every_mistake_a_history_can_show_is_found_and_shrunk() {
         assert!(t.history.events.len() <= 10, "{name}: {text}");
         assert_eq!(t.expect, report.verdict(), "{name}");
         assert!(leaselab_trace::replay::replay(&t).ok(), "{name}: {text}");
+        // Its psql scripts rerun it on fresh databases with the same outcomes.
+        let shapes = pg.spec_shapes().expect("a spec backend").to_vec();
+        fresh.rerun(
+            name,
+            &file.with_extension("psql"),
+            &spec,
+            &shapes,
+            &t.history,
+        );
+    }
+}
+
+/// Two fresh clusters (lease, resource) on which a failure's psql scripts run, each in new
+/// databases, without leaselab.
+struct Fresh {
+    lease: leaselab_pg::cluster::Cluster,
+    res: leaselab_pg::cluster::Cluster,
+    pg_ctl: PathBuf,
+}
+
+impl Fresh {
+    fn start(dir: &Path) -> Fresh {
+        let lease = leaselab_pg::cluster::Cluster::start(dir, "fresh-lease").expect("starts");
+        let res = leaselab_pg::cluster::Cluster::start(dir, "fresh-res").expect("starts");
+        let pg_ctl = dir.join("pg_ctl.sh");
+        std::fs::write(
+            &pg_ctl,
+            format!("#!/bin/sh\nexec {} \"$@\"\n", lease.pg_ctl_shell()),
+        )
+        .expect("write");
+        std::process::Command::new("chmod")
+            .arg("+x")
+            .arg(&pg_ctl)
+            .status()
+            .expect("chmod");
+        Fresh { lease, res, pg_ctl }
+    }
+
+    /// Runs the scripts in `scripts` (a copy) on new databases; asserts that every step ended
+    /// or waited as the history says and that each operation's printed result reads as its
+    /// outcome in the history.
+    fn rerun(
+        &self,
+        name: &str,
+        scripts: &Path,
+        spec: &leaselab_pg::spec::Spec,
+        shapes: &[leaselab_pg::spec::Shape],
+        h: &leaselab_model::History,
+    ) {
+        use leaselab_pg::spec::psql;
+        let db = name.replace('-', "_");
+        let psql = self.lease.bin_dir().join("psql");
+        for (c, n) in [(&self.lease, "lease"), (&self.res, "res")] {
+            let ok = std::process::Command::new(&psql)
+                .args(["-X", "-q", "-d", &c.conninfo("postgres"), "-c"])
+                .arg(format!("CREATE DATABASE {n}_{db}"))
+                .status()
+                .expect("psql runs");
+            assert!(ok.success(), "{name}: create database");
+        }
+        let path = format!(
+            "{}:{}",
+            self.lease.bin_dir().display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        let o = std::process::Command::new("bash")
+            .arg(scripts.join("run.sh"))
+            .env("PATH", path)
+            .env("LEASE_DB", self.lease.conninfo(&format!("lease_{db}")))
+            .env("RES_DB", self.res.conninfo(&format!("res_{db}")))
+            .env("PG_CTL", &self.pg_ctl)
+            .env("LEASE_PGDATA", self.lease.data_dir())
+            .env("RES_PGDATA", self.res.data_dir())
+            .output()
+            .expect("bash runs");
+        let said = String::from_utf8_lossy(&o.stdout);
+        assert!(
+            o.status.success() && said.contains("ran as recorded"),
+            "{name}: {said}{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let mut outputs = Vec::new();
+        for f in std::fs::read_dir(scripts.join("out")).expect("out/") {
+            let p = f.expect("entry").path();
+            if p.extension().is_some_and(|x| x == "out") {
+                outputs.push(std::fs::read_to_string(&p).expect("read"));
+            }
+        }
+        let got = psql::outcomes(spec, shapes, h, &outputs);
+        let want = psql::expected(h);
+        assert!(!want.is_empty(), "{name}");
+        for (step, words) in &want {
+            assert_eq!(
+                got.get(step),
+                Some(words),
+                "{name}: step {step}\n{}",
+                outputs.join("\n")
+            );
+        }
     }
 }
 

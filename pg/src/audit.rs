@@ -15,20 +15,27 @@ pub fn audit_schedule(
     pg: &mut PgBackend,
     schedule: &Schedule,
     ops: WholeOps,
-) -> Result<History, PgError> {
+) -> Result<(History, Pauses), PgError> {
     pg.reset(&schedule.config)?;
     // One operation in five pauses inside itself — after its first, second or third statement
     // (or before its COMMIT) — until the holder's next `await`.
+    let mut pauses = Pauses::new();
     let mut history = whole_ops(pg, schedule, ops, |pg, intent, e| {
         if intent.b % 5 == 4 && pausable(&e.op) {
-            pg.pause_next(usize::from(intent.a % 3));
+            let after = usize::from(intent.a % 3);
+            pg.pause_next(after);
+            pauses.insert(e.seq, after);
         }
     });
     if ops.read_part {
         read_back(pg, &mut history);
     }
-    Ok(history)
+    Ok((history, pauses))
 }
+
+/// Where operations paused: event `seq` → after its statement `after` (0-based; past its last
+/// one, before COMMIT). The trace does not say it; the psql scripts need it.
+pub type Pauses = std::collections::BTreeMap<u64, usize>;
 
 fn pausable(op: &Op) -> bool {
     matches!(

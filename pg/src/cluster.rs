@@ -300,6 +300,26 @@ impl Cluster {
         Ok(())
     }
 
+    /// The data directory.
+    pub fn data_dir(&self) -> PathBuf {
+        self.dir.join("data")
+    }
+
+    /// The directory of PostgreSQL's programs (`psql`, `pg_ctl`).
+    pub fn bin_dir(&self) -> &Path {
+        &self.bin
+    }
+
+    /// How to run `pg_ctl` on this cluster from a shell: as `postgres` when we are root.
+    pub fn pg_ctl_shell(&self) -> String {
+        let pg_ctl = self.bin.join("pg_ctl");
+        if self.as_root {
+            format!("runuser -u postgres -- {}", pg_ctl.display())
+        } else {
+            pg_ctl.display().to_string()
+        }
+    }
+
     /// A libpq-style connection string for `dbname`.
     pub fn conninfo(&self, dbname: &str) -> String {
         format!(

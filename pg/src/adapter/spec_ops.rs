@@ -183,6 +183,9 @@ impl PgBackend {
     /// Runs the spec's `kind` for `cx` with `args`; `None` when the backend runs no spec.
     pub(super) fn spec_op(&mut self, cx: &Ctx<'_>, kind: OpKind, args: Args) -> Option<Outcome> {
         let run = self.spec.clone()?;
+        // A pause belongs to this operation even if it never reaches the server (a database
+        // down, a lost connection): it must not move on to a later one.
+        let pause_next = self.pause_next.take();
         let Some(at) = run.spec.ops.iter().position(|o| o.kind == kind) else {
             return Some(Outcome::Error(format!("spec-has-no-{}", kind.as_str())));
         };
@@ -220,7 +223,7 @@ impl PgBackend {
         let txn = op.transaction && op.statements.len() > 1;
         let now = self.now_for(false, cx.now);
         let ttl = args.ttl_ms;
-        let (pause, hold) = match self.pause_next.take() {
+        let (pause, hold) = match pause_next {
             Some(k) => {
                 let at = Arc::new(AtomicBool::new(false));
                 let (tx, rx) = tokio::sync::oneshot::channel();

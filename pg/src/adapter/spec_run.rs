@@ -48,3 +48,11 @@ pub(super) async fn prepare_spec(
     }
     Ok(out)
 }
+
+impl super::PgBackend {
+    /// The checked spec this backend runs, if any: its statements' result shapes, in the
+    /// order of its operations (how its printed results are read back).
+    pub fn spec_shapes(&self) -> Option<&[Shape]> {
+        self.spec.as_ref().map(|r| r.shapes.as_slice())
+    }
+}

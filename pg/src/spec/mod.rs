@@ -9,10 +9,12 @@
 //! - `sqltext`: code, strings and comments told apart as PostgreSQL's lexer does;
 //! - `parse`: the TOML file, parameters, wall-clock functions — everything decided without a
 //!   server;
-//! - `check`: what only PostgreSQL can say (DDL that fails, syntax, result shapes).
+//! - `check`: what only PostgreSQL can say (DDL that fails, syntax, result shapes);
+//! - [`psql`]: a history on a spec as psql scripts that rerun it without leaselab.
 
 mod check;
 mod parse;
+pub mod psql;
 mod sqltext;
 
 pub use check::{check, param_types, Shape};
