@@ -40,8 +40,11 @@ fn session_name(db: DbName, e: &Event) -> String {
     format!("{}-{conn}", db.as_str())
 }
 
+/// The value of each parameter of one operation.
+type Values<'a> = Box<dyn Fn(Param) -> Literal + 'a>;
+
 /// The spec's operation an event runs, with the value of each parameter.
-fn operation(e: &Event) -> Option<(OpKind, Box<dyn Fn(Param) -> Literal + '_>)> {
+fn operation(e: &Event) -> Option<(OpKind, Values<'_>)> {
     let actor = e.actor.to_string();
     let text = |s: String| Literal::Text(s);
     let int = |i: u64| Literal::Int(i as i64);
