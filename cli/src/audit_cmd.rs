@@ -142,7 +142,7 @@ pub fn run_gen(
 }
 
 /// Writes the psql scripts of a failure into `dir` (emptied first).
-fn write_scripts(dir: &Path, files: &leaselab_pg::spec::psql::Files) -> Result<(), String> {
+pub fn write_scripts(dir: &Path, files: &leaselab_pg::spec::psql::Files) -> Result<(), String> {
     let _ = std::fs::remove_dir_all(dir);
     for (name, text) in files {
         let p = dir.join(name);

@@ -401,3 +401,43 @@ fn the_simulation_holders_audit_a_spec() {
         assert!(shown.starts_with(first), "{cmd}: {shown}");
     }
 }
+
+/// The psql scripts of a history in which a statement waits on a row lock (a write stopped
+/// after its fence holds the floor row; another holder's fence waits for it) rerun on fresh
+/// databases: the waiting session is seen waiting in `pg_stat_activity`, and every operation
+/// reads as in the history.
+#[test]
+fn psql_scripts_rerun_a_lock_wait() {
+    use proptest::strategy::{Strategy, ValueTree};
+    let Some(dir) = tmp("lockwait") else { return };
+    let (spec, mut pg) = load(&example("seed"), &dir.join("pg")).expect("loads");
+    let ops = leaselab::audit_cmd::ops_of(&spec);
+    let mut runner = leaselab::diff_cmd::gen_runner(1, 1);
+    let mut found = None;
+    for _ in 0..400 {
+        let s = leaselab_gen::schedule(40)
+            .new_tree(&mut runner)
+            .expect("generates")
+            .current();
+        let (h, pauses) = leaselab_pg::audit::audit_schedule(&mut pg, &s, ops).expect("runs");
+        let waits = h.events.iter().any(|e| {
+            e.outcome == leaselab_model::Outcome::Blocked
+                && !pauses.contains_key(&e.seq)
+                && matches!(e.op, leaselab_model::Op::Write { .. })
+        });
+        if waits {
+            found = Some((h, pauses));
+            break;
+        }
+    }
+    let (h, pauses) = found.expect("a lock wait within 400 schedules");
+    let t = leaselab_trace::Trace::new("lockwait", leaselab_model::Config::default(), h.clone());
+    std::fs::write(dir.join("lockwait.trace"), t.to_text()).expect("trace written");
+    let scripts = dir.join("lockwait.psql");
+    let files = leaselab_pg::spec::psql::scripts(&spec, &h, &pauses, "a lock wait");
+    leaselab::audit_cmd::write_scripts(&scripts, &files).expect("written");
+    let run_sh = std::fs::read_to_string(scripts.join("run.sh")).expect("run.sh");
+    assert!(run_sh.contains("; expect_wait "), "{run_sh}");
+    let shapes = pg.spec_shapes().expect("a spec backend").to_vec();
+    Fresh::start(&dir).rerun("lockwait", &scripts, &spec, &shapes, &h);
+}

@@ -287,7 +287,7 @@ pub fn scripts(spec: &Spec, h: &History, pauses: &BTreeMap<u64, usize>, title: &
                     let _ = writeln!(driver, "resume {k} {s} {}", e.at.0);
                     open.insert(s.clone(), (k, false));
                 }
-                if e.outcome == Outcome::Blocked {
+                if still_waiting(&e.outcome) {
                     let _ = writeln!(driver, "expect_wait {k} {s}");
                 } else {
                     let _ = writeln!(driver, "expect_end {k} {s}");
@@ -334,6 +334,11 @@ pub fn scripts(spec: &Spec, h: &History, pauses: &BTreeMap<u64, usize>, title: &
         files.push((format!("sessions/{s}.sql"), text));
     }
     files
+}
+
+/// An `await` that found the statement still waiting (or still paused): it goes on.
+fn still_waiting(o: &Outcome) -> bool {
+    matches!(o, Outcome::Blocked) || matches!(o, Outcome::Error(r) if r == "still-blocked")
 }
 
 /// Whether the adapter sent the operation to the server (not: down, connection lost).
@@ -456,6 +461,7 @@ pub fn outcomes(
                 let n = w.next().and_then(|n| n.parse().ok());
                 if let (Some(n), Some(rest)) = (n, w.next()) {
                     // Answered by the driver as recorded.
+                    let rest = rest.strip_prefix("recorded ").unwrap_or(rest);
                     printed
                         .entry(n)
                         .or_default()
@@ -560,7 +566,7 @@ pub fn expected(h: &History) -> BTreeMap<u64, String> {
             continue;
         }
         match &e.op {
-            Op::Await { db } if e.outcome != Outcome::Blocked => {
+            Op::Await { db } if !still_waiting(&e.outcome) => {
                 if let Some(n) = open.remove(&session_name(*db, e)) {
                     out.insert(n, outcome_words(&e.outcome));
                 }
