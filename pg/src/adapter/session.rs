@@ -327,6 +327,18 @@ impl PgBackend {
         if self.linked() {
             self.settle(1 - i);
         }
+        if out == Outcome::Blocked {
+            // A wait that ended within this same step — it closed a deadlock cycle and the
+            // detector aborted it (40P01) after `deadlock_timeout` — is this step's answer, as
+            // the model's `Db::submit` gives it; not a result left for a later `await`.
+            if let Some(s) = self.sides[i].sessions.get_mut(conn) {
+                if s.pending.is_none() {
+                    if let Some(o) = s.finished.take() {
+                        return o;
+                    }
+                }
+            }
+        }
         out
     }
 
