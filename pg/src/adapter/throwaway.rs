@@ -350,7 +350,7 @@ impl PgBackend {
     /// state is read live while `pg_stat_activity` is read once: a blocker seen idle may have
     /// released its locks after the chain was read, so the wait is asked about once more last
     /// (it ended meanwhile: ask again).
-    const SETTLED_BLOCKED: &str = "SELECT CASE \
+    pub const SETTLED_BLOCKED: &str = "SELECT CASE \
     WHEN NOT pg_isolation_test_session_is_blocked($1::int, $2::int[]) THEN 0 \
     WHEN EXISTS (WITH RECURSIVE chain(pid, depth) AS ( \
                    SELECT b, 1 FROM unnest(pg_blocking_pids($1::int)) AS b \
