@@ -36,7 +36,7 @@ pub fn load(file: &Path, pg_dir: &Path) -> Result<(Spec, PgBackend), String> {
 }
 
 /// The broken checks, as a trace's `expect` line names them.
-fn verdict_text(report: &Report) -> String {
+pub(crate) fn verdict_text(report: &Report) -> String {
     report
         .verdict()
         .iter()

@@ -190,11 +190,9 @@ pub fn run_seeds_cmd(
     let sep = if flags.is_empty() { "" } else { " " };
     if let Some((run, trace)) = &r.failure {
         let seed = run.setup.seed;
-        let what: Vec<&str> = run.report.verdict().iter().map(|c| c.as_str()).collect();
-        let what = if what.is_empty() {
-            "liveness".to_string()
-        } else {
-            what.join(",")
+        let what = match crate::audit_cmd::verdict_text(&run.report) {
+            v if v.is_empty() => "liveness".to_string(),
+            v => v,
         };
         println!(
             "VIOLATION {what} :: seed {seed}, {} steps{}",
