@@ -22,6 +22,14 @@ fn describe_write(w: &WriteFact) -> String {
     )
 }
 
+/// One granted token of a lease: the grant's window and expiry, then every renewal or release:
+/// where it committed and the expiry it set.
+struct Holding<'f> {
+    holder: &'f Holder,
+    token: Token,
+    versions: Vec<(crate::facts::Window, Expiry)>,
+}
+
 /// I1: by the database clock, at most one unexpired holder per lease at any instant. Checked at
 /// every committed grant, at the grant's own `now()`, against the holding granted most
 /// recently *definitely before* it. Renewals and releases take effect at their commit, not
@@ -29,16 +37,10 @@ fn describe_write(w: &WriteFact) -> String {
 /// have come before it, so the holding's expiry at the grant is any of the expiries it may
 /// have had then, and only when *every* one of them is unexpired is it a violation. A grant
 /// whose commit window overlaps the other grant's (a blocked acquire collected later) is
-/// concurrent with it: no order, no verdict.
+/// concurrent with it: no order — a verdict only when it holds in either order
+/// ([`unordered_grants`]).
 pub fn i1(f: &Facts, out: &mut Vec<Violation>) {
     use crate::facts::Window;
-    struct Holding<'f> {
-        holder: &'f Holder,
-        token: Token,
-        /// The grant's window and expiry, then every renewal or release: where it committed and
-        /// the expiry it set.
-        versions: Vec<(Window, Expiry)>,
-    }
     struct Grant<'f> {
         holder: &'f Holder,
         token: Token,
@@ -137,6 +139,63 @@ pub fn i1(f: &Facts, out: &mut Vec<Violation>) {
                 ),
                 events: vec![w.latest, seq],
             });
+        }
+    }
+    unordered_grants(f, &leases, out);
+}
+
+/// Two grants of one lease whose commits are not ordered by the history (an operation paused
+/// or waiting between its request and its answer while the other was granted): if each one's
+/// expiry is later than the time the other was reported — the latest its commit can have been
+/// — then whichever committed second took a lease that was still held, in every order. Only
+/// grants nothing else changed before both were reported (no renewal or release that might
+/// have ended one early, none whose answer nobody heard).
+fn unordered_grants(
+    f: &Facts,
+    leases: &BTreeMap<&LeaseName, Vec<Holding<'_>>>,
+    out: &mut Vec<Violation>,
+) {
+    let reported = |lease: &LeaseName, token: Token, latest: u64| {
+        f.grants
+            .iter()
+            .find(|x| x.lease == *lease && x.token == token && x.window.latest == latest)
+            .map(|x| x.at)
+    };
+    for (lease, held) in leases {
+        for (i, a) in held.iter().enumerate() {
+            for b in &held[i + 1..] {
+                let ((wa, ea), (wb, eb)) = (a.versions[0], b.versions[0]);
+                if wa.before(&wb) || wb.before(&wa) {
+                    continue;
+                }
+                let both = wa.latest.max(wb.latest);
+                let changed = |h: &Holding<'_>| {
+                    h.versions[1..].iter().any(|(w, _)| w.earliest <= both)
+                        || f.lease_unknown
+                            .iter()
+                            .any(|u| u.holder == *h.holder && u.token == h.token && u.since <= both)
+                };
+                if changed(a) || changed(b) {
+                    continue;
+                }
+                let (Some(ra), Some(rb)) = (
+                    reported(lease, a.token, wa.latest),
+                    reported(lease, b.token, wb.latest),
+                ) else {
+                    continue;
+                };
+                if ea.is_expired_at(rb) || eb.is_expired_at(ra) {
+                    continue;
+                }
+                out.push(Violation {
+                    check: Check::I1,
+                    message: format!(
+                        "lease {lease}: {} was granted token {} (reported at t={ra}, event #{}, unexpired until t={ea}) and {} token {} (reported at t={rb}, event #{}, unexpired until t={eb}); neither grant is definitely before the other, and in either order the second took a lease the first still held",
+                        a.holder, a.token, wa.latest, b.holder, b.token, wb.latest
+                    ),
+                    events: vec![wa.latest.min(wb.latest), both],
+                });
+            }
         }
     }
 }

@@ -677,3 +677,57 @@ fn an_uncollected_renewal_before_a_grant_leaves_the_overlap_unproven() {
     assert_eq!(leaselab_checkers::facts::derive(&h).lease_unknown.len(), 1);
     assert!(check(&h).violated(Check::I1));
 }
+
+/// Two grants the history cannot order (holder-a's acquire waited, holder-b was granted
+/// meanwhile, holder-a's grant was collected later): I1 fires only when it holds in either
+/// order — each one unexpired beyond the time the other was reported — and nothing (a release,
+/// a renewal) may have ended one early.
+#[test]
+fn i1_fires_on_unordered_grants_only_when_either_order_overlaps() {
+    let history = |b_expires: u64, b_releases: bool| {
+        let mut h = History::default();
+        let mut at = |t: u64, actor: &str, op: Op, out: Outcome| {
+            h.push(Millis(t), Millis(t), Holder::new(actor), None, op, out);
+        };
+        let granted = |t: u64, e: u64| Outcome::Granted {
+            token: Token(t),
+            expires: Expiry::At(Millis(e)),
+        };
+        at(
+            0,
+            "holder-a",
+            Op::acquire("holder-a", 1500),
+            Outcome::Blocked,
+        );
+        at(
+            0,
+            "holder-b",
+            Op::acquire("holder-b", 1500),
+            granted(2, b_expires),
+        );
+        if b_releases {
+            let release = Op::Release {
+                lease: LeaseName::new("report-job"),
+                holder: Holder::new("holder-b"),
+                token: Token(2),
+            };
+            at(50, "holder-b", release, Outcome::Released);
+        }
+        at(
+            100,
+            "holder-a",
+            Op::Await { db: DbName::Lease },
+            granted(3, 1600),
+        );
+        h
+    };
+    let r = check(&history(1500, false));
+    let v = r.of(Check::I1).next().expect("either order overlaps");
+    assert!(v.message.contains("in either order"), "{}", v.message);
+    assert_eq!(v.events, vec![2, 3]);
+    // holder-b's lease ended before holder-a's grant was reported: holder-a may have been
+    // granted after it expired.
+    assert!(!check(&history(80, false)).violated(Check::I1));
+    // holder-b released before holder-a's grant was reported: the same.
+    assert!(!check(&history(1500, true)).violated(Check::I1));
+}

@@ -187,9 +187,7 @@ fn probe_rate(pg: &PgBackend, n: usize) -> Result<f64, Box<dyn std::error::Error
     rt.block_on(async move {
         let (c, conn) = tokio_postgres::connect(&res, tokio_postgres::NoTls).await?;
         tokio::spawn(conn);
-        let q = c
-            .prepare(PgBackend::SETTLED_BLOCKED)
-            .await?;
+        let q = c.prepare(PgBackend::SETTLED_BLOCKED).await?;
         let pid: i32 = c.query_one("SELECT pg_backend_pid()", &[]).await?.get(0);
         let others: Vec<i32> = vec![pid];
         let t = Instant::now();
