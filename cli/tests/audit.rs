@@ -61,7 +61,7 @@ fn the_seed_spec_answers_as_the_built_in_adapter_and_the_model() {
 
 /// Each mistake a history can show: the checks it breaks, and within how many schedules of
 /// seed 1 it shows (the README's table).
-const FOUND: [(&str, Check, u64); 7] = [
+const FOUND: [(&str, Check, u64); 8] = [
     ("unfenced-write", Check::I3, 10),
     ("check-then-write", Check::I3, 200),
     ("row-guard", Check::I3, 10),
@@ -69,6 +69,7 @@ const FOUND: [(&str, Check, u64); 7] = [
     ("advisory-lock", Check::I2, 10),
     ("timestamp-token", Check::I2, 30),
     ("max-plus-one", Check::I2, 100),
+    ("select-for-update-autocommit", Check::I1, 150),
 ];
 
 #[test]
