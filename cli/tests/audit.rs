@@ -59,17 +59,20 @@ fn the_seed_spec_answers_as_the_built_in_adapter_and_the_model() {
     assert!(steps.get() > 2_000, "{} intents", steps.get());
 }
 
-/// Each mistake a history can show: the checks it breaks, and within how many schedules of
-/// seed 1 it shows (the README's table).
-const FOUND: [(&str, Check, u64); 8] = [
-    ("unfenced-write", Check::I3, 10),
-    ("check-then-write", Check::I3, 200),
-    ("row-guard", Check::I3, 10),
-    ("unlogged-lease", Check::I2, 10),
-    ("advisory-lock", Check::I2, 10),
-    ("timestamp-token", Check::I2, 30),
-    ("max-plus-one", Check::I2, 100),
-    ("select-for-update-autocommit", Check::I1, 150),
+/// Each mistake a history can show: the checks its shrunk history breaks (either of a pair for
+/// a lease mistake: two holders at once and a token handed out twice come together, and
+/// shrinking keeps whichever shows first), and within how many schedules of seed 1 it shows
+/// (the README's table).
+const LEASE: &[Check] = &[Check::I1, Check::I2];
+const FOUND: [(&str, &[Check], u64); 8] = [
+    ("unfenced-write", &[Check::I3], 10),
+    ("check-then-write", &[Check::I3], 200),
+    ("row-guard", &[Check::I3], 10),
+    ("unlogged-lease", LEASE, 10),
+    ("advisory-lock", LEASE, 10),
+    ("timestamp-token", LEASE, 30),
+    ("max-plus-one", LEASE, 100),
+    ("select-for-update-autocommit", &[Check::I1], 150),
 ];
 
 #[test]
@@ -85,7 +88,11 @@ fn every_mistake_a_history_can_show_is_found_and_shrunk() {
         let (file, report) = r
             .violation
             .unwrap_or_else(|| panic!("{name}: not found in {within} schedules"));
-        assert!(report.violated(check), "{name}: {:?}", report.violations);
+        assert!(
+            check.iter().any(|c| report.violated(*c)),
+            "{name}: {:?}",
+            report.violations
+        );
         assert!(
             r.first.is_some_and(|f| f <= within),
             "{name}: {:?}",
