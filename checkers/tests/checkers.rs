@@ -643,10 +643,6 @@ fn an_uncollected_renewal_before_a_grant_leaves_the_overlap_unproven() {
         let mut at = |t: u64, actor: &str, op: Op, out: Outcome| {
             h.push(Millis(t), Millis(t), Holder::new(actor), None, op, out);
         };
-        let granted = |t: u64, e: u64| Outcome::Granted {
-            token: Token(t),
-            expires: Expiry::At(Millis(e)),
-        };
         let renew = Op::Renew {
             lease: LeaseName::new("report-job"),
             holder: Holder::new("holder-a"),
@@ -689,10 +685,6 @@ fn i1_fires_on_unordered_grants_only_when_either_order_overlaps() {
         let mut at = |t: u64, actor: &str, op: Op, out: Outcome| {
             h.push(Millis(t), Millis(t), Holder::new(actor), None, op, out);
         };
-        let granted = |t: u64, e: u64| Outcome::Granted {
-            token: Token(t),
-            expires: Expiry::At(Millis(e)),
-        };
         at(
             0,
             "holder-a",
@@ -730,4 +722,12 @@ fn i1_fires_on_unordered_grants_only_when_either_order_overlaps() {
     assert!(!check(&history(80, false)).violated(Check::I1));
     // holder-b released before holder-a's grant was reported: the same.
     assert!(!check(&history(1500, true)).violated(Check::I1));
+}
+
+/// A grant of token `t` until `e`.
+fn granted(t: u64, e: u64) -> Outcome {
+    Outcome::Granted {
+        token: Token(t),
+        expires: Expiry::At(Millis(e)),
+    }
 }
