@@ -63,6 +63,42 @@ impl RunArgs {
     ];
 }
 
+/// How each run of `audit --sim-seeds` is set up: `sim`'s options without those the spec
+/// decides (the fence, the lease table) or that only turmoil reads (the tick).
+#[derive(clap::Args, Clone, Debug, PartialEq, Eq)]
+pub struct AuditSimArgs {
+    /// Number of holders.
+    #[arg(long, default_value_t = SimOptions::default().holders as u64,
+          value_parser = clap::value_parser!(u64).range(1..=26))]
+    pub holders: u64,
+    /// Fault kinds the swarm may switch on: `all`, `none`, or a comma list of kinds.
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "all")]
+    pub faults: Vec<FaultsArg>,
+    /// Safety phase length (faults active), virtual ms.
+    #[arg(long, default_value_t = SimOptions::default().safety_ms,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub safety_ms: u64,
+    /// Liveness phase length after the faults heal, virtual ms (0: no liveness check).
+    #[arg(long, default_value_t = SimOptions::default().liveness_ms)]
+    pub liveness_ms: u64,
+}
+
+impl AuditSimArgs {
+    /// The simulation's options: the same run as `sim` with these flags and the defaults.
+    pub fn options(&self) -> Result<SimOptions, String> {
+        RunArgs {
+            fence: SimOptions::default().fence,
+            holders: self.holders,
+            faults: self.faults.clone(),
+            lease_table: SimOptions::default().lease_table,
+            safety_ms: self.safety_ms,
+            liveness_ms: self.liveness_ms,
+            tick_ms: SimOptions::default().tick_ms,
+        }
+        .options()
+    }
+}
+
 /// One word of `--faults`: a kind, or `all` / `none`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FaultsArg {

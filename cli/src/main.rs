@@ -111,7 +111,7 @@ enum Cmd {
         /// How each simulated run is set up (`--sim-seeds`; the spec decides the fence and
         /// the lease table).
         #[command(flatten)]
-        run: RunArgs,
+        run: leaselab::args::AuditSimArgs,
         /// Seed of the generated schedules (same seed, same schedules).
         #[arg(long, default_value_t = 1)]
         seed: u64,
@@ -445,7 +445,7 @@ fn main() -> ExitCode {
                     leaselab::audit_cmd::run_gen_cmd(&spec, n, seed, steps, &out, &pg_dir)
                         .map(|clean| if clean { Exit::Clean } else { Exit::Violation })
                 }
-                (None, Some(seeds)) => audit_sim_options(&run).and_then(|opts| {
+                (None, Some(seeds)) => run.options().and_then(|opts| {
                     leaselab::audit_sim::run_seeds_cmd(&spec, seeds, &opts, &out, &pg_dir)
                 }),
                 (None, None) => Err("give --gen N or --sim-seeds A..B".into()),
@@ -625,20 +625,6 @@ struct SimArgs {
     /// are the same for any number; only the wall time changes.
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     jobs: Option<u64>,
-}
-
-/// The simulation options of `audit --sim-seeds`: the spec decides the fence and the lease
-/// table, and the fast driver runs (turmoil's tick means nothing there).
-fn audit_sim_options(run: &RunArgs) -> Result<leaselab_sim::SimOptions, String> {
-    let d = leaselab_sim::SimOptions::default();
-    if run.fence != d.fence || run.lease_table != d.lease_table || run.tick_ms != d.tick_ms {
-        return Err(
-            "--fence, --lease-table and --tick-ms do not apply to an audit: the spec's own \
-             statements decide the fence and the lease table"
-                .into(),
-        );
-    }
-    run.options()
 }
 
 /// Runs `sim`; returns the exit class.
