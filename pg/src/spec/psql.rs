@@ -596,3 +596,73 @@ pub fn outcome_words(o: &Outcome) -> String {
         o => format!("recorded {o}"),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::Shape;
+
+    #[test]
+    fn parameters_become_literals_without_eating_longer_numbers() {
+        let params = [Param::Holder; 12];
+        let mut sql = String::from("SELECT $1::text");
+        sql.push_str(", $12::text");
+        let out = with_literals(&sql, &params, &|_| Literal::Text("o'k".into()));
+        assert_eq!(out, "SELECT 'o''k'::text, 'o''k'::text");
+        let out = with_literals("SELECT $1::bigint", &[Param::Token], &|_| Literal::Int(7));
+        assert_eq!(out, "SELECT 7::bigint");
+    }
+
+    #[test]
+    fn printed_results_read_as_the_history_words() {
+        let shape = Shape {
+            returns_rows: vec![true],
+            token: Some(0),
+            expires_at: Some(1),
+            content: None,
+            writer: None,
+        };
+        let lines = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let granted = lines(&[
+            "lab:statement 0",
+            "4|2026-01-01 00:00:01+00",
+            "lab:rows 1",
+            "lab:end 3",
+        ]);
+        assert_eq!(
+            read_lines(OpKind::Acquire, Some(&shape), &granted),
+            "granted token=4"
+        );
+        let refused = lines(&["lab:statement 0", "lab:rows 0", "lab:end 3"]);
+        assert_eq!(
+            read_lines(OpKind::Acquire, Some(&shape), &refused),
+            "refused"
+        );
+        assert_eq!(read_lines(OpKind::Write, None, &refused), "rejected");
+        // The last statement decides: the fence passed, the upsert affected a row.
+        let two = lines(&[
+            "lab:statement 0",
+            "lab:rows 1",
+            "lab:statement 1",
+            "lab:rows 1",
+        ]);
+        assert_eq!(read_lines(OpKind::Write, None, &two), "accepted");
+        let error = lines(&[
+            "lab:statement 0",
+            "psql:x:3: ERROR:  could not serialize access",
+            "lab:error 40001",
+        ]);
+        assert_eq!(
+            read_lines(OpKind::Write, None, &error),
+            "error sqlstate-40001"
+        );
+        assert_eq!(
+            outcome_words(&Outcome::Error("sqlstate-40001".into())),
+            "error sqlstate-40001"
+        );
+        assert_eq!(
+            read_lines(OpKind::Renew, None, &lines(&["lab:recorded unavailable"])),
+            outcome_words(&Outcome::Unavailable)
+        );
+    }
+}
