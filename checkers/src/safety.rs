@@ -155,15 +155,22 @@ fn unordered_grants(
     leases: &BTreeMap<&LeaseName, Vec<Holding<'_>>>,
     out: &mut Vec<Violation>,
 ) {
-    let reported = |lease: &LeaseName, token: Token, latest: u64| {
-        f.grants
-            .iter()
-            .find(|x| x.lease == *lease && x.token == token && x.window.latest == latest)
-            .map(|x| x.at)
-    };
+    // When each grant was reported: the latest its commit can have been.
+    let reported: BTreeMap<(&LeaseName, Token, u64), leaselab_model::Millis> = f
+        .grants
+        .iter()
+        .map(|g| ((&g.lease, g.token, g.window.latest), g.at))
+        .collect();
+    // A grant reported by the event that made it is ordered against every other reported
+    // likewise; only one that waited or paused (its window wider than one event) can overlap.
+    let wide = |h: &Holding<'_>| h.versions[0].0.earliest < h.versions[0].0.latest;
     for (lease, held) in leases {
-        for (i, a) in held.iter().enumerate() {
-            for b in &held[i + 1..] {
+        for (i, a) in held.iter().enumerate().filter(|(_, a)| wide(a)) {
+            for (j, b) in held.iter().enumerate() {
+                // Each pair once: two wide grants are taken from the earlier one.
+                if j == i || (wide(b) && j < i) {
+                    continue;
+                }
                 let ((wa, ea), (wb, eb)) = (a.versions[0], b.versions[0]);
                 if wa.before(&wb) || wb.before(&wa) {
                     continue;
@@ -179,12 +186,12 @@ fn unordered_grants(
                     continue;
                 }
                 let (Some(ra), Some(rb)) = (
-                    reported(lease, a.token, wa.latest),
-                    reported(lease, b.token, wb.latest),
+                    reported.get(&(*lease, a.token, wa.latest)),
+                    reported.get(&(*lease, b.token, wb.latest)),
                 ) else {
                     continue;
                 };
-                if ea.is_expired_at(rb) || eb.is_expired_at(ra) {
+                if ea.is_expired_at(*rb) || eb.is_expired_at(*ra) {
                     continue;
                 }
                 out.push(Violation {
