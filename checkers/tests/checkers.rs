@@ -722,6 +722,26 @@ fn i1_fires_on_unordered_grants_only_when_either_order_overlaps() {
     assert!(!check(&history(80, false)).violated(Check::I1));
     // holder-b released before holder-a's grant was reported: the same.
     assert!(!check(&history(1500, true)).violated(Check::I1));
+
+    // Both acquires waited, so neither grant is ordered against the other: still found, once.
+    let mut h = History::default();
+    let mut at = |t: u64, actor: &str, op: Op, out: Outcome| {
+        h.push(Millis(t), Millis(t), Holder::new(actor), None, op, out);
+    };
+    for actor in ["holder-a", "holder-b"] {
+        at(0, actor, Op::acquire(actor, 1500), Outcome::Blocked);
+    }
+    let awaited = Op::Await { db: DbName::Lease };
+    at(100, "holder-a", awaited.clone(), granted(2, 1600));
+    at(110, "holder-b", awaited, granted(3, 1610));
+    let r = check(&h);
+    let found: Vec<_> = r.of(Check::I1).collect();
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(
+        found[0].message.contains("in either order"),
+        "{}",
+        found[0].message
+    );
 }
 
 /// A grant of token `t` until `e`.

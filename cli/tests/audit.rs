@@ -64,7 +64,7 @@ fn the_seed_spec_answers_as_the_built_in_adapter_and_the_model() {
 /// shrinking keeps whichever shows first), and within how many schedules of seed 1 it shows
 /// (the README's table).
 const LEASE: &[Check] = &[Check::I1, Check::I2];
-const FOUND: [(&str, &[Check], u64); 8] = [
+const FOUND: [(&str, &[Check], u64); 9] = [
     ("unfenced-write", &[Check::I3], 10),
     ("check-then-write", &[Check::I3], 200),
     ("row-guard", &[Check::I3], 10),
@@ -73,6 +73,7 @@ const FOUND: [(&str, &[Check], u64); 8] = [
     ("timestamp-token", LEASE, 30),
     ("max-plus-one", LEASE, 100),
     ("select-for-update-autocommit", &[Check::I1], 150),
+    ("renew-any-holder", &[Check::I1], 100),
 ];
 
 #[test]
