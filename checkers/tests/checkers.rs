@@ -742,6 +742,39 @@ fn i1_fires_on_unordered_grants_only_when_either_order_overlaps() {
         "{}",
         found[0].message
     );
+
+    // A grant that waited, reported before the other was asked for: ordered, so only the
+    // ordinary rule speaks, once.
+    let mut h = History::default();
+    let mut at = |t: u64, actor: &str, op: Op, out: Outcome| {
+        h.push(Millis(t), Millis(t), Holder::new(actor), None, op, out);
+    };
+    at(
+        0,
+        "holder-a",
+        Op::acquire("holder-a", 1500),
+        Outcome::Blocked,
+    );
+    at(
+        10,
+        "holder-a",
+        Op::Await { db: DbName::Lease },
+        granted(2, 1510),
+    );
+    at(
+        20,
+        "holder-b",
+        Op::acquire("holder-b", 1500),
+        granted(3, 1520),
+    );
+    let r = check(&h);
+    let found: Vec<_> = r.of(Check::I1).collect();
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(
+        !found[0].message.contains("in either order"),
+        "{}",
+        found[0].message
+    );
 }
 
 /// A grant of token `t` until `e`.
