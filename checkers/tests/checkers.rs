@@ -743,8 +743,8 @@ fn i1_fires_on_unordered_grants_only_when_either_order_overlaps() {
         found[0].message
     );
 
-    // A grant that waited, reported before the other was asked for: ordered, so only the
-    // ordinary rule speaks, once.
+    // A grant that waited while another session acted, reported before the other grant was
+    // asked for: ordered, so only the ordinary rule speaks, once.
     let mut h = History::default();
     let mut at = |t: u64, actor: &str, op: Op, out: Outcome| {
         h.push(Millis(t), Millis(t), Holder::new(actor), None, op, out);
@@ -754,6 +754,12 @@ fn i1_fires_on_unordered_grants_only_when_either_order_overlaps() {
         "holder-a",
         Op::acquire("holder-a", 1500),
         Outcome::Blocked,
+    );
+    at(
+        5,
+        "holder-c",
+        Op::Now { db: DbName::Lease },
+        Outcome::Now(Millis(5)),
     );
     at(
         10,
