@@ -783,6 +783,65 @@ fn i1_fires_on_unordered_grants_only_when_either_order_overlaps() {
     );
 }
 
+/// A renewal of one of two unordered grants whose answer nobody heard may have set an expiry
+/// before the other was granted: the overlap is then not shown, and nothing is reported — but
+/// only for that holder's own token, and only for a renewal asked before both were reported.
+#[test]
+fn i1_unordered_grants_are_not_judged_across_an_unknown_renewal() {
+    let history = |renewer: &str, token: u64, renew_at: u64| {
+        let mut h = History::default();
+        let mut at = |t: u64, actor: &str, op: Op, out: Outcome| {
+            h.push(Millis(t), Millis(t), Holder::new(actor), None, op, out);
+        };
+        at(
+            0,
+            "holder-a",
+            Op::acquire("holder-a", 1500),
+            Outcome::Blocked,
+        );
+        at(
+            0,
+            "holder-b",
+            Op::acquire("holder-b", 1500),
+            granted(2, 1500),
+        );
+        let renew = Op::Renew {
+            lease: LeaseName::new("report-job"),
+            holder: Holder::new(renewer),
+            token: Token(token),
+            ttl_ms: 10,
+        };
+        let lose = |at: &mut dyn FnMut(u64, &str, Op, Outcome)| {
+            at(renew_at, "holder-b", renew.clone(), Outcome::Blocked);
+            at(
+                renew_at,
+                "holder-b",
+                Op::Disconnect { db: DbName::Lease },
+                Outcome::Ok,
+            );
+        };
+        if renew_at < 100 {
+            lose(&mut at);
+        }
+        at(
+            100,
+            "holder-a",
+            Op::Await { db: DbName::Lease },
+            granted(3, 1600),
+        );
+        if renew_at >= 100 {
+            lose(&mut at);
+        }
+        h
+    };
+    assert!(!check(&history("holder-b", 2, 10)).violated(Check::I1));
+    // Another holder's or another token's renewal says nothing about holder-b's grant.
+    assert!(check(&history("holder-c", 2, 10)).violated(Check::I1));
+    assert!(check(&history("holder-b", 1, 10)).violated(Check::I1));
+    // Asked after both grants were reported: the overlap was already there.
+    assert!(check(&history("holder-b", 2, 200)).violated(Check::I1));
+}
+
 /// A grant of token `t` until `e`.
 fn granted(t: u64, e: u64) -> Outcome {
     Outcome::Granted {
