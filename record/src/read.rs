@@ -1,0 +1,629 @@
+//! Reading: JSON lines into a [`History`], remembering the file line of every event. Bad
+//! input is an error naming the file, the line and the field — never a panic, never a guess.
+//!
+//! How invokes and completions become events (the module doc of the crate says why):
+//! - an invoke whose completion is the very next line is one event, at the completion's time
+//!   (the latest the operation can have taken effect);
+//! - otherwise the invoke is the operation `blocked` at its own line, and the completion is an
+//!   `await` on the same connection carrying the outcome — the commit window in between;
+//! - an invoke never completed stays `blocked`: what it did is unknown, as with a statement
+//!   still waiting when a trace ends.
+
+use crate::write::default_result;
+use crate::{FORMAT, VERSION};
+use leaselab_model::{
+    AttemptOutcome, ConnId, DbName, Expiry, History, Holder, LeaseName, LeaseRow, Millis, Op,
+    Outcome, Part, PartRow, Scope, Token,
+};
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// A history read from a file, with where each event came from.
+#[derive(Clone, Debug)]
+pub struct Recorded {
+    /// The events, in file order.
+    pub history: History,
+    /// For each event (index `seq - 1`), the file lines it was read from: its invoke and, when
+    /// on a different line, its completion.
+    pub lines: Vec<Vec<usize>>,
+}
+
+impl Recorded {
+    /// The file lines of event `seq`, for messages.
+    pub fn lines_of(&self, seq: u64) -> &[usize] {
+        usize::try_from(seq)
+            .ok()
+            .and_then(|s| s.checked_sub(1))
+            .and_then(|i| self.lines.get(i))
+            .map_or(&[], |v| v.as_slice())
+    }
+}
+
+/// Malformed input: where, which field, what is wrong.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReadError {
+    /// The file as the user named it.
+    pub file: String,
+    /// 1-based line.
+    pub line: usize,
+    /// The field (`line` when none can be named).
+    pub field: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl fmt::Display for ReadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}:{}: field `{}`: {}",
+            self.file, self.line, self.field, self.message
+        )
+    }
+}
+
+impl std::error::Error for ReadError {}
+
+/// Parses a whole file; `file` is used only in messages.
+pub fn parse(text: &str, file: &str) -> Result<Recorded, ReadError> {
+    let mut r = Reader {
+        file,
+        out: Recorded {
+            history: History::default(),
+            lines: Vec::new(),
+        },
+        held: None,
+        waiting: BTreeMap::new(),
+    };
+    let mut header = false;
+    for (i, raw) in text.lines().enumerate() {
+        let line = i + 1;
+        if raw.trim().is_empty() {
+            continue;
+        }
+        let obj = match serde_json::from_str::<Value>(raw) {
+            Ok(Value::Object(m)) => m,
+            Ok(_) => return Err(r.err(line, "line", "not a JSON object")),
+            Err(e) => return Err(r.err(line, "line", format!("not JSON: {e}"))),
+        };
+        if !header {
+            r.header(line, obj)?;
+            header = true;
+            continue;
+        }
+        let rec = r.record(line, obj)?;
+        r.take(rec)?;
+    }
+    if !header {
+        return Err(r.err(1, "format", "empty file: the first line names the format"));
+    }
+    r.flush();
+    Ok(r.out)
+}
+
+/// One line, parsed.
+struct Rec {
+    line: usize,
+    kind: Kind,
+    actor: Holder,
+    conn: Option<ConnId>,
+    local: Millis,
+    at: Millis,
+}
+
+enum Kind {
+    Invoke(Op),
+    Completion { word: String, outcome: Outcome },
+}
+
+/// An invoke not yet known to be answered on the next line.
+struct Held {
+    rec: Rec,
+    op: Op,
+}
+
+struct Reader<'f> {
+    file: &'f str,
+    out: Recorded,
+    held: Option<Held>,
+    /// Per (process, connection): the operation waiting for its completion, and the event
+    /// that shows it `blocked` (once the next line turned out to be something else).
+    waiting: BTreeMap<(String, String), (Op, usize)>,
+}
+
+/// The fields a line may carry besides the operation's own.
+const COMMON: [&str; 6] = ["type", "process", "conn", "time", "server_time", "op"];
+const RESULT: [&str; 5] = ["result", "token", "expires", "value", "error"];
+
+impl Reader<'_> {
+    fn err(&self, line: usize, field: &str, message: impl Into<String>) -> ReadError {
+        ReadError {
+            file: self.file.to_string(),
+            line,
+            field: field.to_string(),
+            message: message.into(),
+        }
+    }
+
+    fn header(&self, line: usize, obj: Map<String, Value>) -> Result<(), ReadError> {
+        let f = Fields::new(self, line, &obj);
+        let format = f.str("format")?;
+        if format != FORMAT {
+            return Err(self.err(
+                line,
+                "format",
+                format!("`{format}`: expected `{FORMAT}` (the first line names the format)"),
+            ));
+        }
+        let version = f.u64("version")?;
+        if version != VERSION {
+            return Err(self.err(
+                line,
+                "version",
+                format!("{version}: this leaselab reads version {VERSION}"),
+            ));
+        }
+        f.only(&["format", "version"], &[])
+    }
+
+    fn record(&self, line: usize, obj: Map<String, Value>) -> Result<Rec, ReadError> {
+        let f = Fields::new(self, line, &obj);
+        let kind = f.str("type")?;
+        let actor = Holder::new(f.str("process")?);
+        let conn = f.opt_str("conn")?.map(ConnId::new);
+        let local = Millis(f.u64("time")?);
+        let at = match f.opt("server_time") {
+            Some(_) => Millis(f.u64("server_time")?),
+            None => local,
+        };
+        let word = f.str("op")?;
+        let args = args_of(word).ok_or_else(|| {
+            self.err(
+                line,
+                "op",
+                format!("`{word}`: unknown operation (expected one of {})", words()),
+            )
+        })?;
+        let kind = match kind {
+            "invoke" => {
+                f.only(args, &[])?;
+                Kind::Invoke(f.op(word)?)
+            }
+            "ok" | "fail" | "info" => {
+                f.only(args, &RESULT)?;
+                let outcome = f.outcome(word, kind)?;
+                Kind::Completion {
+                    word: word.to_string(),
+                    outcome,
+                }
+            }
+            other => {
+                return Err(self.err(
+                    line,
+                    "type",
+                    format!("`{other}`: expected invoke, ok, fail or info"),
+                ))
+            }
+        };
+        Ok(Rec {
+            line,
+            kind,
+            actor,
+            conn,
+            local,
+            at,
+        })
+    }
+
+    fn push(&mut self, rec: &Rec, op: Op, outcome: Outcome, lines: Vec<usize>) -> usize {
+        self.out.history.push(
+            rec.at,
+            rec.local,
+            rec.actor.clone(),
+            rec.conn.clone(),
+            op,
+            outcome,
+        );
+        self.out.lines.push(lines);
+        self.out.lines.len() - 1
+    }
+
+    /// The held invoke, now known not to be answered on the next line, becomes `blocked`.
+    fn flush(&mut self) {
+        if let Some(h) = self.held.take() {
+            let i = self.push(&h.rec, h.op.clone(), Outcome::Blocked, vec![h.rec.line]);
+            self.waiting.insert(key(&h.rec), (h.op, i));
+        }
+    }
+
+    fn take(&mut self, rec: Rec) -> Result<(), ReadError> {
+        match rec.kind {
+            Kind::Invoke(ref op) => {
+                self.flush();
+                let op = op.clone();
+                self.held = Some(Held { rec, op });
+                Ok(())
+            }
+            Kind::Completion {
+                ref word,
+                ref outcome,
+            } => {
+                if let Some(h) = self.held.take() {
+                    if key(&h.rec) == key(&rec) {
+                        check_word(self, &rec, word, &h.op)?;
+                        let lines = vec![h.rec.line, rec.line];
+                        self.push(&rec, h.op, outcome.clone(), lines);
+                        return Ok(());
+                    }
+                    self.held = Some(h);
+                    self.flush();
+                }
+                let Some((op, i)) = self.waiting.remove(&key(&rec)) else {
+                    return Err(self.err(
+                        rec.line,
+                        "type",
+                        format!(
+                            "a completion of `{word}` on {} with no invoke waiting for it",
+                            conn_name(&rec)
+                        ),
+                    ));
+                };
+                check_word(self, &rec, word, &op)?;
+                let db = op.db();
+                match db {
+                    Some(db) => {
+                        self.push(&rec, Op::Await { db }, outcome.clone(), vec![rec.line]);
+                    }
+                    // A client-side step has no commit to place: it happened when answered.
+                    None => {
+                        self.out.history.events[i].outcome = outcome.clone();
+                        self.out.lines[i].push(rec.line);
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+fn key(r: &Rec) -> (String, String) {
+    (
+        r.actor.as_str().to_string(),
+        r.conn.as_ref().map_or("", |c| c.as_str()).to_string(),
+    )
+}
+
+fn conn_name(r: &Rec) -> String {
+    match &r.conn {
+        Some(c) => format!("process `{}` connection `{}`", r.actor, c),
+        None => format!("process `{}`", r.actor),
+    }
+}
+
+fn check_word(r: &Reader<'_>, rec: &Rec, word: &str, op: &Op) -> Result<(), ReadError> {
+    let expected = crate::write::word(op);
+    if word == expected {
+        Ok(())
+    } else {
+        Err(r.err(
+            rec.line,
+            "op",
+            format!(
+                "`{word}` completes {}'s `{expected}` invoke",
+                conn_name(rec)
+            ),
+        ))
+    }
+}
+
+/// Every operation word, with its argument fields.
+const OPS: [(&str, &[&str]); 24] = [
+    ("acquire", &["lease", "holder", "ttl_ms"]),
+    ("renew", &["lease", "holder", "token", "ttl_ms"]),
+    ("release", &["lease", "holder", "token"]),
+    ("write", &["scope", "part", "content", "token"]),
+    ("fence", &["scope", "token"]),
+    ("upsert", &["scope", "part", "content", "token"]),
+    ("publish", &["key", "content", "token"]),
+    ("begin", &["db", "isolation"]),
+    ("commit", &["db"]),
+    ("rollback", &["db"]),
+    ("await", &["db"]),
+    ("disconnect", &["db"]),
+    ("now", &["db"]),
+    ("crash", &["db"]),
+    ("restart", &["db"]),
+    ("read-lease", &["lease"]),
+    ("read-floor", &["scope"]),
+    ("read-part", &["scope", "part"]),
+    ("read-publish", &["key"]),
+    ("count-attempts", &["writer", "outcome"]),
+    ("check", &["deadline"]),
+    ("pause", &[]),
+    ("resume", &[]),
+    ("lost", &[]),
+];
+
+fn args_of(word: &str) -> Option<&'static [&'static str]> {
+    OPS.iter().find(|(w, _)| *w == word).map(|(_, a)| *a)
+}
+
+fn words() -> String {
+    OPS.iter().map(|(w, _)| *w).collect::<Vec<_>>().join(", ")
+}
+
+/// A line's fields, read one at a time.
+struct Fields<'a> {
+    r: &'a Reader<'a>,
+    line: usize,
+    obj: &'a Map<String, Value>,
+}
+
+impl<'a> Fields<'a> {
+    fn new(r: &'a Reader<'a>, line: usize, obj: &'a Map<String, Value>) -> Self {
+        Fields { r, line, obj }
+    }
+    fn err(&self, field: &str, message: impl Into<String>) -> ReadError {
+        self.r.err(self.line, field, message)
+    }
+    fn opt(&self, k: &str) -> Option<&'a Value> {
+        self.obj.get(k)
+    }
+    fn get(&self, k: &str) -> Result<&'a Value, ReadError> {
+        self.opt(k).ok_or_else(|| self.err(k, "missing"))
+    }
+    fn str(&self, k: &str) -> Result<&'a str, ReadError> {
+        self.get(k)?
+            .as_str()
+            .ok_or_else(|| self.err(k, "expected a string"))
+    }
+    fn opt_str(&self, k: &str) -> Result<Option<&'a str>, ReadError> {
+        match self.opt(k) {
+            None => Ok(None),
+            Some(_) => self.str(k).map(Some),
+        }
+    }
+    fn u64(&self, k: &str) -> Result<u64, ReadError> {
+        as_u64(self.get(k)?).ok_or_else(|| {
+            self.err(
+                k,
+                "expected a whole number of milliseconds or a count, 0 or more",
+            )
+        })
+    }
+    fn db(&self) -> Result<DbName, ReadError> {
+        match self.str("db")? {
+            "lease" => Ok(DbName::Lease),
+            "res" => Ok(DbName::Res),
+            other => Err(self.err("db", format!("`{other}`: expected lease or res"))),
+        }
+    }
+    /// Every field is one this line may carry.
+    fn only(&self, args: &[&str], extra: &[&str]) -> Result<(), ReadError> {
+        for k in self.obj.keys() {
+            let k = k.as_str();
+            let known = COMMON.contains(&k) || args.contains(&k) || extra.contains(&k);
+            if !known {
+                return Err(self.err(k, "unknown field"));
+            }
+        }
+        Ok(())
+    }
+
+    fn holder(&self, k: &str) -> Result<Holder, ReadError> {
+        match self.opt(k) {
+            Some(_) => Ok(Holder::new(self.str(k)?)),
+            // The process acts for itself unless the line says otherwise.
+            None => Ok(Holder::new(self.str("process")?)),
+        }
+    }
+
+    fn op(&self, word: &str) -> Result<Op, ReadError> {
+        let lease = || self.str("lease").map(LeaseName::new);
+        let scope = || self.str("scope").map(Scope::new);
+        let token = || self.u64("token").map(Token);
+        Ok(match word {
+            "acquire" => Op::Acquire {
+                lease: lease()?,
+                holder: self.holder("holder")?,
+                ttl_ms: self.u64("ttl_ms")?,
+            },
+            "renew" => Op::Renew {
+                lease: lease()?,
+                holder: self.holder("holder")?,
+                token: token()?,
+                ttl_ms: self.u64("ttl_ms")?,
+            },
+            "release" => Op::Release {
+                lease: lease()?,
+                holder: self.holder("holder")?,
+                token: token()?,
+            },
+            "write" => Op::Write {
+                scope: scope()?,
+                part: Part::new(self.str("part")?),
+                content: self.str("content")?.to_string(),
+                token: token()?,
+            },
+            "upsert" => Op::Upsert {
+                scope: scope()?,
+                part: Part::new(self.str("part")?),
+                content: self.str("content")?.to_string(),
+                token: token()?,
+            },
+            "fence" => Op::Fence {
+                scope: scope()?,
+                token: token()?,
+            },
+            "publish" => Op::Publish {
+                key: self.str("key")?.to_string(),
+                content: self.str("content")?.to_string(),
+                token: token()?,
+            },
+            "begin" => match self.opt_str("isolation")? {
+                None | Some("read-committed") => Op::Begin { db: self.db()? },
+                Some("repeatable-read") => Op::BeginRepeatableRead { db: self.db()? },
+                Some(other) => {
+                    return Err(self.err(
+                        "isolation",
+                        format!("`{other}`: expected read-committed or repeatable-read"),
+                    ))
+                }
+            },
+            "commit" => Op::Commit { db: self.db()? },
+            "rollback" => Op::Rollback { db: self.db()? },
+            "await" => Op::Await { db: self.db()? },
+            "disconnect" => Op::Disconnect { db: self.db()? },
+            "now" => Op::Now { db: self.db()? },
+            "crash" => Op::Crash { db: self.db()? },
+            "restart" => Op::Restart { db: self.db()? },
+            "read-lease" => Op::ReadLease { lease: lease()? },
+            "read-floor" => Op::ReadFloor { scope: scope()? },
+            "read-part" => Op::ReadPart {
+                scope: scope()?,
+                part: Part::new(self.str("part")?),
+            },
+            "read-publish" => Op::ReadPublish {
+                key: self.str("key")?.to_string(),
+            },
+            "count-attempts" => Op::CountAttempts {
+                writer: Holder::new(self.str("writer")?),
+                outcome: match self.str("outcome")? {
+                    "accepted" => AttemptOutcome::Accepted,
+                    "rejected" => AttemptOutcome::Rejected,
+                    other => {
+                        return Err(self.err(
+                            "outcome",
+                            format!("`{other}`: expected accepted or rejected"),
+                        ))
+                    }
+                },
+            },
+            "check" => Op::Check {
+                deadline: Millis(self.u64("deadline")?),
+            },
+            "pause" => Op::Pause,
+            "resume" => Op::Resume,
+            _ => Op::Lost,
+        })
+    }
+
+    fn expiry(&self, v: &Value, field: &str) -> Result<Expiry, ReadError> {
+        match v {
+            Value::String(s) if s == "-infinity" => Ok(Expiry::NegInfinity),
+            v => as_u64(v)
+                .map(|t| Expiry::At(Millis(t)))
+                .ok_or_else(|| self.err(field, "expected milliseconds or \"-infinity\"")),
+        }
+    }
+
+    fn row(&self, v: &Value) -> Result<Option<PartRow>, ReadError> {
+        let Some(m) = self.obj_or_null(v)? else {
+            return Ok(None);
+        };
+        let s = |k: &str| {
+            m.get(k)
+                .and_then(Value::as_str)
+                .ok_or_else(|| self.err(&format!("value.{k}"), "expected a string"))
+        };
+        Ok(Some(PartRow {
+            content: s("content")?.to_string(),
+            writer: Holder::new(s("writer")?),
+            token: Token(
+                m.get("token")
+                    .and_then(as_u64)
+                    .ok_or_else(|| self.err("value.token", "expected a token"))?,
+            ),
+        }))
+    }
+
+    fn obj_or_null(&self, v: &'a Value) -> Result<Option<&'a Map<String, Value>>, ReadError> {
+        match v {
+            Value::Null => Ok(None),
+            Value::Object(m) => Ok(Some(m)),
+            _ => Err(self.err("value", "expected an object or null")),
+        }
+    }
+
+    fn outcome(&self, word: &str, kind: &str) -> Result<Outcome, ReadError> {
+        let result = match self.opt_str("result")? {
+            Some(r) => r,
+            None => default_result(word, kind),
+        };
+        let want = match result {
+            "granted" | "renewed" | "released" | "accepted" | "passed" | "ok" | "now" | "floor"
+            | "part" | "published" | "lease" | "count" | "valid" | "expired" => "ok",
+            "refused" | "rejected" | "failed" | "unavailable" | "error" => "fail",
+            "indeterminate" => "info",
+            other => return Err(self.err("result", format!("`{other}`: unknown result"))),
+        };
+        if want != kind {
+            return Err(self.err(
+                "result",
+                format!("`{result}` is a `{want}` completion, not `{kind}`"),
+            ));
+        }
+        let value = || self.get("value");
+        let reason = |default: &str| -> Result<String, ReadError> {
+            Ok(self.opt_str("error")?.unwrap_or(default).to_string())
+        };
+        Ok(match result {
+            "granted" => Outcome::Granted {
+                token: Token(self.u64("token")?),
+                expires: self.expiry(self.get("expires")?, "expires")?,
+            },
+            "renewed" => Outcome::Renewed {
+                expires: self.expiry(self.get("expires")?, "expires")?,
+            },
+            "released" => Outcome::Released,
+            "accepted" => Outcome::Accepted,
+            "passed" => Outcome::Passed,
+            "ok" => Outcome::Ok,
+            "valid" => Outcome::Valid,
+            "expired" => Outcome::Expired,
+            "refused" => Outcome::Refused,
+            "rejected" => Outcome::Rejected,
+            "failed" => Outcome::Failed,
+            "unavailable" => Outcome::Unavailable,
+            "error" => Outcome::Error(reason("failed")?),
+            "indeterminate" => Outcome::Indeterminate(reason("unknown")?),
+            "now" => Outcome::Now(Millis(self.u64("value")?)),
+            "count" => Outcome::Count(self.u64("value")?),
+            "floor" => Outcome::Floor(match value()? {
+                Value::Null => None,
+                v => {
+                    Some(Token(as_u64(v).ok_or_else(|| {
+                        self.err("value", "expected a token or null")
+                    })?))
+                }
+            }),
+            "part" => Outcome::Part(self.row(value()?)?),
+            "published" => Outcome::Published(self.row(value()?)?),
+            _ => Outcome::Lease(match self.obj_or_null(value()?)? {
+                None => None,
+                Some(m) => Some(LeaseRow {
+                    holder: Holder::new(
+                        m.get("holder")
+                            .and_then(Value::as_str)
+                            .ok_or_else(|| self.err("value.holder", "expected a string"))?,
+                    ),
+                    token: Token(
+                        m.get("token")
+                            .and_then(as_u64)
+                            .ok_or_else(|| self.err("value.token", "expected a token"))?,
+                    ),
+                    expires_at: self.expiry(
+                        m.get("expires")
+                            .ok_or_else(|| self.err("value.expires", "missing"))?,
+                        "value.expires",
+                    )?,
+                }),
+            }),
+        })
+    }
+}
+
+fn as_u64(v: &Value) -> Option<u64> {
+    v.as_u64()
+}

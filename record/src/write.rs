@@ -1,0 +1,335 @@
+//! Writing: a [`History`] as JSON lines. An event answered at once becomes an invoke and its
+//! completion on adjacent lines; a statement that waited becomes its invoke where it started
+//! waiting and its completion where the `await` collected the answer. Keys come in a fixed
+//! order, so the same history always gives the same bytes.
+
+use crate::{FORMAT, VERSION};
+use leaselab_model::{Event, Expiry, History, Op, Outcome, PartRow};
+use std::collections::BTreeMap;
+
+/// The whole file: the header line, then every event's lines.
+pub fn history(h: &History) -> String {
+    let mut out = header();
+    let mut w = Writer::default();
+    for e in &h.events {
+        w.event(e, &mut out);
+    }
+    out
+}
+
+/// The first line of every file.
+pub fn header() -> String {
+    format!("{{\"format\":\"{FORMAT}\",\"version\":{VERSION}}}\n")
+}
+
+/// Which connections have a statement waiting for its answer (the op word it will complete).
+#[derive(Default)]
+pub struct Writer {
+    waiting: BTreeMap<String, &'static str>,
+}
+
+impl Writer {
+    /// Appends the lines of one event (none for an `await` that is still waiting).
+    pub fn event(&mut self, e: &Event, out: &mut String) {
+        let conn = e.conn_str().to_string();
+        match (&e.op, &e.outcome) {
+            (Op::Await { .. }, outcome) if self.waiting.contains_key(&conn) => {
+                if *outcome == Outcome::Blocked {
+                    return;
+                }
+                let word = self.waiting.remove(&conn).unwrap_or("await");
+                completion(e, word, out);
+            }
+            (op, Outcome::Blocked) => {
+                invoke(e, op, out);
+                self.waiting.insert(conn, word(op));
+            }
+            (op, _) => {
+                invoke(e, op, out);
+                completion(e, word(op), out);
+            }
+        }
+    }
+}
+
+/// The operation's word: the trace's (`acquire`, `read-part`, `begin`, …).
+pub fn word(op: &Op) -> &'static str {
+    match op {
+        Op::Acquire { .. } => "acquire",
+        Op::Renew { .. } => "renew",
+        Op::Release { .. } => "release",
+        Op::Write { .. } => "write",
+        Op::Fence { .. } => "fence",
+        Op::Upsert { .. } => "upsert",
+        Op::Publish { .. } => "publish",
+        Op::Begin { .. } => "begin",
+        Op::BeginRepeatableRead { .. } => "begin",
+        Op::Commit { .. } => "commit",
+        Op::Rollback { .. } => "rollback",
+        Op::Await { .. } => "await",
+        Op::Disconnect { .. } => "disconnect",
+        Op::Now { .. } => "now",
+        Op::ReadLease { .. } => "read-lease",
+        Op::ReadFloor { .. } => "read-floor",
+        Op::ReadPart { .. } => "read-part",
+        Op::ReadPublish { .. } => "read-publish",
+        Op::CountAttempts { .. } => "count-attempts",
+        Op::Crash { .. } => "crash",
+        Op::Restart { .. } => "restart",
+        Op::Check { .. } => "check",
+        Op::Pause => "pause",
+        Op::Resume => "resume",
+        Op::Lost => "lost",
+    }
+}
+
+/// One JSON object built key by key.
+struct Line<'o> {
+    out: &'o mut String,
+    first: bool,
+}
+
+impl<'o> Line<'o> {
+    fn new(out: &'o mut String) -> Self {
+        out.push('{');
+        Line { out, first: true }
+    }
+    fn key(&mut self, k: &str) {
+        if !self.first {
+            self.out.push(',');
+        }
+        self.first = false;
+        self.out.push('"');
+        self.out.push_str(k);
+        self.out.push_str("\":");
+    }
+    fn str(&mut self, k: &str, v: &str) {
+        self.key(k);
+        self.out.push_str(&quote(v));
+    }
+    fn num(&mut self, k: &str, v: u64) {
+        self.key(k);
+        self.out.push_str(&v.to_string());
+    }
+    fn raw(&mut self, k: &str, v: &str) {
+        self.key(k);
+        self.out.push_str(v);
+    }
+    fn end(self) {
+        self.out.push_str("}\n");
+    }
+}
+
+fn quote(s: &str) -> String {
+    serde_json::Value::String(s.to_string()).to_string()
+}
+
+fn expiry(e: Expiry) -> String {
+    match e {
+        Expiry::NegInfinity => quote("-infinity"),
+        Expiry::At(t) => t.0.to_string(),
+    }
+}
+
+fn row(r: &PartRow) -> String {
+    format!(
+        "{{\"content\":{},\"writer\":{},\"token\":{}}}",
+        quote(&r.content),
+        quote(r.writer.as_str()),
+        r.token.0
+    )
+}
+
+/// The fields every line starts with.
+fn start<'o>(e: &Event, kind: &str, word: &str, out: &'o mut String) -> Line<'o> {
+    let mut l = Line::new(out);
+    l.str("type", kind);
+    l.str("process", e.actor.as_str());
+    if let Some(c) = &e.conn {
+        l.str("conn", c.as_str());
+    }
+    l.num("time", e.local.0);
+    if e.at != e.local {
+        l.num("server_time", e.at.0);
+    }
+    l.str("op", word);
+    l
+}
+
+fn invoke(e: &Event, op: &Op, out: &mut String) {
+    let mut l = start(e, "invoke", word(op), out);
+    match op {
+        Op::Acquire {
+            lease,
+            holder,
+            ttl_ms,
+        } => {
+            l.str("lease", lease.as_str());
+            l.str("holder", holder.as_str());
+            l.num("ttl_ms", *ttl_ms);
+        }
+        Op::Renew {
+            lease,
+            holder,
+            token,
+            ttl_ms,
+        } => {
+            l.str("lease", lease.as_str());
+            l.str("holder", holder.as_str());
+            l.num("token", token.0);
+            l.num("ttl_ms", *ttl_ms);
+        }
+        Op::Release {
+            lease,
+            holder,
+            token,
+        } => {
+            l.str("lease", lease.as_str());
+            l.str("holder", holder.as_str());
+            l.num("token", token.0);
+        }
+        Op::Write {
+            scope,
+            part,
+            content,
+            token,
+        }
+        | Op::Upsert {
+            scope,
+            part,
+            content,
+            token,
+        } => {
+            l.str("scope", scope.as_str());
+            l.str("part", part.as_str());
+            l.str("content", content);
+            l.num("token", token.0);
+        }
+        Op::Fence { scope, token } => {
+            l.str("scope", scope.as_str());
+            l.num("token", token.0);
+        }
+        Op::Publish {
+            key,
+            content,
+            token,
+        } => {
+            l.str("key", key);
+            l.str("content", content);
+            l.num("token", token.0);
+        }
+        Op::BeginRepeatableRead { db } => {
+            l.str("db", db.as_str());
+            l.str("isolation", "repeatable-read");
+        }
+        Op::Begin { db }
+        | Op::Commit { db }
+        | Op::Rollback { db }
+        | Op::Await { db }
+        | Op::Disconnect { db }
+        | Op::Now { db }
+        | Op::Crash { db }
+        | Op::Restart { db } => l.str("db", db.as_str()),
+        Op::ReadLease { lease } => l.str("lease", lease.as_str()),
+        Op::ReadFloor { scope } => l.str("scope", scope.as_str()),
+        Op::ReadPart { scope, part } => {
+            l.str("scope", scope.as_str());
+            l.str("part", part.as_str());
+        }
+        Op::ReadPublish { key } => l.str("key", key),
+        Op::CountAttempts { writer, outcome } => {
+            l.str("writer", writer.as_str());
+            l.str("outcome", outcome.as_str());
+        }
+        Op::Check { deadline } => l.num("deadline", deadline.0),
+        Op::Pause | Op::Resume | Op::Lost => {}
+    }
+    l.end();
+}
+
+/// The outcome word a completion of `word` and `kind` means when it names none: what a
+/// recorder that knows only success and failure would mean.
+pub fn default_result(word: &str, kind: &str) -> &'static str {
+    match (word, kind) {
+        ("acquire", "ok") => "granted",
+        ("renew", "ok") => "renewed",
+        ("release", "ok") => "released",
+        ("write" | "publish", "ok") => "accepted",
+        ("fence", "ok") => "passed",
+        ("check", "ok") => "valid",
+        ("acquire" | "renew" | "release", "fail") => "refused",
+        ("write" | "publish", "fail") => "rejected",
+        ("fence" | "upsert", "fail") => "failed",
+        (_, "fail") => "error",
+        (_, "info") => "indeterminate",
+        ("now", "ok") => "now",
+        ("read-lease", "ok") => "lease",
+        ("read-floor", "ok") => "floor",
+        ("read-part", "ok") => "part",
+        ("read-publish", "ok") => "published",
+        ("count-attempts", "ok") => "count",
+        _ => "ok",
+    }
+}
+
+/// The completion's type and outcome word.
+fn kind_and_word(o: &Outcome) -> (&'static str, &'static str) {
+    match o {
+        Outcome::Granted { .. } => ("ok", "granted"),
+        Outcome::Renewed { .. } => ("ok", "renewed"),
+        Outcome::Released => ("ok", "released"),
+        Outcome::Accepted => ("ok", "accepted"),
+        Outcome::Passed => ("ok", "passed"),
+        Outcome::Ok => ("ok", "ok"),
+        Outcome::Now(_) => ("ok", "now"),
+        Outcome::Floor(_) => ("ok", "floor"),
+        Outcome::Part(_) => ("ok", "part"),
+        Outcome::Lease(_) => ("ok", "lease"),
+        Outcome::Published(_) => ("ok", "published"),
+        Outcome::Count(_) => ("ok", "count"),
+        Outcome::Valid => ("ok", "valid"),
+        Outcome::Expired => ("ok", "expired"),
+        Outcome::Blocked => ("ok", "blocked"),
+        Outcome::Refused => ("fail", "refused"),
+        Outcome::Rejected => ("fail", "rejected"),
+        Outcome::Failed => ("fail", "failed"),
+        Outcome::Unavailable => ("fail", "unavailable"),
+        Outcome::Error(_) => ("fail", "error"),
+        Outcome::Indeterminate(_) => ("info", "indeterminate"),
+    }
+}
+
+fn completion(e: &Event, word: &'static str, out: &mut String) {
+    let (kind, result) = kind_and_word(&e.outcome);
+    let mut l = start(e, kind, word, out);
+    if result != default_result(word, kind) {
+        l.str("result", result);
+    }
+    match &e.outcome {
+        Outcome::Granted { token, expires } => {
+            l.num("token", token.0);
+            l.raw("expires", &expiry(*expires));
+        }
+        Outcome::Renewed { expires } => l.raw("expires", &expiry(*expires)),
+        Outcome::Now(t) => l.num("value", t.0),
+        Outcome::Floor(t) => l.raw("value", &t.map_or("null".into(), |t| t.0.to_string())),
+        Outcome::Part(r) | Outcome::Published(r) => {
+            l.raw("value", &r.as_ref().map_or("null".into(), row))
+        }
+        Outcome::Lease(r) => {
+            let v = r.as_ref().map_or("null".into(), |r| {
+                format!(
+                    "{{\"holder\":{},\"token\":{},\"expires\":{}}}",
+                    quote(r.holder.as_str()),
+                    r.token.0,
+                    expiry(r.expires_at)
+                )
+            });
+            l.raw("value", &v);
+        }
+        Outcome::Count(n) => l.num("value", *n),
+        Outcome::Error(r) | Outcome::Indeterminate(r) => l.str("error", r),
+        _ => {}
+    }
+    l.end();
+}
