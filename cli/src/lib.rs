@@ -18,6 +18,7 @@ pub mod audit_sim;
 pub mod check_cmd;
 pub mod diff_cmd;
 pub mod envelope_cmd;
+pub mod judge_cmd;
 pub mod lab;
 pub mod picture_cmd;
 pub mod replay;

@@ -165,6 +165,24 @@ enum Cmd {
         #[arg(long, value_name = "OUT.html")]
         html: Option<PathBuf>,
     },
+    /// Judge histories recorded from a real deployment (JSON lines: one invoke or completion
+    /// per line, see docs/history-jsonl.md) with the checkers alone: I1, I2, I3, acceptance,
+    /// final. Each violation names the file and lines of its events. A file that cannot be
+    /// read is reported and the others are still judged. Exit 1 if any history broke a check,
+    /// else 2 if a file could not be read, else 0.
+    Judge {
+        /// History files (JSON lines).
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
+    /// Write a trace's history in another format.
+    Export {
+        /// Trace file.
+        file: PathBuf,
+        /// JSON lines (docs/history-jsonl.md), the format `judge` reads.
+        #[arg(long, required = true)]
+        jsonl: bool,
+    },
     /// Tell a trace in plain words: who held which token when, where the pause landed, which
     /// write was stale, why the resource kept or refused it, what broke, what would stop it.
     Explain {
@@ -361,6 +379,17 @@ fn main() -> ExitCode {
                     Exit::Usage.into()
                 }
             }
+        }
+        Cmd::Judge { files } => {
+            let j = leaselab::judge_cmd::judge(&files);
+            print!("{}", j.text);
+            for e in &j.errors {
+                eprintln!("leaselab judge: {e}");
+            }
+            j.exit.into()
+        }
+        Cmd::Export { file, jsonl: _ } => {
+            print_or_fail("export", leaselab::judge_cmd::export_jsonl(&file))
         }
         Cmd::Explain { file } => print_or_fail("explain", leaselab::picture_cmd::explain(&file)),
         Cmd::Holder {

@@ -25,11 +25,39 @@ pub fn indented(story: &Story, indent: &str) -> String {
         .collect()
 }
 
-/// Reads and parses a trace file; errors name the file (and the line and field).
+/// Reads and parses a trace file — or a recorded history in JSON lines (its first character
+/// is `{`), judged by the checkers for its `expect`; errors name the file, line and field.
 pub fn read_trace(path: &Path) -> Result<Trace, String> {
+    read_any(path).map(|(t, _)| t)
+}
+
+/// [`read_trace`], also telling whether the file was a recorded history.
+fn read_any(path: &Path) -> Result<(Trace, bool), String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
-    Trace::parse(&text, &path.display().to_string()).map_err(|e| e.to_string())
+    let name = path.display().to_string();
+    if text.trim_start().starts_with('{') {
+        let r = leaselab_record::read::parse(&text, &name).map_err(|e| e.to_string())?;
+        return Ok((
+            Trace {
+                name: path
+                    .file_stem()
+                    .map_or(name.clone(), |s| s.to_string_lossy().into_owned()),
+                title: "a recorded history".into(),
+                seed: 0,
+                config: Config::default(),
+                spec: None,
+                setup: Vec::new(),
+                faults: Vec::new(),
+                expect: check(&r.history).verdict(),
+                history: r.history,
+            },
+            true,
+        ));
+    }
+    Trace::parse(&text, &name)
+        .map(|t| (t, false))
+        .map_err(|e| e.to_string())
 }
 
 /// What `leaselab diagram` draws.
@@ -53,8 +81,9 @@ fn title(t: &Trace) -> String {
 
 /// `leaselab diagram TRACE [--mermaid | --html OUT]`: the text to print.
 pub fn diagram(path: &Path, form: &Form) -> Result<String, String> {
-    let t = read_trace(path)?;
-    let s = story(&t.history, &t.config);
+    let (t, recorded) = read_any(path)?;
+    let mut s = story(&t.history, &t.config);
+    s.recorded = recorded.then(|| path.display().to_string());
     match form {
         Form::Timeline => Ok(timeline::render(&s)),
         Form::Mermaid => Ok(mermaid::render(&s)),
@@ -68,9 +97,10 @@ pub fn diagram(path: &Path, form: &Form) -> Result<String, String> {
 
 /// `leaselab explain TRACE`: the run in plain words, then its timeline.
 pub fn explain(path: &Path) -> Result<String, String> {
-    let t = read_trace(path)?;
+    let (t, recorded) = read_any(path)?;
     let mut s = story(&t.history, &t.config);
     s.spec = t.spec.clone();
+    s.recorded = recorded.then(|| path.display().to_string());
     Ok(format!(
         "{}\n{}",
         explain::render(&s, &title(&t)),

@@ -22,6 +22,9 @@ pub fn fence_words(f: FenceMode) -> &'static str {
 
 /// Why the resource kept a stale write, under `story`'s configuration.
 fn why_accepted(story: &Story, w: &Write) -> String {
+    if story.recorded.is_some() {
+        return "the resource took it: nothing the recorded deployment did compared the write's token with the newer one that had already committed (or the comparison and the write were not one atomic step)".into();
+    }
     if story.spec.is_some() {
         return "the spec's write took it: nothing in its statements compared the write's token with the newer one that had already committed (or the comparison and the write were not one atomic step)".into();
     }
@@ -48,7 +51,7 @@ fn why_accepted(story: &Story, w: &Write) -> String {
 /// The safeguard that stops what `check` caught, under `story`'s configuration.
 fn safeguard(story: &Story, check: Check) -> String {
     let c = &story.config;
-    if story.spec.is_some() {
+    if story.spec.is_some() || story.recorded.is_some() {
         return match check {
             Check::I2 => "a token that never repeats: a durable counter that every acquire raises in the statement that grants (examples/leases/seed.toml)".into(),
             Check::I1 => "an acquire that takes over only an expired or released lease, and a renew refused once the lease expired (`AND expires_at > now()`) (examples/leases/seed.toml)".into(),
@@ -71,14 +74,20 @@ fn safeguard(story: &Story, check: Check) -> String {
 pub fn render(story: &Story, title: &str) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "{title}");
-    match &story.spec {
-        Some(spec) => {
+    match (&story.spec, &story.recorded) {
+        (_, Some(file)) => {
+            let _ = writeln!(
+                s,
+                "Recorded from a deployment ({file}): its statements are its own, and the history is what its clients saw."
+            );
+        }
+        (Some(spec), None) => {
             let _ = writeln!(
                 s,
                 "The lease and the resource ran the statements of {spec} (`leaselab audit`); the history is what PostgreSQL answered."
             );
         }
-        None => {
+        (None, None) => {
             let _ = writeln!(
                 s,
                 "The resource ran with {}.",

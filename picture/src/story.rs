@@ -128,6 +128,9 @@ pub struct Story {
     /// The lease spec the run used instead (`leaselab audit`): then `config` describes nothing
     /// of the statements, and the pictures say only what the history shows.
     pub spec: Option<String>,
+    /// The recorded history this story was read from (`leaselab judge`'s format): then
+    /// neither `config` nor a spec describes the statements — only the history speaks.
+    pub recorded: Option<String>,
     /// One lane per holder, in order of first appearance.
     pub lanes: Vec<Holder>,
     /// Every holding, in grant order.
@@ -337,6 +340,7 @@ impl Story {
         Story {
             config: config.clone(),
             spec: None,
+            recorded: None,
             lanes,
             holdings,
             pauses,
