@@ -1,0 +1,130 @@
+//! `leaselab judge` on recorded histories: the known answers in `examples/histories/` (each
+//! verdict written before the checkers ran), bad input named by file, line and field without
+//! losing the other files, and `export` → `judge` on a committed trace.
+
+use leaselab::judge_cmd::read_recorded;
+use leaselab_checkers::Check;
+use std::path::PathBuf;
+use std::process::Command;
+
+fn example(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../examples/histories")
+        .join(format!("{name}.jsonl"))
+}
+
+const KNOWN: [(&str, &[Check]); 12] = [
+    ("clean-handover", &[]),
+    (
+        "stale-write-kept",
+        &[Check::I3, Check::Acceptance, Check::Final],
+    ),
+    ("stale-write-fenced", &[]),
+    ("two-holders", &[Check::I1]),
+    ("token-reused", &[Check::I2]),
+    ("release-then-acquire", &[]),
+    // The renewal may not have happened; if it did, the server would have refused the
+    // takeover, which it granted: nothing shows two holders.
+    ("renewal-reply-lost", &[]),
+    // Both acquires were waiting while the other was granted, each unexpired past the other's
+    // answer: whichever committed second took a held lease.
+    ("unordered-grants", &[Check::I1]),
+    ("unknown-write-superseded", &[]),
+    ("final-from-lower-token", &[Check::Final]),
+    ("renewed-then-taken", &[Check::I1]),
+    ("crash-restart-clean", &[]),
+];
+
+#[test]
+fn the_known_histories_are_judged_right() {
+    for (name, verdict) in KNOWN {
+        let r = read_recorded(&example(name)).unwrap_or_else(|e| panic!("{e}"));
+        let report = leaselab_checkers::check(&r.history);
+        assert_eq!(report.verdict(), verdict, "{name}: {:?}", report.violations);
+    }
+    let files = std::fs::read_dir(example("x").parent().expect("dir"))
+        .expect("examples/histories")
+        .count();
+    assert_eq!(
+        files,
+        KNOWN.len(),
+        "every example history has its known answer"
+    );
+}
+
+fn leaselab(args: &[&str]) -> (Option<i32>, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_leaselab"))
+        .args(args)
+        .output()
+        .expect("runs");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn judge_names_lines_and_keeps_judging_after_a_bad_file() {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("judge-bad");
+    std::fs::create_dir_all(&dir).expect("tmp");
+    let head = "{\"format\":\"leaselab-history\",\"version\":1}\n";
+    let acquire = "{\"type\":\"invoke\",\"process\":\"a\",\"time\":0,\"op\":\"acquire\",\"lease\":\"l\",\"ttl_ms\":10}\n";
+    let cases: [(&str, String, &str); 6] = [
+        ("version", "{\"format\":\"leaselab-history\",\"version\":2}\n".into(), ":1: field `version`"),
+        ("typo", format!("{head}{}", acquire.replace("ttl_ms", "ttl")), ":2: field `ttl`: unknown field"),
+        ("no-token", format!("{head}{acquire}{{\"type\":\"ok\",\"process\":\"a\",\"time\":1,\"op\":\"acquire\",\"expires\":10}}\n"), ":3: field `token`: missing"),
+        ("orphan", format!("{head}{{\"type\":\"ok\",\"process\":\"a\",\"time\":1,\"op\":\"release\"}}\n"), ":2: field `type`: a completion of `release`"),
+        ("wrong-op", format!("{head}{acquire}{{\"type\":\"ok\",\"process\":\"a\",\"time\":1,\"op\":\"renew\",\"expires\":10}}\n"), ":3: field `op`: `renew` completes"),
+        ("not-json", format!("{head}{{\"type\":\n"), ":2: field `line`: not JSON"),
+    ];
+    for (name, text, expected) in &cases {
+        let file = dir.join(format!("{name}.jsonl"));
+        std::fs::write(&file, text).expect("write");
+        let good = example("two-holders");
+        let (code, out, err) = leaselab(&[
+            "judge",
+            &file.display().to_string(),
+            &good.display().to_string(),
+        ]);
+        assert!(
+            err.contains(&format!("{}{expected}", file.display())),
+            "{name}: {err}"
+        );
+        assert_eq!(err.lines().count(), 1, "{name}: one error: {err}");
+        // The good file after it is still judged: its violation decides the exit.
+        assert!(out.contains("VIOLATION I1"), "{name}: {out}");
+        assert_eq!(code, Some(1), "{name}");
+        let (code, _, _) = leaselab(&["judge", &file.display().to_string()]);
+        assert_eq!(code, Some(2), "{name}");
+    }
+}
+
+#[test]
+fn an_exported_trace_is_judged_to_its_verdict_and_drawn() {
+    let trace = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../traces/F5.trace");
+    let (code, jsonl, err) = leaselab(&["export", &trace.display().to_string(), "--jsonl"]);
+    assert_eq!(code, Some(0), "{err}");
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("judge-export");
+    std::fs::create_dir_all(&dir).expect("tmp");
+    let file = dir.join("F5.jsonl");
+    std::fs::write(&file, &jsonl).expect("write");
+    let f = file.display().to_string();
+    let (code, out, _) = leaselab(&["judge", &f]);
+    assert_eq!(code, Some(1));
+    assert!(
+        out.contains("verdict: I3, acceptance, final broken"),
+        "{out}"
+    );
+    // Each violation names the lines of its events.
+    assert!(out.contains(&format!("{f}:26 and {f}:27")), "{out}");
+    let (code, out, _) = leaselab(&["diagram", &f]);
+    assert_eq!(code, Some(0));
+    assert!(out.contains("STALE"), "{out}");
+    let (code, out, _) = leaselab(&["explain", &f]);
+    assert_eq!(code, Some(0));
+    assert!(out.contains("Recorded from a deployment"), "{out}");
+    let (code, out, _) = leaselab(&["judge", &example("clean-handover").display().to_string()]);
+    assert_eq!(code, Some(0));
+    assert!(out.contains("every check holds"), "{out}");
+}
