@@ -506,3 +506,48 @@ fn whole_write_holders_break_an_unfenced_resource() {
     });
     assert!(found);
 }
+
+/// A holder whose statement waited on a lock gets its answer once the lock is gone: the
+/// simulation awaits exactly the statements that stopped waiting and have a result — never
+/// one still waiting (it would be answered `blocked` again) nor one with nothing to collect.
+/// (A holder may also give up on a wait and disconnect, or a crash may end it.)
+#[test]
+fn every_statement_that_waited_is_answered() {
+    use leaselab_model::{Op, Outcome};
+    use leaselab_sim::fast::FastSim;
+    let mut answered = 0;
+    for seed in 0..200 {
+        let setup = leaselab_sim::Setup::derive(seed, &opts(FenceMode::Scope));
+        let holders = setup.holders.len();
+        let run = FastSim::new(setup).run();
+        let events = &run.trace.history.events;
+        let mut still_waiting = 0;
+        for (i, e) in events.iter().enumerate() {
+            if e.outcome != Outcome::Blocked {
+                continue;
+            }
+            let next = events[i + 1..]
+                .iter()
+                .find(|x| x.conn_str() == e.conn_str() || matches!(x.op, Op::Crash { .. }));
+            match next.map(|x| (&x.op, &x.outcome)) {
+                None => still_waiting += 1,
+                Some((Op::Await { .. }, o)) => {
+                    assert!(
+                        !matches!(o, Outcome::Blocked | Outcome::Error(_)),
+                        "seed {seed}: #{} {} answered {o}",
+                        e.seq,
+                        e.op
+                    );
+                    answered += 1;
+                }
+                Some((Op::Disconnect { .. } | Op::Crash { .. }, _)) => {}
+                Some((op, o)) => panic!("seed {seed}: #{} {} waits, then {op} => {o}", e.seq, e.op),
+            }
+        }
+        assert!(
+            still_waiting <= holders,
+            "seed {seed}: {still_waiting} never answered"
+        );
+    }
+    assert!(answered > 20, "{answered} answered after waiting");
+}
