@@ -623,6 +623,16 @@ fn record<'h>(
         return;
     }
     match (op, out) {
+        // Answered, but nobody knows what it did (a timeout, a connection lost mid-call): like
+        // one never answered, it may have moved its holding's expiry anywhere from its issue on.
+        (
+            Op::Renew { holder, token, .. } | Op::Release { holder, token, .. },
+            Outcome::Indeterminate(_),
+        ) => f.lease_unknown.push(UnknownLease {
+            holder: holder.clone(),
+            token: *token,
+            since: w.earliest,
+        }),
         (Op::Write { .. }, Outcome::Accepted) | (Op::Upsert { .. }, Outcome::Accepted) => {
             push_write(f, op, actor, w, at, Certainty::Accepted)
         }

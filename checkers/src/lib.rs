@@ -21,6 +21,8 @@
 //! - [`facts`]: accepted writes, grants and publishes with their commit windows.
 //! - [`safety`]: the `always` checks I1, I2, I3, acceptance, final state.
 //! - [`sometimes`]: counts of the events that show faults landed.
+//! - [`unknown`]: the violations that depend on how an operation nobody heard back from
+//!   turned out (`leaselab judge`'s *possible*).
 //! - [`ledger`]: the second oracle: facts against what the model's databases committed.
 //!
 //! ## Environment
@@ -34,6 +36,7 @@ pub mod facts;
 pub mod ledger;
 pub mod safety;
 pub mod sometimes;
+pub mod unknown;
 mod verdict;
 
 pub use verdict::{Check, Report, Violation};

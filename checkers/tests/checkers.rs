@@ -849,3 +849,101 @@ fn granted(t: u64, e: u64) -> Outcome {
         expires: Expiry::At(Millis(e)),
     }
 }
+
+/// A release answered `indeterminate` may have ended the lease: no overlap is certain across
+/// it, but one is possible — if it did not take effect — and `unknown::possible` names it.
+#[test]
+fn an_unknown_release_makes_an_overlap_possible_not_certain() {
+    let history = |release: Outcome| {
+        let mut h = History::default();
+        let mut at = |t: u64, actor: &str, op: Op, out: Outcome| {
+            h.push(Millis(t), Millis(t), Holder::new(actor), None, op, out);
+        };
+        at(
+            0,
+            "holder-a",
+            Op::acquire("holder-a", 1000),
+            granted(1, 1000),
+        );
+        let op = Op::Release {
+            lease: LeaseName::new("report-job"),
+            holder: Holder::new("holder-a"),
+            token: Token(1),
+        };
+        at(300, "holder-a", op, release);
+        at(
+            500,
+            "holder-b",
+            Op::acquire("holder-b", 1000),
+            granted(2, 1500),
+        );
+        h
+    };
+    let unknown = history(Outcome::Indeterminate("timeout".into()));
+    let r = check(&unknown);
+    assert!(!r.violated(Check::I1), "{:?}", r.violations);
+    let (possible, left) = leaselab_checkers::unknown::possible(&unknown, &r, 10);
+    assert_eq!(left, 0);
+    assert_eq!(possible.len(), 1, "{possible:?}");
+    assert_eq!(possible[0].violation.check, Check::I1);
+    assert_eq!((possible[0].decided_by, possible[0].if_applied), (2, false));
+    assert_eq!(leaselab_checkers::unknown::possible(&unknown, &r, 0).1, 1);
+    // Known either way, nothing is left to resolve.
+    assert!(!check(&history(Outcome::Released)).violated(Check::I1));
+    let refused = history(Outcome::Error("not applied".into()));
+    assert!(check(&refused).violated(Check::I1));
+    assert!(leaselab_checkers::unknown::unknowns(&refused).is_empty());
+}
+
+/// A renewal answered `indeterminate` may have set the latest expiry it could: its answer's
+/// time plus its TTL.
+#[test]
+fn an_unknown_renewal_is_resolved_to_the_latest_expiry_it_can_have_set() {
+    let mut h = History::default();
+    let mut at = |t: u64, actor: &str, op: Op, out: Outcome| {
+        h.push(Millis(t), Millis(t), Holder::new(actor), None, op, out);
+    };
+    at(
+        0,
+        "holder-a",
+        Op::acquire("holder-a", 1000),
+        granted(1, 1000),
+    );
+    let renew = Op::Renew {
+        lease: LeaseName::new("report-job"),
+        holder: Holder::new("holder-a"),
+        token: Token(1),
+        ttl_ms: 1000,
+    };
+    at(
+        800,
+        "holder-a",
+        renew,
+        Outcome::Indeterminate("timeout".into()),
+    );
+    // Granted at 1799: before 800 + 1000.
+    at(
+        1799,
+        "holder-b",
+        Op::acquire("holder-b", 1000),
+        granted(2, 2799),
+    );
+    let r = check(&h);
+    assert!(!r.violated(Check::I1));
+    let (possible, _) = leaselab_checkers::unknown::possible(&h, &r, 10);
+    assert_eq!(possible.len(), 1, "{possible:?}");
+    assert!(possible[0].if_applied);
+    assert!(
+        possible[0].violation.message.contains("until t=1800"),
+        "{}",
+        possible[0].violation.message
+    );
+    // Granted at 1800: the renewal cannot have reached it.
+    h.events[2].at = Millis(1800);
+    h.events[2].local = Millis(1800);
+    h.events[2].outcome = granted(2, 2800);
+    let r = check(&h);
+    assert!(leaselab_checkers::unknown::possible(&h, &r, 10)
+        .0
+        .is_empty());
+}

@@ -13,6 +13,7 @@
 //! `cargo run --release -p leaselab --example bench_audit [SCHEDULES]` (default 300).
 
 use leaselab::audit_cmd::{load, ops_of, run_gen};
+use leaselab::diff_cmd::{Search, SHRINK_ITERS};
 use leaselab_model::{apply_event, ConnId, DbName, Event, Holder, LeaseName, Millis, Op, Outcome};
 use leaselab_pg::PgBackend;
 use std::time::Instant;
@@ -30,7 +31,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // 1. The audit, and what its schedules did.
     let t = Instant::now();
-    let r = run_gen(&mut pg, &spec, n, 1, 40, &out, false)?;
+    let r = run_gen(&mut pg, &spec, Search::new(n, 1), &out, false)?;
     let audit_s = t.elapsed().as_secs_f64();
     let (sessions, crashes) = counts(&mut pg, &spec, n)?;
 
@@ -149,7 +150,7 @@ fn counts(
     n: u32,
 ) -> Result<(u64, u64), Box<dyn std::error::Error>> {
     use proptest::strategy::{Strategy, ValueTree};
-    let mut runner = leaselab::diff_cmd::gen_runner(n, 1);
+    let mut runner = leaselab::diff_cmd::gen_runner(n, 1, SHRINK_ITERS);
     let (mut sessions, mut crashes) = (0u64, 0u64);
     for _ in 0..n {
         let s = leaselab_gen::schedule(40)

@@ -182,13 +182,17 @@ pub enum Exit {
     Divergence = 4,
     /// Stopped by Ctrl-C or SIGTERM; what was found so far is written.
     Interrupted = 5,
+    /// `judge`: no check is certainly broken, but one is if an operation whose outcome nobody
+    /// learned turned out a certain way.
+    Possible = 6,
 }
 
 impl Exit {
     /// The text `--help` shows.
     pub const HELP: &'static str = "Exit status: 0 clean, 1 safety violation (or a changed \
 verdict), 2 usage or input error, 3 liveness failure only, 4 divergence (model vs PostgreSQL, \
-replay vs recording), 5 interrupted (Ctrl-C/SIGTERM; results so far are written).";
+replay vs recording), 5 interrupted (Ctrl-C/SIGTERM; results so far are written), 6 (judge) a violation is possible, \
+depending on how an operation with an unknown outcome turned out.";
 }
 
 impl From<Exit> for std::process::ExitCode {

@@ -58,12 +58,16 @@ pub fn ops_of(spec: &Spec) -> WholeOps {
 pub fn run_gen(
     pg: &mut PgBackend,
     spec: &Spec,
-    n: u32,
-    seed: u64,
-    steps: usize,
+    search: crate::diff_cmd::Search,
     out: &Path,
     progress: bool,
 ) -> Result<AuditOutcome, String> {
+    let crate::diff_cmd::Search {
+        schedules: n,
+        seed,
+        steps,
+        shrink_iters,
+    } = search;
     use proptest::test_runner::{TestCaseError, TestError};
     use std::cell::RefCell;
     let ops = ops_of(spec);
@@ -71,7 +75,7 @@ pub fn run_gen(
     let counts = RefCell::new((0u64, 0u64));
     let first: RefCell<Option<u64>> = RefCell::new(None);
     let infra: RefCell<Option<String>> = RefCell::new(None);
-    let mut runner = gen_runner(n, seed);
+    let mut runner = gen_runner(n, seed, shrink_iters);
     let result = runner.run(&leaselab_gen::schedule(steps), |s| {
         let h = match leaselab_pg::audit::audit_schedule(&mut pg.borrow_mut(), &s, ops) {
             Ok((h, _)) => h,
@@ -166,12 +170,14 @@ pub fn run_gen_cmd(
 ) -> Result<bool, String> {
     let (spec, mut pg) = load(file, pg_dir)?;
     let t0 = std::time::Instant::now();
+    let search = crate::diff_cmd::Search {
+        steps,
+        ..crate::diff_cmd::Search::new(n, seed)
+    };
     let r = run_gen(
         &mut pg,
         &spec,
-        n,
-        seed,
-        steps,
+        search,
         out,
         std::io::IsTerminal::is_terminal(&std::io::stderr()),
     )?;

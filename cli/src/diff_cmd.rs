@@ -100,37 +100,72 @@ pub struct GenOutcome {
     pub divergence: Option<(PathBuf, String)>,
 }
 
-/// The proptest runner of the differential: `cases` schedules from `seed`, deterministic.
-pub fn gen_runner(cases: u32, seed: u64) -> proptest::test_runner::TestRunner {
+/// Shrinking runs a found failure gets from the commands: enough to reach a handful of steps.
+/// Tests that only need "shrunk to at most N steps" give less, which is most of their time.
+pub const SHRINK_ITERS: u32 = 2_000;
+
+/// A generated search: how many schedules from which seed, how many intents at most in each,
+/// and how many shrinking runs a failure gets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Search {
+    /// Schedules to run.
+    pub schedules: u32,
+    /// Seed of the schedules (same seed, same schedules).
+    pub seed: u64,
+    /// Most intents per schedule.
+    pub steps: usize,
+    /// Shrinking runs for a failure.
+    pub shrink_iters: u32,
+}
+
+impl Search {
+    /// `schedules` from `seed`, as the commands run them: 40 intents, the full shrink budget.
+    pub fn new(schedules: u32, seed: u64) -> Self {
+        Search {
+            schedules,
+            seed,
+            steps: 40,
+            shrink_iters: SHRINK_ITERS,
+        }
+    }
+}
+
+/// The proptest runner of the differential: `cases` schedules from `seed`, deterministic, a
+/// failure shrunk by at most `shrink_iters` runs.
+pub fn gen_runner(cases: u32, seed: u64, shrink_iters: u32) -> proptest::test_runner::TestRunner {
     use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
     let mut bytes = [0u8; 32];
     bytes[..8].copy_from_slice(&seed.to_le_bytes());
     let config = Config {
         cases,
         failure_persistence: None,
-        max_shrink_iters: 2_000,
+        max_shrink_iters: shrink_iters,
         ..Config::default()
     };
     TestRunner::new_with_rng(config, TestRng::from_seed(RngAlgorithm::ChaCha, &bytes))
 }
 
-/// Runs `n` generated schedules against the model (with `wrong`, if given) and PostgreSQL;
+/// Runs the search's generated schedules against the model (with `wrong`, if given) and PostgreSQL;
 /// shrinks the first divergence, writes it to `out/gen-<seed>.trace`.
 pub fn run_gen(
     pg: &mut PgBackend,
-    n: u32,
-    seed: u64,
-    steps: usize,
+    search: Search,
     wrong: Option<leaselab_model::model::WrongRule>,
     out: &Path,
     progress: bool,
 ) -> Result<GenOutcome, String> {
+    let Search {
+        schedules: n,
+        seed,
+        steps,
+        shrink_iters,
+    } = search;
     use proptest::test_runner::{TestCaseError, TestError};
     use std::cell::RefCell;
     let pg = RefCell::new(pg);
     let counts = RefCell::new((0u64, 0u64));
     let infra: RefCell<Option<String>> = RefCell::new(None);
-    let mut runner = gen_runner(n, seed);
+    let mut runner = gen_runner(n, seed, shrink_iters);
     let result = runner.run(&leaselab_gen::schedule(steps), |s| {
         let mut pg = pg.borrow_mut();
         let r = match diff_schedule(&mut pg, &s, wrong) {
@@ -242,11 +277,13 @@ pub fn run_gen_cmd(
 ) -> Result<bool, String> {
     let mut pg = PgBackend::throwaway(pg_dir).map_err(|e| e.to_string())?;
     let t0 = std::time::Instant::now();
+    let search = Search {
+        steps,
+        ..Search::new(n, seed)
+    };
     let r = run_gen(
         &mut pg,
-        n,
-        seed,
-        steps,
+        search,
         wrong,
         out,
         std::io::IsTerminal::is_terminal(&std::io::stderr()),

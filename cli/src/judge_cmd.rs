@@ -23,7 +23,8 @@ pub struct Judged {
     pub text: String,
     /// Files that could not be read, one message each (the other files are still judged).
     pub errors: Vec<String>,
-    /// 1 if any history broke a check; otherwise 2 if a file could not be read; otherwise 0.
+    /// 1 if any history broke a check; otherwise 2 if a file could not be read; otherwise 6
+    /// if a violation is possible; otherwise 0.
     pub exit: Exit,
 }
 
@@ -32,6 +33,7 @@ pub fn judge(files: &[PathBuf]) -> Judged {
     let mut text = String::new();
     let mut errors = Vec::new();
     let mut broke = false;
+    let mut possible = false;
     for path in files {
         let r = match read_recorded(path) {
             Ok(r) => r,
@@ -40,20 +42,28 @@ pub fn judge(files: &[PathBuf]) -> Judged {
                 continue;
             }
         };
-        broke |= judge_one(path, &r, &mut text);
+        let (b, p) = judge_one(path, &r, &mut text);
+        broke |= b;
+        possible |= p;
     }
     let exit = if broke {
         Exit::Violation
-    } else if errors.is_empty() {
-        Exit::Clean
-    } else {
+    } else if !errors.is_empty() {
         Exit::Usage
+    } else if possible {
+        Exit::Possible
+    } else {
+        Exit::Clean
     };
     Judged { text, errors, exit }
 }
 
-/// Appends one file's verdict; true if a check broke.
-fn judge_one(path: &Path, r: &Recorded, out: &mut String) -> bool {
+/// How many unknown operations are resolved one by one (each costs a judgement of the whole
+/// history); the rest are counted and said to be left.
+pub const RESOLVE_LIMIT: usize = 200;
+
+/// Appends one file's verdict: whether a check broke, and whether one possibly did.
+fn judge_one(path: &Path, r: &Recorded, out: &mut String) -> (bool, bool) {
     let file = path.display();
     let h = &r.history;
     let unknown = h
@@ -69,33 +79,70 @@ fn judge_one(path: &Path, r: &Recorded, out: &mut String) -> bool {
         r.lines.iter().map(Vec::len).sum::<usize>(),
     );
     let report = check(h);
+    let at = |seq: u64| {
+        let lines: Vec<String> = r
+            .lines_of(seq)
+            .iter()
+            .map(|l| format!("{file}:{l}"))
+            .collect();
+        format!("event #{seq} at {}", lines.join(" and "))
+    };
     for v in &report.violations {
         let _ = writeln!(out, "  VIOLATION {}: {}", v.check, v.message);
-        let at: Vec<String> = v
+        let events: Vec<String> = v.events.iter().map(|s| at(*s)).collect();
+        let _ = writeln!(out, "    {}", events.join("; "));
+    }
+    let (possible, left) = leaselab_checkers::unknown::possible(h, &report, RESOLVE_LIMIT);
+    for p in &possible {
+        let op = h
             .events
-            .iter()
-            .map(|seq| {
-                let lines: Vec<String> = r
-                    .lines_of(*seq)
-                    .iter()
-                    .map(|l| format!("{file}:{l}"))
-                    .collect();
-                format!("event #{seq} at {}", lines.join(" and "))
-            })
-            .collect();
-        let _ = writeln!(out, "    {}", at.join("; "));
+            .get(p.decided_by as usize - 1)
+            .map_or(String::new(), |e| {
+                format!("{}'s {}", e.actor, leaselab_record::write::word(&e.op))
+            });
+        let _ = writeln!(
+            out,
+            "  POSSIBLE {} if {op} ({}) {}: {}",
+            p.violation.check,
+            at(p.decided_by),
+            if p.if_applied {
+                "took effect"
+            } else {
+                "did not take effect"
+            },
+            p.violation.message
+        );
+        let events: Vec<String> = p.violation.events.iter().map(|s| at(*s)).collect();
+        let _ = writeln!(out, "    {}", events.join("; "));
+    }
+    if left > 0 {
+        let _ = writeln!(
+            out,
+            "  ({left} more operations with an unknown outcome were not resolved one by one)"
+        );
     }
     let verdict = report.verdict();
-    if verdict.is_empty() {
+    if verdict.is_empty() && possible.is_empty() {
         let _ = writeln!(
             out,
             "  verdict: every check holds (I1, I2, I3, acceptance, final)"
+        );
+    } else if verdict.is_empty() {
+        let mut names: Vec<&str> = possible
+            .iter()
+            .map(|p| p.violation.check.as_str())
+            .collect();
+        names.dedup();
+        let _ = writeln!(
+            out,
+            "  verdict: no check is certainly broken; {} possibly, depending on an unknown outcome",
+            names.join(", ")
         );
     } else {
         let names: Vec<&str> = verdict.iter().map(|c| c.as_str()).collect();
         let _ = writeln!(out, "  verdict: {} broken", names.join(", "));
     }
-    !verdict.is_empty()
+    (!verdict.is_empty(), !possible.is_empty())
 }
 
 /// Operations whose invoke never got a completion: still `blocked` at the end.

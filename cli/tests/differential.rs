@@ -12,6 +12,15 @@ use leaselab_pg::PgBackend;
 use leaselab_trace::Trace;
 use std::path::PathBuf;
 
+/// A search as the commands run it, but with 300 shrinking runs instead of 2,000: enough for
+/// the sizes asserted below, and most of a failing search's time is its shrinking.
+fn search(schedules: u32, seed: u64) -> leaselab::diff_cmd::Search {
+    leaselab::diff_cmd::Search {
+        shrink_iters: 300,
+        ..leaselab::diff_cmd::Search::new(schedules, seed)
+    }
+}
+
 fn postgres(name: &str) -> Option<(PgBackend, PathBuf)> {
     if !postgres_for_test(&format!("cli::differential::{name}")) {
         return None;
@@ -48,7 +57,7 @@ fn generated_schedules_agree_with_postgres() {
     let Some((mut pg, out)) = postgres("gen") else {
         return;
     };
-    let r = run_gen(&mut pg, 300, 7, 40, None, &out, false).expect("postgres runs");
+    let r = run_gen(&mut pg, search(300, 7), None, &out, false).expect("postgres runs");
     // The divergence first: it is what a failure must show (the trace holds its reproduce
     // command in its title; the count alone says nothing).
     if let Some((file, what)) = &r.divergence {
@@ -78,7 +87,7 @@ fn every_wrong_model_rule_is_found_and_shrunk() {
         .filter(|r| *r != WrongRule::WaitersInQueueOrder)
     {
         let dir = out.join(rule.as_str());
-        let r = run_gen(&mut pg, 1_000, 1, 40, Some(rule), &dir, false).expect("postgres runs");
+        let r = run_gen(&mut pg, search(1_000, 1), Some(rule), &dir, false).expect("postgres runs");
         let (file, what) = r
             .divergence
             .unwrap_or_else(|| panic!("{}: not found in {} schedules", rule.as_str(), r.schedules));
