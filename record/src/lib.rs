@@ -9,6 +9,7 @@
 //! - [`read`]: a file's lines into a [`leaselab_model::History`], with the file line of every
 //!   event (verdicts name lines, not positions), and errors that name the line and the field.
 //! - [`write`]: a `History` (a trace's, a simulation's) into the format.
+//! - [`recorder`]: a service records its own calls as they happen.
 //!
 //! Why invokes and completions, when a trace has one line per event: a recorder does not know
 //! when its operation took effect, only that it was after the call and before the answer. A
@@ -19,6 +20,7 @@
 #![warn(missing_docs, unreachable_pub)]
 
 pub mod read;
+pub mod recorder;
 pub mod write;
 
 /// The first line of every file: `{"format":"leaselab-history","version":1}`.

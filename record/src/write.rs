@@ -140,24 +140,56 @@ fn row(r: &PartRow) -> String {
     )
 }
 
-/// The fields every line starts with.
-fn start<'o>(e: &Event, kind: &str, word: &str, out: &'o mut String) -> Line<'o> {
+/// Who acted and when: what every line starts with.
+#[derive(Clone, Copy, Debug)]
+pub struct Head<'a> {
+    /// The process (holder).
+    pub process: &'a str,
+    /// Its connection, when it has more than one.
+    pub conn: Option<&'a str>,
+    /// The recorder's clock, ms.
+    pub time: u64,
+    /// The server's clock, when known.
+    pub server_time: Option<u64>,
+}
+
+impl<'a> Head<'a> {
+    fn of(e: &'a Event) -> Self {
+        Head {
+            process: e.actor.as_str(),
+            conn: e.conn.as_ref().map(|c| c.as_str()),
+            time: e.local.0,
+            server_time: (e.at != e.local).then_some(e.at.0),
+        }
+    }
+}
+
+fn start<'o>(h: Head<'_>, kind: &str, word: &str, out: &'o mut String) -> Line<'o> {
     let mut l = Line::new(out);
     l.str("type", kind);
-    l.str("process", e.actor.as_str());
-    if let Some(c) = &e.conn {
-        l.str("conn", c.as_str());
+    l.str("process", h.process);
+    if let Some(c) = h.conn {
+        l.str("conn", c);
     }
-    l.num("time", e.local.0);
-    if e.at != e.local {
-        l.num("server_time", e.at.0);
+    l.num("time", h.time);
+    if let Some(t) = h.server_time {
+        l.num("server_time", t);
     }
     l.str("op", word);
     l
 }
 
 fn invoke(e: &Event, op: &Op, out: &mut String) {
-    let mut l = start(e, "invoke", word(op), out);
+    invoke_line(Head::of(e), op, out)
+}
+
+fn completion(e: &Event, word: &'static str, out: &mut String) {
+    completion_line(Head::of(e), word, &e.outcome, out)
+}
+
+/// An invoke line of `op`.
+pub fn invoke_line(h: Head<'_>, op: &Op, out: &mut String) {
+    let mut l = start(h, "invoke", word(op), out);
     match op {
         Op::Acquire {
             lease,
@@ -299,13 +331,14 @@ fn kind_and_word(o: &Outcome) -> (&'static str, &'static str) {
     }
 }
 
-fn completion(e: &Event, word: &'static str, out: &mut String) {
-    let (kind, result) = kind_and_word(&e.outcome);
-    let mut l = start(e, kind, word, out);
+/// The completion line of a `word` operation that answered `outcome`.
+pub fn completion_line(h: Head<'_>, word: &str, outcome: &Outcome, out: &mut String) {
+    let (kind, result) = kind_and_word(outcome);
+    let mut l = start(h, kind, word, out);
     if result != default_result(word, kind) {
         l.str("result", result);
     }
-    match &e.outcome {
+    match outcome {
         Outcome::Granted { token, expires } => {
             l.num("token", token.0);
             l.raw("expires", &expiry(*expires));
