@@ -18,6 +18,7 @@
 #![warn(missing_docs, unreachable_pub)]
 
 pub mod bytes;
+pub mod history_parse;
 pub mod model_ops;
 pub mod model_vs_threaded;
 pub mod sim_plan;
@@ -34,7 +35,13 @@ impl std::fmt::Display for Finding {
 }
 
 /// The names of the targets, as directories under `fuzz/corpus/` and binaries in `fuzz/`.
-pub const TARGETS: [&str; 4] = ["model_ops", "trace_parse", "model_vs_threaded", "sim_plan"];
+pub const TARGETS: [&str; 5] = [
+    "model_ops",
+    "trace_parse",
+    "model_vs_threaded",
+    "sim_plan",
+    "history_parse",
+];
 
 /// Runs `target` on `data` the way its fuzz binary does (panics on a finding).
 pub fn fuzz(target: &str, data: &[u8]) {
@@ -43,6 +50,7 @@ pub fn fuzz(target: &str, data: &[u8]) {
         "trace_parse" => trace_parse::fuzz(data),
         "model_vs_threaded" => model_vs_threaded::fuzz(data),
         "sim_plan" => sim_plan::fuzz(data),
+        "history_parse" => history_parse::fuzz(data),
         other => panic!("no fuzz target `{other}`; the targets are {TARGETS:?}"),
     }
 }

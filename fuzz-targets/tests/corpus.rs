@@ -67,6 +67,11 @@ fn sim_plan_corpus() {
 }
 
 #[test]
+fn history_parse_corpus() {
+    replay_corpus("history_parse");
+}
+
+#[test]
 fn every_target_has_a_corpus_and_a_binary() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fuzz");
     for t in TARGETS {
