@@ -102,11 +102,14 @@ pub fn possible(h: &History, base: &Report, limit: usize) -> (Vec<Possible>, usi
     let key = |v: &Violation| (v.check, v.events.clone());
     let mut seen: BTreeSet<_> = base.violations.iter().map(key).collect();
     let mut out = Vec::new();
+    // One copy, one outcome changed at a time and put back: no copy per resolution.
+    let mut variant = h.clone();
     for u in all.iter().take(limit) {
         for applied in [true, false] {
-            let Some(variant) = resolve(h, *u, applied) else {
+            let Some((i, outcome)) = resolution(h, *u, applied) else {
                 continue;
             };
+            let kept = std::mem::replace(&mut variant.events[i].outcome, outcome);
             for v in crate::check(&variant).violations {
                 if seen.insert(key(&v)) {
                     out.push(Possible {
@@ -116,21 +119,20 @@ pub fn possible(h: &History, base: &Report, limit: usize) -> (Vec<Possible>, usi
                     });
                 }
             }
+            variant.events[i].outcome = kept;
         }
     }
     (out, all.len().saturating_sub(limit))
 }
 
-/// `h` with `u` resolved: applied, or not (`None` when that resolution says nothing new: a
-/// write that did not happen is what the checkers already assume of it for every rule, and a
-/// read may even show that it did happen).
-fn resolve(h: &History, u: Unknown, applied: bool) -> Option<History> {
-    let issued = h
-        .events
-        .get(usize::try_from(u.issued).ok()?.checked_sub(1)?)?;
-    let op = &issued.op;
-    let at = u.answered.unwrap_or(u.issued);
-    let answer = h.events.get(usize::try_from(at).ok()?.checked_sub(1)?)?;
+/// Which event's outcome changes, and to what, to resolve `u` (applied, or not); `None` when
+/// that resolution says nothing new: a write that did not happen is what the checkers already
+/// assume of it for every rule (and a read may even show that it did happen).
+fn resolution(h: &History, u: Unknown, applied: bool) -> Option<(usize, Outcome)> {
+    let index = |seq: u64| usize::try_from(seq).ok()?.checked_sub(1);
+    let op = &h.events.get(index(u.issued)?)?.op;
+    let i = index(u.answered.unwrap_or(u.issued))?;
+    let answer = h.events.get(i)?;
     let outcome = match (op, applied) {
         (Op::Write { .. } | Op::Publish { .. }, true) => Outcome::Accepted,
         (Op::Write { .. } | Op::Publish { .. }, false) => return None,
@@ -142,8 +144,5 @@ fn resolve(h: &History, u: Unknown, applied: bool) -> Option<History> {
         (Op::Renew { .. } | Op::Release { .. }, false) => Outcome::Error("not applied".into()),
         _ => return None,
     };
-    let mut v = h.clone();
-    let i = usize::try_from(at).ok()?.checked_sub(1)?;
-    v.events[i].outcome = outcome;
-    Some(v)
+    Some((i, outcome))
 }

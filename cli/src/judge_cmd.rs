@@ -58,9 +58,18 @@ pub fn judge(files: &[PathBuf]) -> Judged {
     Judged { text, errors, exit }
 }
 
-/// How many unknown operations are resolved one by one (each costs a judgement of the whole
-/// history); the rest are counted and said to be left.
+/// How many unknown operations are resolved one by one at most (each costs a judgement of the
+/// whole history); the rest are counted and said to be left.
 pub const RESOLVE_LIMIT: usize = 200;
+
+/// Events judged again, in all, to resolve unknown operations: what keeps a long history's
+/// resolution within a few judgements of it.
+pub const RESOLVE_BUDGET_EVENTS: usize = 4_000_000;
+
+/// How many unknown operations a history of `events` events gets resolved.
+pub fn resolve_limit(events: usize) -> usize {
+    (RESOLVE_BUDGET_EVENTS / events.max(1)).clamp(1, RESOLVE_LIMIT)
+}
 
 /// Appends one file's verdict: whether a check broke, and whether one possibly did.
 fn judge_one(path: &Path, r: &Recorded, out: &mut String) -> (bool, bool) {
@@ -92,7 +101,8 @@ fn judge_one(path: &Path, r: &Recorded, out: &mut String) -> (bool, bool) {
         let events: Vec<String> = v.events.iter().map(|s| at(*s)).collect();
         let _ = writeln!(out, "    {}", events.join("; "));
     }
-    let (possible, left) = leaselab_checkers::unknown::possible(h, &report, RESOLVE_LIMIT);
+    let (possible, left) =
+        leaselab_checkers::unknown::possible(h, &report, resolve_limit(h.events.len()));
     for p in &possible {
         let op = h
             .events
