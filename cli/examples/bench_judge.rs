@@ -54,10 +54,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let f = facts::derive(&r.history);
         eprintln!("facts {:.3}s", t.elapsed().as_secs_f64());
         let mut v = Vec::new();
-        let parts: [(
-            &str,
-            fn(&facts::Facts, &mut Vec<leaselab_checkers::Violation>),
-        ); 5] = [
+        type Part = fn(&facts::Facts, &mut Vec<leaselab_checkers::Violation>);
+        let parts: [(&str, Part); 5] = [
             ("i1", safety::i1),
             ("i2", safety::i2),
             ("i3", safety::i3),
