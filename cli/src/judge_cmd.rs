@@ -87,6 +87,18 @@ fn judge_one(path: &Path, r: &Recorded, out: &mut String) -> (bool, bool) {
         h.events.len(),
         r.lines.iter().map(Vec::len).sum::<usize>(),
     );
+    if !r.clock_bounds.is_empty() {
+        let b: Vec<String> = r
+            .clock_bounds
+            .iter()
+            .map(|(p, ms)| format!("{p} ±{ms} ms"))
+            .collect();
+        let _ = writeln!(
+            out,
+            "  clock bounds: {} (answers taken at the latest server time they allow)",
+            b.join(", ")
+        );
+    }
     let report = check(h);
     let at = |seq: u64| {
         let lines: Vec<String> = r

@@ -16,7 +16,7 @@ fn example(name: &str) -> PathBuf {
 /// Each history: the checks certainly broken, and those broken only if an operation whose
 /// outcome nobody learned turned out a certain way (*possible*).
 type Known = (&'static str, &'static [Check], &'static [Check]);
-const KNOWN: [Known; 16] = [
+const KNOWN: [Known; 20] = [
     ("clean-handover", &[], &[]),
     (
         "stale-write-kept",
@@ -52,6 +52,14 @@ const KNOWN: [Known; 16] = [
     ("final-from-lower-token", &[Check::Final], &[]),
     ("renewed-then-taken", &[Check::I1], &[]),
     ("crash-restart-clean", &[], &[]),
+    ("late-renew-refused", &[], &[]),
+    // holder-a's grant was answered at 1005 by its clock, 10 ms at most behind the server's:
+    // it may have been granted at 1015, after holder-b's lease expired at 1010.
+    ("clock-bound-covers-the-gap", &[], &[]),
+    // Within 2 ms, it was granted by 1007, while holder-b's lease was held.
+    ("clock-bound-too-small", &[Check::I1], &[]),
+    // The server's clock recorded: no bound applies.
+    ("server-time-recorded", &[Check::I1], &[]),
 ];
 
 #[test]
@@ -105,7 +113,12 @@ fn judge_names_lines_and_keeps_judging_after_a_bad_file() {
     std::fs::create_dir_all(&dir).expect("tmp");
     let head = "{\"format\":\"leaselab-history\",\"version\":1}\n";
     let acquire = "{\"type\":\"invoke\",\"process\":\"a\",\"time\":0,\"op\":\"acquire\",\"lease\":\"l\",\"ttl_ms\":10}\n";
-    let cases: [(&str, String, &str); 6] = [
+    let cases: [(&str, String, &str); 7] = [
+        (
+            "bound",
+            "{\"format\":\"leaselab-history\",\"version\":1,\"clock_bounds_ms\":{\"a\":-5}}\n".into(),
+            ":1: field `clock_bounds_ms.a`",
+        ),
         ("version", "{\"format\":\"leaselab-history\",\"version\":2}\n".into(), ":1: field `version`"),
         ("typo", format!("{head}{}", acquire.replace("ttl_ms", "ttl")), ":2: field `ttl`: unknown field"),
         ("no-token", format!("{head}{acquire}{{\"type\":\"ok\",\"process\":\"a\",\"time\":1,\"op\":\"acquire\",\"expires\":10}}\n"), ":3: field `token`: missing"),

@@ -27,6 +27,9 @@ pub struct Recorded {
     /// For each event (index `seq - 1`), the file lines it was read from: its invoke and, when
     /// on a different line, its completion.
     pub lines: Vec<Vec<usize>>,
+    /// How far each listed process's clock may be from the server's, ms (the first line's
+    /// `clock_bounds_ms`).
+    pub clock_bounds: BTreeMap<String, u64>,
 }
 
 impl Recorded {
@@ -72,6 +75,7 @@ pub fn parse(text: &str, file: &str) -> Result<Recorded, ReadError> {
         out: Recorded {
             history: History::default(),
             lines: Vec::new(),
+            clock_bounds: BTreeMap::new(),
         },
         held: None,
         waiting: BTreeMap::new(),
@@ -146,7 +150,7 @@ impl Reader<'_> {
         }
     }
 
-    fn header(&self, line: usize, obj: Map<String, Value>) -> Result<(), ReadError> {
+    fn header(&mut self, line: usize, obj: Map<String, Value>) -> Result<(), ReadError> {
         let f = Fields::new(self, line, &obj);
         let format = f.str("format")?;
         if format != FORMAT {
@@ -164,7 +168,29 @@ impl Reader<'_> {
                 format!("{version}: this leaselab reads version {VERSION}"),
             ));
         }
-        f.only(&["format", "version"], &[])
+        let mut bounds = BTreeMap::new();
+        match f.opt("clock_bounds_ms") {
+            None => {}
+            Some(Value::Object(m)) => {
+                for (process, v) in m {
+                    let field = format!("clock_bounds_ms.{process}");
+                    let b = as_u64(v).ok_or_else(|| {
+                        self.err(line, &field, "expected milliseconds, 0 or more")
+                    })?;
+                    bounds.insert(process.clone(), b);
+                }
+            }
+            Some(_) => {
+                return Err(self.err(
+                    line,
+                    "clock_bounds_ms",
+                    "expected an object: process name to milliseconds",
+                ))
+            }
+        }
+        f.only(&["format", "version", "clock_bounds_ms"], &[])?;
+        self.out.clock_bounds = bounds;
+        Ok(())
     }
 
     fn record(&self, line: usize, obj: Map<String, Value>) -> Result<Rec, ReadError> {
@@ -173,9 +199,20 @@ impl Reader<'_> {
         let actor = Holder::new(f.str("process")?);
         let conn = f.opt_str("conn")?.map(ConnId::new);
         let local = Millis(f.u64("time")?);
+        // Without the server's clock, the latest it can have read: a grant or an answer
+        // reported then is taken at its latest, which is the cautious side for "was it still
+        // held when the other was granted?".
         let at = match f.opt("server_time") {
             Some(_) => Millis(f.u64("server_time")?),
-            None => local,
+            None => Millis(
+                local.0.saturating_add(
+                    self.out
+                        .clock_bounds
+                        .get(actor.as_str())
+                        .copied()
+                        .unwrap_or(0),
+                ),
+            ),
         };
         let word = f.str("op")?;
         let args = args_of(word).ok_or_else(|| {
