@@ -96,21 +96,20 @@ fn resolvable(op: &Op) -> bool {
 
 /// The violations that depend on one unknown operation, beyond the certain ones in `base`;
 /// at most `limit` unknown operations are resolved (each costs a judgement). Returns them and
-/// how many unknown operations were left unresolved.
-pub fn possible(h: &History, base: &Report, limit: usize) -> (Vec<Possible>, usize) {
+/// how many unknown operations were left unresolved. `h` is changed one outcome at a time and
+/// put back as it was: no copy of a long history.
+pub fn possible(h: &mut History, base: &Report, limit: usize) -> (Vec<Possible>, usize) {
     let all = unknowns(h);
     let key = |v: &Violation| (v.check, v.events.clone());
     let mut seen: BTreeSet<_> = base.violations.iter().map(key).collect();
     let mut out = Vec::new();
-    // One copy, one outcome changed at a time and put back: no copy per resolution.
-    let mut variant = h.clone();
     for u in all.iter().take(limit) {
         for applied in [true, false] {
             let Some((i, outcome)) = resolution(h, *u, applied) else {
                 continue;
             };
-            let kept = std::mem::replace(&mut variant.events[i].outcome, outcome);
-            for v in crate::check(&variant).violations {
+            let kept = std::mem::replace(&mut h.events[i].outcome, outcome);
+            for v in crate::check(h).violations {
                 if seen.insert(key(&v)) {
                     out.push(Possible {
                         violation: v,
@@ -119,7 +118,7 @@ pub fn possible(h: &History, base: &Report, limit: usize) -> (Vec<Possible>, usi
                     });
                 }
             }
-            variant.events[i].outcome = kept;
+            h.events[i].outcome = kept;
         }
     }
     (out, all.len().saturating_sub(limit))

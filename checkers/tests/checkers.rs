@@ -879,15 +879,18 @@ fn an_unknown_release_makes_an_overlap_possible_not_certain() {
         );
         h
     };
-    let unknown = history(Outcome::Indeterminate("timeout".into()));
+    let mut unknown = history(Outcome::Indeterminate("timeout".into()));
     let r = check(&unknown);
     assert!(!r.violated(Check::I1), "{:?}", r.violations);
-    let (possible, left) = leaselab_checkers::unknown::possible(&unknown, &r, 10);
+    let (possible, left) = leaselab_checkers::unknown::possible(&mut unknown, &r, 10);
     assert_eq!(left, 0);
     assert_eq!(possible.len(), 1, "{possible:?}");
     assert_eq!(possible[0].violation.check, Check::I1);
     assert_eq!((possible[0].decided_by, possible[0].if_applied), (2, false));
-    assert_eq!(leaselab_checkers::unknown::possible(&unknown, &r, 0).1, 1);
+    assert_eq!(
+        leaselab_checkers::unknown::possible(&mut unknown, &r, 0).1,
+        1
+    );
     // Known either way, nothing is left to resolve.
     assert!(!check(&history(Outcome::Released)).violated(Check::I1));
     let refused = history(Outcome::Error("not applied".into()));
@@ -930,7 +933,7 @@ fn an_unknown_renewal_is_resolved_to_the_latest_expiry_it_can_have_set() {
     );
     let r = check(&h);
     assert!(!r.violated(Check::I1));
-    let (possible, _) = leaselab_checkers::unknown::possible(&h, &r, 10);
+    let (possible, _) = leaselab_checkers::unknown::possible(&mut h, &r, 10);
     assert_eq!(possible.len(), 1, "{possible:?}");
     assert!(possible[0].if_applied);
     assert!(
@@ -943,7 +946,7 @@ fn an_unknown_renewal_is_resolved_to_the_latest_expiry_it_can_have_set() {
     h.events[2].local = Millis(1800);
     h.events[2].outcome = granted(2, 2800);
     let r = check(&h);
-    assert!(leaselab_checkers::unknown::possible(&h, &r, 10)
+    assert!(leaselab_checkers::unknown::possible(&mut h, &r, 10)
         .0
         .is_empty());
 }

@@ -4,11 +4,13 @@
 //! acquires refused meanwhile), writes it as JSON lines, then times, in this one process:
 //!
 //! - the floor: every line parsed as JSON and nothing else (what any reader of the format pays);
-//! - reading it into a History (`leaselab_record::read::parse`);
+//! - reading it into a History, line by line (`leaselab_record::read::read_file`, as `judge`);
 //! - the checkers (`leaselab_checkers::check`);
 //! - the possible violations of the unknown operations (`unknown::possible`, judge's limit);
 //!
-//! and prints the peak resident memory of the process (VmHWM). One size per process, so the
+//! and prints the peak resident memory of the process (VmHWM), next to the generator's own
+//! peak (the history and its text at once, before judging starts): when the two are equal,
+//! judging stayed below the generator. One size per process, so the
 //! peak is that size's: `for n in 10000 100000 1000000; do cargo run --release -p leaselab
 //! --example bench_judge $n; done`.
 
@@ -21,29 +23,30 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .map(|s| s.parse())
         .transpose()?
         .unwrap_or(100_000);
-    let h = generate(n);
-    let text = leaselab_record::write::history(&h);
     let dir = std::path::Path::new("target/bench-judge");
     std::fs::create_dir_all(dir)?;
     let file = dir.join(format!("{n}.jsonl"));
-    std::fs::write(&file, &text)?;
-    drop(h);
-    let unknown = text.matches("\"type\":\"info\"").count();
+    // Generated and written, then dropped: the peak below is the judging's, not the generator's
+    // (which holds the history and its text at once).
+    let unknown = {
+        let h = generate(n);
+        let text = leaselab_record::write::history(&h);
+        std::fs::write(&file, &text)?;
+        text.matches("\"type\":\"info\"").count()
+    };
+    let generated_peak = peak_kib();
 
     let t = Instant::now();
-    let text = std::fs::read_to_string(&file)?;
     let mut values = 0usize;
-    for line in text.lines() {
-        let v: serde_json::Value = serde_json::from_str(line)?;
+    for line in std::io::BufRead::lines(std::io::BufReader::new(std::fs::File::open(&file)?)) {
+        let v: serde_json::Value = serde_json::from_str(&line?)?;
         values += usize::from(v.is_object());
     }
     let floor = t.elapsed().as_secs_f64();
 
     let t = Instant::now();
-    let text = std::fs::read_to_string(&file)?;
-    let r = leaselab_record::read::parse(&text, &file.display().to_string())?;
+    let mut r = leaselab_record::read::read_file(&file)?;
     let read = t.elapsed().as_secs_f64();
-    drop(text);
 
     let t = Instant::now();
     let report = leaselab_checkers::check(&r.history);
@@ -73,23 +76,21 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
 
     let t = Instant::now();
-    let (possible, left) = leaselab_checkers::unknown::possible(
-        &r.history,
-        &report,
-        leaselab::judge_cmd::resolve_limit(r.history.events.len()),
-    );
+    let limit = leaselab::judge_cmd::resolve_limit(r.history.events.len());
+    let (possible, left) = leaselab_checkers::unknown::possible(&mut r.history, &report, limit);
     let resolve = t.elapsed().as_secs_f64();
 
     let peak = peak_kib();
     println!(
-        "events={} lines={values} unknown={unknown} floor(json)={floor:.2}s read={read:.2}s check={check:.2}s possible={resolve:.2}s (resolved {}, left {left}, {} possible) total={:.2}s ({:.1}x floor) violations={} peak_rss={} MiB",
+        "events={} lines={values} unknown={unknown} floor(json)={floor:.2}s read={read:.2}s check={check:.2}s possible={resolve:.2}s (resolved {}, left {left}, {} possible) total={:.2}s ({:.1}x floor) violations={} peak_rss={} MiB (generation {} MiB)",
         r.history.events.len(),
         unknown - left.min(unknown),
         possible.len(),
         read + check + resolve,
         (read + check + resolve) / floor.max(1e-9),
         report.violations.len(),
-        peak / 1024
+        peak / 1024,
+        generated_peak / 1024
     );
     Ok(())
 }

@@ -12,9 +12,7 @@ use std::path::{Path, PathBuf};
 
 /// Reads one recorded history; errors name the file, line and field.
 pub fn read_recorded(path: &Path) -> Result<Recorded, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
-    read::parse(&text, &path.display().to_string()).map_err(|e| e.to_string())
+    read::read_file(path).map_err(|e| e.to_string())
 }
 
 /// What `judge` prints and how it exits.
@@ -35,14 +33,14 @@ pub fn judge(files: &[PathBuf]) -> Judged {
     let mut broke = false;
     let mut possible = false;
     for path in files {
-        let r = match read_recorded(path) {
+        let mut r = match read_recorded(path) {
             Ok(r) => r,
             Err(e) => {
                 errors.push(e);
                 continue;
             }
         };
-        let (b, p) = judge_one(path, &r, &mut text);
+        let (b, p) = judge_one(path, &mut r, &mut text);
         broke |= b;
         possible |= p;
     }
@@ -72,8 +70,13 @@ pub fn resolve_limit(events: usize) -> usize {
 }
 
 /// Appends one file's verdict: whether a check broke, and whether one possibly did.
-fn judge_one(path: &Path, r: &Recorded, out: &mut String) -> (bool, bool) {
+fn judge_one(path: &Path, r: &mut Recorded, out: &mut String) -> (bool, bool) {
     let file = path.display();
+    let report = check(&r.history);
+    let events = r.history.events.len();
+    let (possible, left) =
+        leaselab_checkers::unknown::possible(&mut r.history, &report, resolve_limit(events));
+    let r = &*r;
     let h = &r.history;
     let unknown = h
         .events
@@ -85,7 +88,7 @@ fn judge_one(path: &Path, r: &Recorded, out: &mut String) -> (bool, bool) {
         out,
         "{file}: {} events from {} lines; {unknown} with an unknown outcome, {unanswered} never answered",
         h.events.len(),
-        r.lines.iter().map(Vec::len).sum::<usize>(),
+        r.lines.iter().map(|l| 1 + usize::from(l[1] != 0)).sum::<usize>(),
     );
     if !r.clock_bounds.is_empty() {
         let b: Vec<String> = r
@@ -99,7 +102,6 @@ fn judge_one(path: &Path, r: &Recorded, out: &mut String) -> (bool, bool) {
             b.join(", ")
         );
     }
-    let report = check(h);
     let at = |seq: u64| {
         let lines: Vec<String> = r
             .lines_of(seq)
@@ -113,8 +115,6 @@ fn judge_one(path: &Path, r: &Recorded, out: &mut String) -> (bool, bool) {
         let events: Vec<String> = v.events.iter().map(|s| at(*s)).collect();
         let _ = writeln!(out, "    {}", events.join("; "));
     }
-    let (possible, left) =
-        leaselab_checkers::unknown::possible(h, &report, resolve_limit(h.events.len()));
     for p in &possible {
         let op = h
             .events

@@ -68,7 +68,9 @@ fn the_known_histories_are_judged_right() {
         let r = read_recorded(&example(name)).unwrap_or_else(|e| panic!("{e}"));
         let report = leaselab_checkers::check(&r.history);
         assert_eq!(report.verdict(), certain, "{name}: {:?}", report.violations);
-        let (found, left) = leaselab_checkers::unknown::possible(&r.history, &report, 200);
+        let mut h = r.history.clone();
+        let (found, left) = leaselab_checkers::unknown::possible(&mut h, &report, 200);
+        assert_eq!(h, r.history, "{name}: put back as it was");
         let mut checks: Vec<Check> = found.iter().map(|p| p.violation.check).collect();
         checks.sort();
         checks.dedup();

@@ -30,7 +30,7 @@ pub fn run(data: &[u8]) -> Result<(), Finding> {
             Ok(())
         }
         Ok(r) => {
-            if r.lines.len() != r.history.events.len() || r.lines.iter().any(|l| l.is_empty()) {
+            if r.lines.len() != r.history.events.len() || r.lines.iter().any(|l| l[0] == 0) {
                 return Err(Finding(format!("events without their lines: {text:?}")));
             }
             let once = write::history(&r.history);
@@ -43,7 +43,13 @@ pub fn run(data: &[u8]) -> Result<(), Finding> {
                 )));
             }
             let report = leaselab_checkers::check(&r.history);
-            let _ = leaselab_checkers::unknown::possible(&r.history, &report, 8);
+            let mut h = r.history.clone();
+            let _ = leaselab_checkers::unknown::possible(&mut h, &report, 8);
+            if h != r.history {
+                return Err(Finding(format!(
+                    "resolving the unknown operations left the history changed: {text:?}"
+                )));
+            }
             Ok(())
         }
     }

@@ -24,9 +24,10 @@ use std::fmt;
 pub struct Recorded {
     /// The events, in file order.
     pub history: History,
-    /// For each event (index `seq - 1`), the file lines it was read from: its invoke and, when
-    /// on a different line, its completion.
-    pub lines: Vec<Vec<usize>>,
+    /// For each event (index `seq - 1`), the file lines it was read from: its invoke and its
+    /// completion (0 when it has none on another line). Two numbers, not a list: a recorded
+    /// history can have millions of events.
+    pub lines: Vec<[usize; 2]>,
     /// How far each listed process's clock may be from the server's, ms (the first line's
     /// `clock_bounds_ms`).
     pub clock_bounds: BTreeMap<String, u64>,
@@ -39,7 +40,7 @@ impl Recorded {
             .ok()
             .and_then(|s| s.checked_sub(1))
             .and_then(|i| self.lines.get(i))
-            .map_or(&[], |v| v.as_slice())
+            .map_or(&[], |l| if l[1] == 0 { &l[..1] } else { &l[..] })
     }
 }
 
@@ -68,8 +69,29 @@ impl fmt::Display for ReadError {
 
 impl std::error::Error for ReadError {}
 
-/// Parses a whole file; `file` is used only in messages.
+/// Parses a whole text; `file` is used only in messages.
 pub fn parse(text: &str, file: &str) -> Result<Recorded, ReadError> {
+    parse_lines(text.lines().map(|l| Ok(l.to_string())), file)
+}
+
+/// Reads and parses a file line by line: the file is never held whole in memory.
+pub fn read_file(path: &std::path::Path) -> Result<Recorded, ReadError> {
+    use std::io::BufRead;
+    let file = path.display().to_string();
+    let f = std::fs::File::open(path).map_err(|e| ReadError {
+        file: file.clone(),
+        line: 1,
+        field: "line".into(),
+        message: format!("cannot read: {e}"),
+    })?;
+    parse_lines(std::io::BufReader::new(f).lines(), &file)
+}
+
+/// Parses lines as they come.
+pub fn parse_lines(
+    lines: impl Iterator<Item = std::io::Result<String>>,
+    file: &str,
+) -> Result<Recorded, ReadError> {
     let mut r = Reader {
         file,
         out: Recorded {
@@ -81,12 +103,13 @@ pub fn parse(text: &str, file: &str) -> Result<Recorded, ReadError> {
         waiting: BTreeMap::new(),
     };
     let mut header = false;
-    for (i, raw) in text.lines().enumerate() {
+    for (i, raw) in lines.enumerate() {
         let line = i + 1;
+        let raw = raw.map_err(|e| r.err(line, "line", format!("cannot read: {e}")))?;
         if raw.trim().is_empty() {
             continue;
         }
-        let obj = match serde_json::from_str::<Value>(raw) {
+        let obj = match serde_json::from_str::<Value>(&raw) {
             Ok(Value::Object(m)) => m,
             Ok(_) => return Err(r.err(line, "line", "not a JSON object")),
             Err(e) => return Err(r.err(line, "line", format!("not JSON: {e}"))),
@@ -253,7 +276,7 @@ impl Reader<'_> {
         })
     }
 
-    fn push(&mut self, rec: &Rec, op: Op, outcome: Outcome, lines: Vec<usize>) -> usize {
+    fn push(&mut self, rec: &Rec, op: Op, outcome: Outcome, lines: [usize; 2]) -> usize {
         self.out.history.push(
             rec.at,
             rec.local,
@@ -269,7 +292,7 @@ impl Reader<'_> {
     /// The held invoke, now known not to be answered on the next line, becomes `blocked`.
     fn flush(&mut self) {
         if let Some(h) = self.held.take() {
-            let i = self.push(&h.rec, h.op.clone(), Outcome::Blocked, vec![h.rec.line]);
+            let i = self.push(&h.rec, h.op.clone(), Outcome::Blocked, [h.rec.line, 0]);
             self.waiting.insert(key(&h.rec), (h.op, i));
         }
     }
@@ -289,7 +312,7 @@ impl Reader<'_> {
                 if let Some(h) = self.held.take() {
                     if key(&h.rec) == key(&rec) {
                         check_word(self, &rec, word, &h.op)?;
-                        let lines = vec![h.rec.line, rec.line];
+                        let lines = [h.rec.line, rec.line];
                         self.push(&rec, h.op, outcome.clone(), lines);
                         return Ok(());
                     }
@@ -310,12 +333,12 @@ impl Reader<'_> {
                 let db = op.db();
                 match db {
                     Some(db) => {
-                        self.push(&rec, Op::Await { db }, outcome.clone(), vec![rec.line]);
+                        self.push(&rec, Op::Await { db }, outcome.clone(), [rec.line, 0]);
                     }
                     // A client-side step has no commit to place: it happened when answered.
                     None => {
                         self.out.history.events[i].outcome = outcome.clone();
-                        self.out.lines[i].push(rec.line);
+                        self.out.lines[i][1] = rec.line;
                     }
                 }
                 Ok(())
