@@ -115,7 +115,12 @@ fn judge_names_lines_and_keeps_judging_after_a_bad_file() {
     std::fs::create_dir_all(&dir).expect("tmp");
     let head = "{\"format\":\"leaselab-history\",\"version\":1}\n";
     let acquire = "{\"type\":\"invoke\",\"process\":\"a\",\"time\":0,\"op\":\"acquire\",\"lease\":\"l\",\"ttl_ms\":10}\n";
-    let cases: [(&str, String, &str); 7] = [
+    let cases: [(&str, String, &str); 8] = [
+        (
+            "empty-name",
+            format!("{head}{}", acquire.replace("\"ttl_ms\"", "\"\":1,\"ttl_ms\"")),
+            ":2: field `line`: a field with an empty name",
+        ),
         (
             "bound",
             "{\"format\":\"leaselab-history\",\"version\":1,\"clock_bounds_ms\":{\"a\":-5}}\n".into(),

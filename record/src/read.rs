@@ -464,6 +464,9 @@ impl<'a> Fields<'a> {
         for k in self.obj.keys() {
             let k = k.as_str();
             let known = COMMON.contains(&k) || args.contains(&k) || extra.contains(&k);
+            if k.is_empty() {
+                return Err(self.err("line", "a field with an empty name (`\"\": …`)"));
+            }
             if !known {
                 return Err(self.err(k, "unknown field"));
             }
