@@ -101,6 +101,7 @@ pub fn parse_lines(
         },
         held: None,
         waiting: BTreeMap::new(),
+        names: Names::default(),
     };
     let mut header = false;
     for (i, raw) in lines.enumerate() {
@@ -129,6 +130,48 @@ pub fn parse_lines(
     Ok(r.out)
 }
 
+/// The names read so far, each kept once.
+#[derive(Default)]
+struct Names {
+    holders: std::cell::RefCell<BTreeMap<String, Holder>>,
+    leases: std::cell::RefCell<BTreeMap<String, LeaseName>>,
+    scopes: std::cell::RefCell<BTreeMap<String, Scope>>,
+    parts: std::cell::RefCell<BTreeMap<String, Part>>,
+    conns: std::cell::RefCell<BTreeMap<String, ConnId>>,
+}
+
+fn shared<T: Clone>(
+    cache: &std::cell::RefCell<BTreeMap<String, T>>,
+    name: &str,
+    make: impl Fn(&str) -> T,
+) -> T {
+    let mut c = cache.borrow_mut();
+    if let Some(v) = c.get(name) {
+        return v.clone();
+    }
+    let v = make(name);
+    c.insert(name.to_string(), v.clone());
+    v
+}
+
+impl Names {
+    fn holder(&self, s: &str) -> Holder {
+        shared(&self.holders, s, |n| Holder::new(n))
+    }
+    fn lease(&self, s: &str) -> LeaseName {
+        shared(&self.leases, s, |n| LeaseName::new(n))
+    }
+    fn scope(&self, s: &str) -> Scope {
+        shared(&self.scopes, s, |n| Scope::new(n))
+    }
+    fn part(&self, s: &str) -> Part {
+        shared(&self.parts, s, |n| Part::new(n))
+    }
+    fn conn(&self, s: &str) -> ConnId {
+        shared(&self.conns, s, |n| ConnId::new(n))
+    }
+}
+
 /// One line, parsed.
 struct Rec {
     line: usize,
@@ -152,6 +195,9 @@ struct Held {
 
 struct Reader<'f> {
     file: &'f str,
+    /// One shared copy of each name (process, lease, scope, part, connection): a long history
+    /// repeats a few names millions of times.
+    names: Names,
     out: Recorded,
     held: Option<Held>,
     /// Per (process, connection): the operation waiting for its completion, and the event
@@ -219,8 +265,8 @@ impl Reader<'_> {
     fn record(&self, line: usize, obj: Map<String, Value>) -> Result<Rec, ReadError> {
         let f = Fields::new(self, line, &obj);
         let kind = f.str("type")?;
-        let actor = Holder::new(f.str("process")?);
-        let conn = f.opt_str("conn")?.map(ConnId::new);
+        let actor = self.names.holder(f.str("process")?);
+        let conn = f.opt_str("conn")?.map(|c| self.names.conn(c));
         let local = Millis(f.u64("time")?);
         // Without the server's clock, the latest it can have read: a grant or an answer
         // reported then is taken at its latest, which is the cautious side for "was it still
@@ -476,15 +522,15 @@ impl<'a> Fields<'a> {
 
     fn holder(&self, k: &str) -> Result<Holder, ReadError> {
         match self.opt(k) {
-            Some(_) => Ok(Holder::new(self.str(k)?)),
+            Some(_) => Ok(self.r.names.holder(self.str(k)?)),
             // The process acts for itself unless the line says otherwise.
-            None => Ok(Holder::new(self.str("process")?)),
+            None => Ok(self.r.names.holder(self.str("process")?)),
         }
     }
 
     fn op(&self, word: &str) -> Result<Op, ReadError> {
-        let lease = || self.str("lease").map(LeaseName::new);
-        let scope = || self.str("scope").map(Scope::new);
+        let lease = || self.str("lease").map(|l| self.r.names.lease(l));
+        let scope = || self.str("scope").map(|s| self.r.names.scope(s));
         let token = || self.u64("token").map(Token);
         Ok(match word {
             "acquire" => Op::Acquire {
@@ -505,13 +551,13 @@ impl<'a> Fields<'a> {
             },
             "write" => Op::Write {
                 scope: scope()?,
-                part: Part::new(self.str("part")?),
+                part: self.r.names.part(self.str("part")?),
                 content: self.str("content")?.to_string(),
                 token: token()?,
             },
             "upsert" => Op::Upsert {
                 scope: scope()?,
-                part: Part::new(self.str("part")?),
+                part: self.r.names.part(self.str("part")?),
                 content: self.str("content")?.to_string(),
                 token: token()?,
             },
@@ -545,13 +591,13 @@ impl<'a> Fields<'a> {
             "read-floor" => Op::ReadFloor { scope: scope()? },
             "read-part" => Op::ReadPart {
                 scope: scope()?,
-                part: Part::new(self.str("part")?),
+                part: self.r.names.part(self.str("part")?),
             },
             "read-publish" => Op::ReadPublish {
                 key: self.str("key")?.to_string(),
             },
             "count-attempts" => Op::CountAttempts {
-                writer: Holder::new(self.str("writer")?),
+                writer: self.r.names.holder(self.str("writer")?),
                 outcome: match self.str("outcome")? {
                     "accepted" => AttemptOutcome::Accepted,
                     "rejected" => AttemptOutcome::Rejected,
@@ -592,7 +638,7 @@ impl<'a> Fields<'a> {
         };
         Ok(Some(PartRow {
             content: s("content")?.to_string(),
-            writer: Holder::new(s("writer")?),
+            writer: self.r.names.holder(s("writer")?),
             token: Token(
                 m.get("token")
                     .and_then(as_u64)
