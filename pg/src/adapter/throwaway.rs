@@ -267,17 +267,46 @@ impl PgBackend {
     }
 
     /// On database `i`: every other backend ended (an orphan would hold its locks), then `sql`.
+    ///
+    /// `pg_terminate_backend(pid)` only signals; the backend releases its locks when it has
+    /// exited. Row locks would make the reset wait anyway, but a *session* lock (a spec's
+    /// advisory lock) would still be held when the next schedule's `pg_try_advisory_lock` runs
+    /// — refused or granted by how busy the machine is. So wait for each exit
+    /// (`pg_terminate_backend(pid, timeout)`, PostgreSQL 14+, "Server Signaling Functions").
     fn wipe(&mut self, i: usize, sql: &str) -> Result<(), PgError> {
         let (admin, _) = self.admin(i)?;
         let dbname = self.sides[i].dbname;
         self.rt.block_on(async move {
             admin
                 .execute(
-                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()",
+                    "SELECT pg_terminate_backend(pid, 60000) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()",
                     &[&dbname],
                 )
                 .await
                 .map_err(|e| pe("terminate sessions", e))?;
+            // A backend that was already exiting (its client just closed) is not waited for by
+            // the call above (it answers `false`, "not a PostgreSQL backend process"): wait
+            // until no client backend but this one is left.
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+            loop {
+                let left: i64 = admin
+                    .query_one(
+                        "SELECT count(*) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid() AND backend_type = 'client backend'",
+                        &[&dbname],
+                    )
+                    .await
+                    .and_then(|r| r.try_get(0))
+                    .map_err(|e| pe("terminate sessions", e))?;
+                if left == 0 {
+                    break;
+                }
+                if std::time::Instant::now() > deadline {
+                    return Err(PgError::Setup(format!(
+                        "reset: {left} sessions still running 60 s after pg_terminate_backend"
+                    )));
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+            }
             admin.batch_execute(sql).await.map_err(|e| pe("reset", e))
         })
     }
