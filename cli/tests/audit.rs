@@ -4,6 +4,8 @@
 //! printed. Without PostgreSQL binaries the tests say so and skip — unless
 //! `LEASELAB_REQUIRE_PG=1` (set by `.ci/run`).
 
+mod common;
+use common::leaselab_apart as leaselab;
 use leaselab::audit_cmd::{load, run_gen};
 use leaselab::diff_cmd::Search;
 use leaselab_checkers::Check;
@@ -307,18 +309,6 @@ fn each_kind_of_bad_spec_gets_one_clear_error() {
         }
         assert_eq!(e.lines().count(), 1, "{name}: one line: {e}");
     }
-}
-
-fn leaselab(args: &[&str]) -> (Option<i32>, String, String) {
-    let o = std::process::Command::new(env!("CARGO_BIN_EXE_leaselab"))
-        .args(args)
-        .output()
-        .expect("runs");
-    (
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
 }
 
 /// `audit` prints the trace and the commands that draw and explain it; each runs as printed.

@@ -2,10 +2,11 @@
 //! verdict written before the checkers ran), bad input named by file, line and field without
 //! losing the other files, and `export` → `judge` on a committed trace.
 
+mod common;
+use common::leaselab_apart as leaselab;
 use leaselab::judge_cmd::read_recorded;
 use leaselab_checkers::Check;
 use std::path::PathBuf;
-use std::process::Command;
 
 fn example(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -95,18 +96,6 @@ fn the_known_histories_are_judged_right() {
             && out.contains("did not take effect"),
         "{out}"
     );
-}
-
-fn leaselab(args: &[&str]) -> (Option<i32>, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_leaselab"))
-        .args(args)
-        .output()
-        .expect("runs");
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
 }
 
 #[test]
