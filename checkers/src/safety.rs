@@ -49,7 +49,7 @@ pub fn i1(f: &Facts, out: &mut Vec<Violation>) {
     }
     // Per lease: holdings in grant order (ascending `window.latest`, as `derive` records them).
     let mut leases: BTreeMap<&LeaseName, Vec<Holding>> = BTreeMap::new();
-    let mut grants: Vec<(&LeaseName, usize, Grant)> = Vec::new();
+    let mut grants: Vec<(&LeaseName, Grant)> = Vec::new();
     for lf in &f.lease_changes {
         let held = leases.entry(&lf.lease).or_default();
         match &lf.change {
@@ -61,7 +61,6 @@ pub fn i1(f: &Facts, out: &mut Vec<Violation>) {
             } => {
                 grants.push((
                     &lf.lease,
-                    held.len(),
                     Grant {
                         holder,
                         token: *token,
@@ -87,24 +86,16 @@ pub fn i1(f: &Facts, out: &mut Vec<Violation>) {
             }
         }
     }
-    let sorted: BTreeMap<&LeaseName, bool> = leases
-        .iter()
-        .map(|(l, held)| (*l, by_latest(held)))
-        .collect();
-    for (lease, j, g) in grants {
+    // Holdings in ascending `latest` of their grant (how `derive` records them; sorted here so
+    // that nothing rests on it): those definitely before g are then a prefix, and the last of
+    // it is the holding granted most recently definitely before g — a binary search.
+    for held in leases.values_mut() {
+        held.sort_by_key(|h| h.versions[0].0.latest);
+    }
+    for (lease, g) in grants {
         let held = &leases[lease];
-        // The holding granted most recently definitely before g. Holdings are in ascending
-        // `latest` (checked: `by_latest`), so those definitely before g are a prefix and the
-        // last of it is the one — a binary search, not a scan, on a long recorded history.
-        let c = if sorted[lease] {
-            let k = held[..j].partition_point(|h| h.versions[0].0.before(&g.window));
-            k.checked_sub(1).map(|k| &held[k])
-        } else {
-            held[..j]
-                .iter()
-                .filter(|h| h.versions[0].0.before(&g.window))
-                .max_by_key(|h| h.versions[0].0.latest)
-        };
+        let k = held.partition_point(|h| h.versions[0].0.before(&g.window));
+        let c = k.checked_sub(1).map(|k| &held[k]);
         let Some(c) = c else {
             continue;
         };
@@ -155,13 +146,6 @@ pub fn i1(f: &Facts, out: &mut Vec<Violation>) {
     unordered_grants(f, &leases, out);
 }
 
-/// Whether holdings are in ascending `latest` of their grant — how `derive` records grants;
-/// the searches that rely on it fall back to a scan when it does not hold.
-fn by_latest(held: &[Holding<'_>]) -> bool {
-    held.windows(2)
-        .all(|w| w[0].versions[0].0.latest <= w[1].versions[0].0.latest)
-}
-
 /// Two grants of one lease whose commits are not ordered by the history (an operation paused
 /// or waiting between its request and its answer while the other was granted): if each one's
 /// expiry is later than the time the other was reported — the latest its commit can have been
@@ -186,7 +170,6 @@ fn unordered_grants(
         // In ascending `latest`, the grants a wide one can overlap lie between the first not
         // definitely before it and the first that starts after it — and none starts after it
         // while its `latest` is within the widest window of the lease past a's end.
-        let sorted = by_latest(held);
         let widest = held
             .iter()
             .map(|h| h.versions[0].0.latest - h.versions[0].0.earliest)
@@ -194,16 +177,9 @@ fn unordered_grants(
             .unwrap_or(0);
         for (i, a) in held.iter().enumerate().filter(|(_, a)| wide(a)) {
             let wa = a.versions[0].0;
-            let (from, to) = if sorted {
-                let from = held.partition_point(|h| h.versions[0].0.before(&wa));
-                let end = wa.latest.saturating_add(widest);
-                (
-                    from,
-                    held.partition_point(|h| h.versions[0].0.latest <= end),
-                )
-            } else {
-                (0, held.len())
-            };
+            let from = held.partition_point(|h| h.versions[0].0.before(&wa));
+            let end = wa.latest.saturating_add(widest);
+            let to = held.partition_point(|h| h.versions[0].0.latest <= end);
             for (j, b) in held.iter().enumerate().take(to).skip(from) {
                 // Each pair once: two wide grants are taken from the earlier one.
                 if j == i || (wide(b) && j < i) {
