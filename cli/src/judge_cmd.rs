@@ -26,21 +26,38 @@ pub struct Judged {
     pub exit: Exit,
 }
 
-/// Judges every file; one bad file does not stop the others.
-pub fn judge(files: &[PathBuf]) -> Judged {
+/// Judges every file; one bad file does not stop the others. With `merge`, the files are the
+/// records of several processes of one deployment, judged as one history in the order of the
+/// server's clock (`leaselab_record::merge`); a file that cannot be read then leaves nothing
+/// to judge, since a history without one process's calls would be judged wrongly.
+pub fn judge(files: &[PathBuf], merge: bool) -> Judged {
     let mut text = String::new();
     let mut errors = Vec::new();
     let mut broke = false;
     let mut possible = false;
+    let mut read = Vec::new();
     for path in files {
-        let mut r = match read_recorded(path) {
-            Ok(r) => r,
+        match read_recorded(path) {
+            Ok(r) => read.push((path.display().to_string(), r)),
+            Err(e) => errors.push(e),
+        }
+    }
+    if merge && !errors.is_empty() {
+        read.clear();
+    }
+    if merge && !read.is_empty() {
+        let names: Vec<String> = read.iter().map(|(n, _)| n.clone()).collect();
+        let parts = read.into_iter().map(|(_, r)| r).collect();
+        read = match leaselab_record::merge::merge(parts) {
+            Ok(r) => vec![(names.join(" + "), r)],
             Err(e) => {
-                errors.push(e);
-                continue;
+                errors.push(e.to_string());
+                Vec::new()
             }
         };
-        let (b, p) = judge_one(path, &mut r, &mut text);
+    }
+    for (name, mut r) in read {
+        let (b, p) = judge_one(&name, &mut r, &mut text);
         broke |= b;
         possible |= p;
     }
@@ -70,8 +87,7 @@ pub fn resolve_limit(events: usize) -> usize {
 }
 
 /// Appends one file's verdict: whether a check broke, and whether one possibly did.
-fn judge_one(path: &Path, r: &mut Recorded, out: &mut String) -> (bool, bool) {
-    let file = path.display();
+fn judge_one(file: &str, r: &mut Recorded, out: &mut String) -> (bool, bool) {
     let report = check(&r.history);
     let events = r.history.events.len();
     let (possible, left) =
@@ -102,14 +118,7 @@ fn judge_one(path: &Path, r: &mut Recorded, out: &mut String) -> (bool, bool) {
             b.join(", ")
         );
     }
-    let at = |seq: u64| {
-        let lines: Vec<String> = r
-            .lines_of(seq)
-            .iter()
-            .map(|l| format!("{file}:{l}"))
-            .collect();
-        format!("event #{seq} at {}", lines.join(" and "))
-    };
+    let at = |seq: u64| format!("event #{seq} at {}", r.places(seq).join(" and "));
     for v in &report.violations {
         let _ = writeln!(out, "  VIOLATION {}: {}", v.check, v.message);
         let events: Vec<String> = v.events.iter().map(|s| at(*s)).collect();

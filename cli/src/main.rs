@@ -169,11 +169,16 @@ enum Cmd {
     /// per line, see docs/history-jsonl.md) with the checkers alone: I1, I2, I3, acceptance,
     /// final. Each violation names the file and lines of its events. A file that cannot be
     /// read is reported and the others are still judged. Exit 1 if any history broke a check,
-    /// else 2 if a file could not be read, else 0.
+    /// else 2 if a file could not be read, else 6 if a check is possibly broken (it depends on
+    /// an operation whose outcome is unknown), else 0.
     Judge {
         /// History files (JSON lines).
         #[arg(required = true)]
         files: Vec<PathBuf>,
+        /// The files are one deployment's processes, each recording its own calls: judge them
+        /// as one history, merged by the server's clock (a process in one file only).
+        #[arg(long)]
+        merge: bool,
     },
     /// Write a trace's history in another format.
     Export {
@@ -380,8 +385,8 @@ fn main() -> ExitCode {
                 }
             }
         }
-        Cmd::Judge { files } => {
-            let j = leaselab::judge_cmd::judge(&files);
+        Cmd::Judge { files, merge } => {
+            let j = leaselab::judge_cmd::judge(&files, merge);
             print!("{}", j.text);
             for e in &j.errors {
                 eprintln!("leaselab judge: {e}");

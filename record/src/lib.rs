@@ -6,6 +6,7 @@
 //! leaselab, and `leaselab judge` can judge it with the same checkers that judge the model and
 //! PostgreSQL. The format is specified in `docs/history-jsonl.md`.
 //!
+//! - [`merge`]: several processes' files as one history, in the order of the server's clock.
 //! - [`read`]: a file's lines into a [`leaselab_model::History`], with the file line of every
 //!   event (verdicts name lines, not positions), and errors that name the line and the field.
 //! - [`write`]: a `History` (a trace's, a simulation's) into the format.
@@ -19,6 +20,7 @@
 
 #![warn(missing_docs, unreachable_pub)]
 
+pub mod merge;
 pub mod read;
 pub mod recorder;
 pub mod write;

@@ -31,6 +31,11 @@ pub struct Recorded {
     /// How far each listed process's clock may be from the server's, ms (the first line's
     /// `clock_bounds_ms`).
     pub clock_bounds: BTreeMap<String, u64>,
+    /// The files read, as the user named them: one, unless several processes' records were
+    /// merged into one history ([`crate::merge`]).
+    pub files: Vec<String>,
+    /// For each event, the index in `files` of the file it was read from.
+    pub file_of: Vec<u32>,
 }
 
 impl Recorded {
@@ -41,6 +46,20 @@ impl Recorded {
             .and_then(|s| s.checked_sub(1))
             .and_then(|i| self.lines.get(i))
             .map_or(&[], |l| if l[1] == 0 { &l[..1] } else { &l[..] })
+    }
+
+    /// Where event `seq` was read: `file:line` of its invoke and of its completion.
+    pub fn places(&self, seq: u64) -> Vec<String> {
+        let file = usize::try_from(seq)
+            .ok()
+            .and_then(|s| s.checked_sub(1))
+            .and_then(|i| self.file_of.get(i))
+            .and_then(|f| self.files.get(*f as usize))
+            .map_or("?", String::as_str);
+        self.lines_of(seq)
+            .iter()
+            .map(|l| format!("{file}:{l}"))
+            .collect()
     }
 }
 
@@ -98,9 +117,12 @@ pub fn parse_lines(
             history: History::default(),
             lines: Vec::new(),
             clock_bounds: BTreeMap::new(),
+            files: vec![file.to_string()],
+            file_of: Vec::new(),
         },
         held: None,
         waiting: BTreeMap::new(),
+        owners: BTreeMap::new(),
         names: Names::default(),
     };
     let mut header = false;
@@ -203,6 +225,9 @@ struct Reader<'f> {
     /// Per (process, connection): the operation waiting for its completion, and the event
     /// that shows it `blocked` (once the next line turned out to be something else).
     waiting: BTreeMap<(String, String), (Op, usize)>,
+    /// Which process each connection name belongs to: the history knows a connection by its
+    /// name alone, so two processes sharing one would be read as one session.
+    owners: BTreeMap<ConnId, Holder>,
 }
 
 /// The fields a line may carry besides the operation's own.
@@ -332,6 +357,7 @@ impl Reader<'_> {
             outcome,
         );
         self.out.lines.push(lines);
+        self.out.file_of.push(0);
         self.out.lines.len() - 1
     }
 
@@ -343,7 +369,36 @@ impl Reader<'_> {
         }
     }
 
+    /// A connection name (a process's own name when it gives no `conn`) belongs to one process.
+    fn own(&mut self, rec: &Rec) -> Result<(), ReadError> {
+        let conn = rec
+            .conn
+            .clone()
+            .unwrap_or_else(|| self.names.conn(rec.actor.as_str()));
+        match self.owners.get(&conn) {
+            Some(owner) if *owner == rec.actor => Ok(()),
+            Some(owner) => Err(self.err(
+                rec.line,
+                if rec.conn.is_some() {
+                    "conn"
+                } else {
+                    "process"
+                },
+                format!(
+                    "connection `{conn}` is used by process `{}` and by `{owner}`: a connection \
+                     belongs to one process (one without `conn` is known by its process's name)",
+                    rec.actor
+                ),
+            )),
+            None => {
+                self.owners.insert(conn, rec.actor.clone());
+                Ok(())
+            }
+        }
+    }
+
     fn take(&mut self, rec: Rec) -> Result<(), ReadError> {
+        self.own(&rec)?;
         match rec.kind {
             Kind::Invoke(ref op) => {
                 self.flush();
