@@ -39,7 +39,8 @@ enum Cmd {
         /// Where the cases run.
         #[arg(long, value_enum, default_value_t = BackendArg::Model)]
         backend: BackendArg,
-        /// Where the throwaway clusters live (`--backend pg`).
+        /// Where the throwaway clusters live (`--backend pg`), and the histories F4's and F5's
+        /// real processes record (DIR/records/F4, DIR/records/F5).
         #[arg(long, default_value = "target/leaselab-pg", value_name = "DIR")]
         pg_dir: PathBuf,
         /// Also run the cases beyond the sources (X1–X3).
@@ -152,6 +153,13 @@ enum Cmd {
         /// Local margin.
         #[arg(long, default_value_t = 300)]
         margin_ms: u64,
+        /// Record every call this process makes to FILE (JSON lines, `leaselab judge`).
+        #[arg(long, value_name = "FILE")]
+        record: Option<PathBuf>,
+        /// Time 0 of the recording, in ms since the Unix epoch (the same for every process of
+        /// one experiment, so their files merge).
+        #[arg(long, default_value_t = 0)]
+        clock_origin_ms: u64,
     },
     /// Draw a trace: a terminal timeline (default), a Mermaid sequenceDiagram (--mermaid), or
     /// one self-contained offline HTML page (--html OUT.html).
@@ -299,7 +307,11 @@ fn main() -> ExitCode {
                     }
                 },
             };
-            run_lab(case.as_deref(), beyond, fence, trace_out, table, pg).into()
+            let real = std::env::current_exe().ok().map(|exe| lab::RealProcs {
+                exe,
+                records: pg_dir.join("records"),
+            });
+            run_lab(case.as_deref(), beyond, fence, trace_out, table, pg, real).into()
         }
         Cmd::Replay { files } => run_replay(&files).into(),
         Cmd::Diagram {
@@ -406,6 +418,8 @@ fn main() -> ExitCode {
             ttl_ms,
             renew_ms,
             margin_ms,
+            record,
+            clock_origin_ms,
         } => {
             let a = leaselab_pg::real::HolderArgs {
                 role,
@@ -416,6 +430,8 @@ fn main() -> ExitCode {
                 ttl_ms,
                 renew_ms,
                 margin_ms,
+                record,
+                clock_origin_ms,
             };
             match leaselab_pg::real::holder_main(&a) {
                 Ok(()) => ExitCode::SUCCESS,
@@ -536,12 +552,12 @@ fn run_lab(
     out: Option<PathBuf>,
     table: bool,
     pg: Option<leaselab_pg::PgBackend>,
+    real: Option<lab::RealProcs>,
 ) -> Exit {
     if pg.is_some() {
         println!("BACKEND postgres: the source SQL on two throwaway clusters (lease26, res26), virtual now()\n");
     }
-    let exe = std::env::current_exe().ok();
-    let res = match lab::run_select(case, beyond, fence, pg, exe) {
+    let res = match lab::run_select(case, beyond, fence, pg, real) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("leaselab lab: {e}");

@@ -170,8 +170,12 @@ fn the_lab_passes_on_postgres_too() {
     let pg = leaselab_pg::PgBackend::throwaway(&dir)
         .unwrap_or_else(|e| panic!("cannot start PostgreSQL: {e}"));
     let exe = std::path::PathBuf::from(env!("CARGO_BIN_EXE_leaselab"));
+    let real = lab::RealProcs {
+        exe: exe.clone(),
+        records: dir.join("records"),
+    };
     let res =
-        lab::run_select(None, false, None, Some(pg), Some(exe)).expect("lab runs on PostgreSQL");
+        lab::run_select(None, false, None, Some(pg), Some(real)).expect("lab runs on PostgreSQL");
     assert_eq!((res.passed, res.failed), (13, 0), "{}", res.text);
     // The real-time experiments ran: F4's A was seen stopped and its write rejected.
     assert!(res.text.contains("ok   real: after SIGSTOP /proc/<pid>/stat shows A stopped (renewer thread too) (expected=T, actual=T)"), "{}", res.text);
@@ -195,6 +199,39 @@ fn the_lab_passes_on_postgres_too() {
         "{}",
         res.text
     );
+    // F4's and F5's holder processes recorded their own calls; the judge command the lab prints
+    // for each gives, run as printed, the verdict the lab expected: F4 clean, F5 I3.
+    let judge: Vec<&str> = res
+        .text
+        .lines()
+        .filter_map(|l| l.trim_start().strip_prefix("note judge: leaselab "))
+        .collect();
+    assert_eq!(judge.len(), 2, "{}", res.text);
+    for (args, exit, verdict) in [
+        (
+            judge[0],
+            0,
+            "verdict: every check holds (I1, I2, I3, acceptance, final)",
+        ),
+        (judge[1], 1, "verdict: I3, acceptance, final broken"),
+    ] {
+        assert!(args.contains("/F4/") == (exit == 0), "{args}");
+        let out = std::process::Command::new(&exe)
+            .args(args.split(' '))
+            .output()
+            .expect("leaselab judge runs");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(exit), "{args}\n{text}");
+        assert!(text.contains(verdict), "{args}\n{text}");
+        assert!(text.contains("holder-a.jsonl + "), "{text}");
+        if exit == 1 {
+            assert!(
+                text.contains("VIOLATION I3: scope daily-report: holder-a's write"),
+                "{text}"
+            );
+            assert!(text.contains("/F5/holder-a.jsonl:"), "{text}");
+        }
+    }
     // The negative controls break on PostgreSQL exactly as on the model.
     for (name, check) in [
         ("F5", Check::I3),

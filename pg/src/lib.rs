@@ -36,6 +36,7 @@ pub mod audit;
 pub mod cluster;
 pub mod diff;
 pub mod real;
+pub mod recording;
 pub mod spec;
 pub mod sql;
 

@@ -2,9 +2,12 @@
 //! for F4/F5 two real OS processes of our own binary (`leaselab holder …`) that the parent
 //! stops with SIGSTOP and resumes with SIGCONT.
 
+use crate::recording::{epoch_ms, Recording};
 use crate::sql;
+use leaselab_model::{Millis, Op, Outcome, PartRow, Token};
+use std::future::Future;
 use std::io::{BufRead, BufReader, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdout, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -74,13 +77,16 @@ async fn connect(info: &str) -> Result<Client, RealError> {
     Ok(c)
 }
 
+// Both return the expiry they set, in ms since the epoch, for the recorders: what the server
+// reported is what a recorded history carries.
 const ACQUIRE_REAL: &str = "INSERT INTO lease AS l (name, holder, token, expires_at)
 VALUES ($1, $2, 1, now() + make_interval(secs => $3::float8 / 1000))
 ON CONFLICT (name) DO UPDATE SET holder = EXCLUDED.holder, token = l.token + 1, expires_at = EXCLUDED.expires_at
-WHERE l.expires_at <= now() RETURNING l.token";
+WHERE l.expires_at <= now() RETURNING l.token, floor(extract(epoch FROM l.expires_at) * 1000)::int8";
 const RENEW_REAL: &str =
     "UPDATE lease SET expires_at = now() + make_interval(secs => $1::float8 / 1000)
-WHERE name = $2 AND holder = $3 AND token = $4 AND expires_at > now()";
+WHERE name = $2 AND holder = $3 AND token = $4 AND expires_at > now()
+RETURNING floor(extract(epoch FROM expires_at) * 1000)::int8";
 
 /// Arguments of `leaselab holder`.
 #[derive(Clone, Debug)]
@@ -102,6 +108,96 @@ pub struct HolderArgs {
     pub renew_ms: u64,
     /// Local margin.
     pub margin_ms: u64,
+    /// Record this process's calls to this file (JSON lines).
+    pub record: Option<PathBuf>,
+    /// The recording's time 0, in ms since the epoch (the parent's, shared by every process).
+    pub clock_origin_ms: u64,
+}
+
+/// Runs `call` recorded as `op` on `rec` (see [`Recording::around`]).
+async fn recorded<T>(
+    rec: &Recording,
+    conn: Option<&str>,
+    op: &Op,
+    call: impl Future<Output = Result<T, RealError>>,
+    outcome: impl FnOnce(&T) -> Outcome,
+) -> Result<T, RealError> {
+    rec.around(conn, op, call, outcome).await.ctx("record")?
+}
+
+/// The lease `report-job` for `holder`: the token and expiry granted, or `None` if held.
+async fn acquire(
+    lease: &Client,
+    rec: &Recording,
+    holder: &str,
+    ttl_ms: u64,
+) -> Result<Option<(i64, i64)>, RealError> {
+    let call = async {
+        let row = lease
+            .query_opt(ACQUIRE_REAL, &[&"report-job", &holder, &(ttl_ms as f64)])
+            .await
+            .ctx("acquire")?;
+        Ok(row.map(|r| (r.get(0), r.get(1))))
+    };
+    recorded(rec, None, &Op::acquire(holder, ttl_ms), call, |g| match g {
+        Some((token, expires)) => Outcome::Granted {
+            token: Token(*token as u64),
+            expires: rec.at(*expires),
+        },
+        None => Outcome::Refused,
+    })
+    .await
+}
+
+/// Renews `report-job` on `client`: whether it was renewed.
+async fn renew(
+    client: &Client,
+    rec: &Recording,
+    conn: Option<&str>,
+    holder: &str,
+    token: i64,
+    ttl_ms: u64,
+) -> Result<bool, RealError> {
+    let call = async {
+        let row = client
+            .query_opt(
+                RENEW_REAL,
+                &[&(ttl_ms as f64), &"report-job", &holder, &token],
+            )
+            .await
+            .ctx("renew")?;
+        Ok(row.map(|r| r.get::<_, i64>(0)))
+    };
+    let op = Op::renew(holder, token as u64, ttl_ms);
+    let renewed = recorded(rec, conn, &op, call, |r| match r {
+        Some(expires) => Outcome::Renewed {
+            expires: rec.at(*expires),
+        },
+        None => Outcome::Refused,
+    })
+    .await?;
+    Ok(renewed.is_some())
+}
+
+/// A recorded write of `daily-report/summary`: whether it was accepted.
+async fn write_recorded(
+    res: &Client,
+    rec: &Recording,
+    fenced: bool,
+    name: &str,
+    token: i64,
+    content: &str,
+) -> Result<bool, RealError> {
+    let op = Op::write("summary", content, token as u64);
+    let call = write(res, fenced, name, token, content);
+    recorded(rec, None, &op, call, |ok| {
+        if *ok {
+            Outcome::Accepted
+        } else {
+            Outcome::Rejected
+        }
+    })
+    .await
 }
 
 async fn write(
@@ -148,27 +244,30 @@ async fn write(
     Ok(ok)
 }
 
-/// The child process. Prints one line per step; the parent reads them.
+/// The child process. Prints one line per step; the parent reads them. With `record`, every
+/// call it makes is also written to that file as it happens (JSON lines, `leaselab judge`).
 pub fn holder_main(a: &HolderArgs) -> Result<(), RealError> {
     let rt = runtime()?;
     let out = |s: String| {
         println!("{s}");
         let _ = std::io::stdout().flush();
     };
+    let rec = Arc::new(
+        Recording::open(a.record.as_deref(), &a.name, a.clock_origin_ms)
+            .ctx("open the record file")?,
+    );
     rt.block_on(async {
         let lease = connect(&a.lease).await?;
         let res = connect(&a.res).await?;
-        let ttl = a.ttl_ms as f64;
         // The local deadline starts from the monotonic clock read *before* sending.
         let start = Instant::now();
+        let start_rec = rec.now();
         let mut token: Option<i64> = None;
         let give_up = Instant::now() + Duration::from_secs(20);
         while token.is_none() && Instant::now() < give_up {
-            let row = lease
-                .query_opt(ACQUIRE_REAL, &[&"report-job", &a.name, &ttl])
-                .await
-                .ctx("acquire")?;
-            token = row.map(|r| r.get(0));
+            token = acquire(&lease, &rec, &a.name, a.ttl_ms)
+                .await?
+                .map(|(t, _)| t);
             if token.is_none() {
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
@@ -176,46 +275,57 @@ pub fn holder_main(a: &HolderArgs) -> Result<(), RealError> {
         let token = token.ok_or_else(|| RealError::Unexpected("never acquired".into()))?;
         out(format!("ACQUIRED token={token}"));
         if a.role == "b" {
-            let ok = write(&res, a.fenced, &a.name, token, "rows=201(B)").await?;
+            let ok = write_recorded(&res, &rec, a.fenced, &a.name, token, "rows=201(B)").await?;
             out(format!("WRITE accepted={ok} token={token}"));
-            let n = lease
-                .execute(RENEW_REAL, &[&ttl, &"report-job", &a.name, &token])
-                .await
-                .ctx("renew")?;
-            out(format!("RENEW ok={}", n == 1));
-            lease
-                .execute(sql::RELEASE, &[&"report-job", &a.name, &token])
-                .await
-                .ctx("release")?;
+            let ok = renew(&lease, &rec, None, &a.name, token, a.ttl_ms).await?;
+            out(format!("RENEW ok={ok}"));
+            let op = Op::release(&a.name, token as u64);
+            let call = async {
+                lease
+                    .execute(sql::RELEASE, &[&"report-job", &a.name, &token])
+                    .await
+                    .ctx("release")
+            };
+            recorded(&rec, None, &op, call, |n| {
+                if *n == 1 {
+                    Outcome::Released
+                } else {
+                    Outcome::Refused
+                }
+            })
+            .await?;
             out("RELEASED".into());
             return Ok(());
         }
         // Holder A: a background renewer thread with its own connection.
         let deadline_ms = Arc::new(AtomicU64::new(a.ttl_ms.saturating_sub(a.margin_ms)));
         let lost = Arc::new(AtomicBool::new(false));
-        {
-            let (deadline_ms, lost, info, name) = (
+        let stop = Arc::new(AtomicBool::new(false));
+        let renewer = {
+            let (deadline_ms, lost, stop, info, name, rec) = (
                 deadline_ms.clone(),
                 lost.clone(),
+                stop.clone(),
                 a.lease.clone(),
                 a.name.clone(),
+                rec.clone(),
             );
             let (renew_ms, ttl_ms, margin_ms) = (a.renew_ms, a.ttl_ms, a.margin_ms);
+            let conn = format!("{name}-renewer");
             std::thread::spawn(move || {
                 let Ok(rt) = runtime() else { return };
                 rt.block_on(async move {
                     let Ok(c) = connect(&info).await else { return };
                     loop {
                         tokio::time::sleep(Duration::from_millis(renew_ms)).await;
+                        if stop.load(Ordering::SeqCst) {
+                            return;
+                        }
                         let sent = start.elapsed().as_millis() as u64;
-                        match c
-                            .execute(
-                                RENEW_REAL,
-                                &[&(ttl_ms as f64), &"report-job", &name, &token],
-                            )
-                            .await
-                        {
-                            Ok(1) => deadline_ms.store(sent + ttl_ms - margin_ms, Ordering::SeqCst),
+                        match renew(&c, &rec, Some(&conn), &name, token, ttl_ms).await {
+                            Ok(true) => {
+                                deadline_ms.store(sent + ttl_ms - margin_ms, Ordering::SeqCst)
+                            }
                             _ => {
                                 lost.store(true, Ordering::SeqCst);
                                 return;
@@ -223,26 +333,36 @@ pub fn holder_main(a: &HolderArgs) -> Result<(), RealError> {
                         }
                     }
                 });
-            });
-        }
+            })
+        };
         // Wait for the parent's go-ahead to check, then wait for the release line right after
         // the check: that is where the parent stops this process.
         let mut line = String::new();
         let stdin = std::io::stdin();
         stdin.lock().read_line(&mut line).ctx("stdin")?;
-        let valid = !lost.load(Ordering::SeqCst)
-            && (start.elapsed().as_millis() as u64) < deadline_ms.load(Ordering::SeqCst);
+        let deadline = deadline_ms.load(Ordering::SeqCst);
+        let valid = !lost.load(Ordering::SeqCst) && (start.elapsed().as_millis() as u64) < deadline;
+        let check = Op::check(Millis(start_rec.0 + deadline));
+        let verdict = if valid {
+            Outcome::Valid
+        } else {
+            Outcome::Expired
+        };
+        rec.local(&check, &verdict).ctx("record")?;
         out(format!("CHECK valid={valid}"));
         out("READY".into());
         line.clear();
         stdin.lock().read_line(&mut line).ctx("stdin")?;
-        let ok = write(&res, a.fenced, &a.name, token, "rows=200(A)").await?;
+        let ok = write_recorded(&res, &rec, a.fenced, &a.name, token, "rows=200(A)").await?;
         out(format!("WRITE accepted={ok} token={token}"));
-        let n = lease
-            .execute(RENEW_REAL, &[&ttl, &"report-job", &a.name, &token])
-            .await
-            .ctx("renew")?;
-        out(format!("RENEW_AFTER_WRITE ok={}", n == 1));
+        let ok = renew(&lease, &rec, None, &a.name, token, a.ttl_ms).await?;
+        out(format!("RENEW_AFTER_WRITE ok={ok}"));
+        // The renewer ends at its next wake-up: every call it began is answered, and recorded,
+        // before this process exits.
+        stop.store(true, Ordering::SeqCst);
+        renewer
+            .join()
+            .map_err(|_| RealError::Unexpected("the renewer thread panicked".into()))?;
         Ok(())
     })
 }
@@ -268,6 +388,9 @@ pub struct PauseReport {
     pub floor: i64,
     /// Rejected attempts logged for A.
     pub a_rejected: i64,
+    /// The recorded histories, one file per process (holder-a, holder-b, and the observer's
+    /// final read), when the experiment was asked to record.
+    pub records: Vec<PathBuf>,
 }
 
 fn proc_state(pid: u32) -> char {
@@ -293,6 +416,19 @@ fn signal(pid: u32, sig: &str) -> Result<(), RealError> {
     }
 }
 
+/// Where and from when the processes of one experiment record their calls.
+#[derive(Clone, Debug)]
+struct Records {
+    dir: PathBuf,
+    origin_ms: u64,
+}
+
+impl Records {
+    fn file(&self, process: &str) -> PathBuf {
+        self.dir.join(format!("{process}.jsonl"))
+    }
+}
+
 fn spawn_holder(
     exe: &Path,
     role: &str,
@@ -300,13 +436,19 @@ fn spawn_holder(
     lease: &str,
     res: &str,
     fenced: bool,
+    records: Option<&Records>,
 ) -> Result<Child, RealError> {
-    Command::new(exe)
-        .args([
-            "holder", "--role", role, "--name", name, "--lease", lease, "--res", res,
-        ])
-        .args(["--fence", if fenced { "scope" } else { "off" }])
-        .stdin(Stdio::piped())
+    let mut cmd = Command::new(exe);
+    cmd.args([
+        "holder", "--role", role, "--name", name, "--lease", lease, "--res", res,
+    ])
+    .args(["--fence", if fenced { "scope" } else { "off" }]);
+    if let Some(r) = records {
+        cmd.arg("--record")
+            .arg(r.file(name))
+            .args(["--clock-origin-ms", &r.origin_ms.to_string()]);
+    }
+    cmd.stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
         .ctx(&format!("spawn {}", exe.display()))
@@ -322,15 +464,29 @@ fn next_line(r: &mut BufReader<ChildStdout>) -> Result<String, RealError> {
 }
 
 /// F4 (fenced) / F5 (unfenced) with two real processes. The databases must be freshly reset.
+/// With `record_dir`, each holder process records its calls to `record_dir/<holder>.jsonl`
+/// and this process records its final read to `record_dir/observer.jsonl`.
 pub fn pause_experiment(
     exe: &Path,
     lease: &str,
     res: &str,
     fenced: bool,
+    record_dir: Option<&Path>,
 ) -> Result<PauseReport, RealError> {
     let rt = runtime()?;
     let mut rep = PauseReport::default();
-    let mut a = spawn_holder(exe, "a", "holder-a", lease, res, fenced)?;
+    let records = match record_dir {
+        Some(dir) => {
+            std::fs::create_dir_all(dir).ctx(&format!("create {}", dir.display()))?;
+            Some(Records {
+                dir: dir.to_path_buf(),
+                origin_ms: epoch_ms(),
+            })
+        }
+        None => None,
+    };
+    let records = records.as_ref();
+    let mut a = spawn_holder(exe, "a", "holder-a", lease, res, fenced, records)?;
     let mut a_in = a
         .stdin
         .take()
@@ -383,7 +539,7 @@ pub fn pause_experiment(
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    let mut b = spawn_holder(exe, "b", "holder-b", lease, res, fenced)?;
+    let mut b = spawn_holder(exe, "b", "holder-b", lease, res, fenced, records)?;
     let mut b_out = BufReader::new(
         b.stdout
             .take()
@@ -400,10 +556,38 @@ pub fn pause_experiment(
         rep.a_after.push(l);
     }
     let _ = a.wait();
-    let part = rt
-        .block_on(res_c.query_opt("SELECT content, writer, token FROM report_part WHERE scope = 'daily-report' AND part = 'summary'", &[]))
-        .ctx("part")?;
-    rep.summary = part.map(|r| (r.get(0), r.get(1), r.get(2)));
+    let observer = Recording::open(
+        records.map(|r| r.file("observer")).as_deref(),
+        "observer",
+        records.map_or(0, |r| r.origin_ms),
+    )
+    .ctx("open the record file")?;
+    let read = async {
+        res_c
+            .query_opt("SELECT content, writer, token FROM report_part WHERE scope = 'daily-report' AND part = 'summary'", &[])
+            .await
+            .ctx("part")
+            .map(|p| p.map(|r| (r.get::<_, String>(0), r.get::<_, String>(1), r.get::<_, i64>(2))))
+    };
+    rep.summary = rt.block_on(recorded(
+        &observer,
+        None,
+        &Op::read_part("summary"),
+        read,
+        |p| {
+            Outcome::Part(p.as_ref().map(|(content, writer, token)| PartRow {
+                content: content.clone(),
+                writer: writer.as_str().into(),
+                token: Token(*token as u64),
+            }))
+        },
+    ))?;
+    if let Some(r) = records {
+        rep.records = ["holder-a", "holder-b", "observer"]
+            .iter()
+            .map(|p| r.file(p))
+            .collect();
+    }
     rep.floor = rt
         .block_on(res_c.query_one(
             "SELECT max_token FROM fence_floor WHERE scope = 'daily-report'",

@@ -328,7 +328,7 @@ fn real_crash(lab: &mut Lab) {
 
 /// F4/F5 as the source ran them: two real processes, SIGSTOP/SIGCONT, real `now()`.
 fn real_pause(lab: &mut Lab, fenced: bool) {
-    let Some(exe) = lab.holder_exe.clone() else {
+    let Some(real) = lab.real.clone() else {
         return;
     };
     let cfg = Config::with_fence(if fenced {
@@ -339,7 +339,14 @@ fn real_pause(lab: &mut Lab, fenced: bool) {
     let Some((lease, res)) = lab.real_pg(&cfg) else {
         return;
     };
-    let r = match leaselab_pg::real::pause_experiment(&exe, &lease, &res, fenced) {
+    let records = real.records.join(if fenced { "F4" } else { "F5" });
+    let r = match leaselab_pg::real::pause_experiment(
+        &real.exe,
+        &lease,
+        &res,
+        fenced,
+        Some(&records),
+    ) {
         Ok(r) => r,
         Err(e) => {
             lab.expect_that(&format!("real: two-process experiment ran ({e})"), false);
@@ -409,6 +416,34 @@ fn real_pause(lab: &mut Lab, fenced: bool) {
         );
         lab.expect("real: fence_floor", 0, r.floor);
     }
+    judge_records(lab, &r.records, fenced);
+}
+
+/// The holders' own records (each process its own file, as a service would write them), judged
+/// together by the checkers alone: what `leaselab judge` says of a deployment that did this.
+fn judge_records(lab: &mut Lab, files: &[std::path::PathBuf], fenced: bool) {
+    let judged = crate::judge_cmd::judge(files, true);
+    let verdict = judged
+        .text
+        .lines()
+        .find_map(|l| l.trim_start().strip_prefix("verdict: "))
+        .unwrap_or("none (the records could not be judged)")
+        .to_string();
+    let expected = if fenced {
+        "every check holds (I1, I2, I3, acceptance, final)"
+    } else {
+        "I3, acceptance, final broken"
+    };
+    lab.expect(
+        "real: the processes' own records, judged alone",
+        s(expected),
+        verdict,
+    );
+    for e in &judged.errors {
+        lab.note(format!("real: record: {e}"));
+    }
+    let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+    lab.note(format!("judge: leaselab judge --merge {}", names.join(" ")));
 }
 
 fn f5(lab: &mut Lab) {

@@ -84,6 +84,16 @@ pub struct RunRecord {
     pub report: Report,
 }
 
+/// The real-process experiment (F4/F5 on PostgreSQL): the binary its holder processes run,
+/// and where their recorded histories go (`<records>/F4`, `<records>/F5`).
+#[derive(Clone, Debug)]
+pub struct RealProcs {
+    /// The `leaselab` binary (`leaselab holder …`).
+    pub exe: std::path::PathBuf,
+    /// The directory of the recorded histories.
+    pub records: std::path::PathBuf,
+}
+
 /// Collects a case's output lines, its failures, its runs, and observations for table 26-1.
 #[derive(Default)]
 pub struct Lab {
@@ -101,8 +111,8 @@ pub struct Lab {
     pub pg: Option<Rc<RefCell<PgBackend>>>,
     /// A backend that could not be reset: the run stops with this error.
     pub infra_error: Option<String>,
-    /// The `leaselab` binary, for the real-process experiments on PostgreSQL.
-    pub holder_exe: Option<std::path::PathBuf>,
+    /// The real-process experiments on PostgreSQL, when asked for.
+    pub real: Option<RealProcs>,
     /// Print the timeline of every run with a stale write or a violation (one case asked for
     /// with `--case`); a failed run always prints its timeline.
     pub pictures: bool,
@@ -264,14 +274,14 @@ pub fn run(only: Option<&str>, fence_override: Option<FenceMode>) -> Result<LabR
 }
 
 /// The full entry point. `beyond` adds the X cases to a run of all cases (`--case X1` always
-/// finds them); `pg` runs every case on PostgreSQL, and with `holder_exe` (the `leaselab`
-/// binary) F2, F3, F4, F5 and F8 also run their real-time experiments.
+/// finds them); `pg` runs every case on PostgreSQL, and with `real` F4 and F5 also run as
+/// two real processes, whose own records are then judged.
 pub fn run_select(
     only: Option<&str>,
     beyond: bool,
     fence_override: Option<FenceMode>,
     pg: Option<PgBackend>,
-    holder_exe: Option<std::path::PathBuf>,
+    real: Option<RealProcs>,
 ) -> Result<LabResult, String> {
     let mut all = cases();
     if beyond || only.is_some() {
@@ -297,7 +307,7 @@ pub fn run_select(
     let mut lab = Lab {
         fence_override,
         pg: pg.map(|p| Rc::new(RefCell::new(p))),
-        holder_exe,
+        real,
         pictures: only.is_some(),
         ..Lab::default()
     };
