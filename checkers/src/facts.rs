@@ -225,6 +225,41 @@ pub struct Facts {
     pub lease_unknown: Vec<UnknownLease>,
     /// Reads of a lease, floor, part or publish, in history order, with what each could see.
     pub reads: Vec<ReadFact>,
+    /// Whole writes, publishes, renewals and releases nobody learned the outcome of, in the
+    /// order they were issued: what [`crate::unknown`] resolves one way and the other.
+    pub unknown: Vec<Unknown>,
+}
+
+/// An operation nobody learned the outcome of: where it was issued, and where its unknown
+/// answer is (none when no answer ever came: its connection was dropped, its database
+/// crashed, its client moved on, or the history ended first).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Unknown {
+    /// The event that issued it.
+    pub issued: u64,
+    /// The event that answered `indeterminate`, if any.
+    pub answered: Option<u64>,
+}
+
+/// Whether the outcome of `op`, unknown, can change a verdict: whole writes, publishes,
+/// renewals and releases. (An acquire whose answer was lost is not: its holder does not know
+/// its token and cannot act on it; a step of a transaction is decided by the transaction's
+/// commit.)
+fn resolvable(op: &Op) -> bool {
+    matches!(
+        op,
+        Op::Write { .. } | Op::Publish { .. } | Op::Renew { .. } | Op::Release { .. }
+    )
+}
+
+/// Notes an `indeterminate` answer to `op`, issued at `issued` and answered at `answered`.
+fn note_unknown(f: &mut Facts, op: &Op, out: &Outcome, issued: u64, answered: u64) {
+    if matches!(out, Outcome::Indeterminate(_)) && resolvable(op) {
+        f.unknown.push(Unknown {
+            issued,
+            answered: Some(answered),
+        });
+    }
 }
 
 /// A renewal or release nobody learned the outcome of.
@@ -365,6 +400,7 @@ pub fn derive_with(h: &History, res_transactions: bool, wrong: Option<WrongFacts
                         }
                     };
                     let t = txns.entry((*db, conn)).or_default();
+                    note_unknown(&mut f, p.op, out, p.since, e.seq);
                     if t.open && matches!(out, Outcome::Error(r) if r.starts_with("sqlstate-")) {
                         abort(&mut f, t, &mut drafts, *db, conn);
                     } else {
@@ -475,6 +511,7 @@ pub fn derive_with(h: &History, res_transactions: bool, wrong: Option<WrongFacts
                 {
                     abort(&mut f, t, &mut drafts, db.unwrap_or(DbName::Res), conn);
                 } else {
+                    note_unknown(&mut f, op, out, e.seq, e.seq);
                     if db.is_some() {
                         let exact = res_transactions || db == Some(DbName::Lease);
                         if let Some(r) = read_fact(t, e, exact, wrong) {
@@ -510,6 +547,7 @@ pub fn derive_with(h: &History, res_transactions: bool, wrong: Option<WrongFacts
     for ((db, _), p) in &blocked {
         lost(&mut f, *db, p);
     }
+    f.unknown.sort_by_key(|u| u.issued);
     // Publishes of a transaction still open at the end: a check-then-write marker's took
     // effect, a real one's did not; the history cannot tell which.
     for ((db, _), t) in &txns {
@@ -542,6 +580,12 @@ fn abort<'h>(f: &mut Facts, t: &mut Txn, drafts: &mut Drafts<'h>, db: DbName, co
 /// A statement whose outcome nobody will collect.
 fn lost(f: &mut Facts, db: DbName, p: &Pending<'_>) {
     bump_unreported(f, db);
+    if resolvable(p.op) {
+        f.unknown.push(Unknown {
+            issued: p.since,
+            answered: None,
+        });
+    }
     if let Op::Renew { holder, token, .. } | Op::Release { holder, token, .. } = p.op {
         f.lease_unknown.push(UnknownLease {
             holder: holder.clone(),

@@ -28,70 +28,12 @@ pub struct Possible {
     pub if_applied: bool,
 }
 
-/// One unknown operation: where it was issued, and where its unknown answer is (none when no
-/// answer ever came).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Unknown {
-    /// The event that issued it.
-    pub issued: u64,
-    /// The event that answered `indeterminate`, if any.
-    pub answered: Option<u64>,
-}
+pub use crate::facts::Unknown;
 
-/// The unknown operations a resolution can change the verdict of: whole writes, publishes,
-/// renewals and releases. (An acquire whose answer was lost is not among them: its holder does
-/// not know its token and cannot act on it; a step of a transaction is decided by the
-/// transaction's commit.)
+/// The unknown operations a resolution can change the verdict of, in the order they were
+/// issued (found where every other fact is: [`crate::facts::derive`]).
 pub fn unknowns(h: &History) -> Vec<Unknown> {
-    let mut out = Vec::new();
-    // Per connection, the statement waiting for its answer.
-    let mut waiting: std::collections::BTreeMap<&str, u64> = Default::default();
-    for e in &h.events {
-        let conn = e.conn_str();
-        match (&e.op, &e.outcome) {
-            (Op::Await { .. }, o) if *o != Outcome::Blocked => {
-                if let Some(issued) = waiting.remove(conn) {
-                    if matches!(o, Outcome::Indeterminate(_)) {
-                        out.push(Unknown {
-                            issued,
-                            answered: Some(e.seq),
-                        });
-                    }
-                }
-            }
-            (op, Outcome::Blocked) if resolvable(op) => {
-                waiting.insert(conn, e.seq);
-            }
-            // Dropped with its connection: nobody will hear what it did.
-            (Op::Disconnect { .. }, _) => {
-                if let Some(issued) = waiting.remove(conn) {
-                    out.push(Unknown {
-                        issued,
-                        answered: None,
-                    });
-                }
-            }
-            (op, Outcome::Indeterminate(_)) if resolvable(op) => out.push(Unknown {
-                issued: e.seq,
-                answered: Some(e.seq),
-            }),
-            _ => {}
-        }
-    }
-    // Never answered: dropped with their connection, or still waiting at the end.
-    out.extend(waiting.into_values().map(|issued| Unknown {
-        issued,
-        answered: None,
-    }));
-    out.sort_by_key(|u| u.issued);
-    out
-}
-
-fn resolvable(op: &Op) -> bool {
-    matches!(
-        op,
-        Op::Write { .. } | Op::Publish { .. } | Op::Renew { .. } | Op::Release { .. }
-    )
+    crate::facts::derive(h).unknown
 }
 
 /// The violations that depend on one unknown operation, beyond the certain ones in `base`;

@@ -950,3 +950,50 @@ fn an_unknown_renewal_is_resolved_to_the_latest_expiry_it_can_have_set() {
         .0
         .is_empty());
 }
+
+/// The operations nobody heard back from are found where every other fact is: a write whose
+/// `await` said `still-blocked` and whose connection then dropped, a renewal its client moved
+/// on from without collecting, a release answered `indeterminate` through its `await`, a write
+/// lost in a crash — and nothing answered for certain.
+#[test]
+fn unknown_operations_are_every_kind_nobody_heard_back_from() {
+    use leaselab_checkers::unknown::{unknowns, Unknown};
+    let res = DbName::Res;
+    let lease = DbName::Lease;
+    let h = hand(&[
+        ("a", Op::write("summary", "a", 1), Outcome::Blocked), // #1
+        ("a", Op::await_(res), Outcome::Error("still-blocked".into())), // #2
+        ("a", Op::Disconnect { db: res }, Outcome::Ok),        // #3: #1 dropped
+        ("b", Op::renew("b", 2, 100), Outcome::Blocked),       // #4
+        ("b", Op::read_lease(), Outcome::Lease(None)),         // #5: #4 never collected
+        ("c", Op::release("c", 3), Outcome::Blocked),          // #6
+        (
+            "c",
+            Op::await_(lease),
+            Outcome::Indeterminate("timeout".into()),
+        ), // #7
+        ("d", Op::write("summary", "d", 4), Outcome::Blocked), // #8
+        ("admin", Op::Crash { db: res }, Outcome::Ok),         // #9: #8 lost
+        ("e", Op::write("summary", "e", 5), Outcome::Accepted), // #10: known
+        (
+            "e",
+            Op::publish("k", "e", 5),
+            Outcome::Indeterminate("timeout".into()),
+        ), // #11
+        (
+            "f",
+            Op::acquire("f", 100),
+            Outcome::Indeterminate("timeout".into()),
+        ), // #12: not one
+    ]);
+    let got = unknowns(&h);
+    let want = [
+        (1, None),
+        (4, None),
+        (6, Some(7)),
+        (8, None),
+        (11, Some(11)),
+    ]
+    .map(|(issued, answered)| Unknown { issued, answered });
+    assert_eq!(got, want);
+}
