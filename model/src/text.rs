@@ -3,7 +3,7 @@
 //! percent-escaped. `Display` of both uses it; the trace format (`leaselab-trace`) writes event
 //! lines with it and parses them back, and the simulation's wire protocol carries it.
 
-use crate::history::{DbName, Op, Outcome};
+use crate::history::{Op, Outcome};
 use crate::rows::PartRow;
 use crate::time::Expiry;
 use std::fmt::Write as _;
@@ -50,19 +50,59 @@ pub fn kv(out: &mut String, k: &str, v: impl std::fmt::Display) {
     let _ = write!(out, " {k}={}", escape(&v.to_string()));
 }
 
-/// The canonical text of an operation (word and fields), as in an event line.
-pub fn op_text(op: &Op) -> String {
-    let mut s = String::new();
+/// One field value of an operation: text, or a number (the JSON-lines history format keeps
+/// the two apart; an event line writes both as words).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Field<'a> {
+    /// A name or content.
+    Text(&'a str),
+    /// A token, a duration or a time.
+    Num(u64),
+}
+
+/// An operation's word, as every text form writes it (`acquire`, `read-part`, `begin`, …).
+pub fn op_word(op: &Op) -> &'static str {
+    match op {
+        Op::Acquire { .. } => "acquire",
+        Op::Renew { .. } => "renew",
+        Op::Release { .. } => "release",
+        Op::Write { .. } => "write",
+        Op::Fence { .. } => "fence",
+        Op::Upsert { .. } => "upsert",
+        Op::Publish { .. } => "publish",
+        Op::Begin { .. } | Op::BeginRepeatableRead { .. } => "begin",
+        Op::Commit { .. } => "commit",
+        Op::Rollback { .. } => "rollback",
+        Op::Await { .. } => "await",
+        Op::Disconnect { .. } => "disconnect",
+        Op::Now { .. } => "now",
+        Op::Crash { .. } => "crash",
+        Op::Restart { .. } => "restart",
+        Op::ReadLease { .. } => "read-lease",
+        Op::ReadFloor { .. } => "read-floor",
+        Op::ReadPart { .. } => "read-part",
+        Op::ReadPublish { .. } => "read-publish",
+        Op::CountAttempts { .. } => "count-attempts",
+        Op::Check { .. } => "check",
+        Op::Pause => "pause",
+        Op::Resume => "resume",
+        Op::Lost => "lost",
+    }
+}
+
+/// An operation's fields, in their written order: the one list that an event line (here) and
+/// a JSON-lines history (`leaselab-record`) both write.
+pub fn op_fields<'a>(op: &'a Op, mut field: impl FnMut(&'static str, Field<'a>)) {
+    use Field::{Num, Text};
     match op {
         Op::Acquire {
             lease,
             holder,
             ttl_ms,
         } => {
-            s.push_str("acquire");
-            kv(&mut s, "lease", lease);
-            kv(&mut s, "holder", holder);
-            kv(&mut s, "ttl_ms", ttl_ms);
+            field("lease", Text(lease.as_str()));
+            field("holder", Text(holder.as_str()));
+            field("ttl_ms", Num(*ttl_ms));
         }
         Op::Renew {
             lease,
@@ -70,109 +110,86 @@ pub fn op_text(op: &Op) -> String {
             token,
             ttl_ms,
         } => {
-            s.push_str("renew");
-            kv(&mut s, "lease", lease);
-            kv(&mut s, "holder", holder);
-            kv(&mut s, "token", token);
-            kv(&mut s, "ttl_ms", ttl_ms);
+            field("lease", Text(lease.as_str()));
+            field("holder", Text(holder.as_str()));
+            field("token", Num(token.0));
+            field("ttl_ms", Num(*ttl_ms));
         }
         Op::Release {
             lease,
             holder,
             token,
         } => {
-            s.push_str("release");
-            kv(&mut s, "lease", lease);
-            kv(&mut s, "holder", holder);
-            kv(&mut s, "token", token);
+            field("lease", Text(lease.as_str()));
+            field("holder", Text(holder.as_str()));
+            field("token", Num(token.0));
         }
         Op::Write {
             scope,
             part,
             content,
             token,
-        } => {
-            s.push_str("write");
-            kv(&mut s, "scope", scope);
-            kv(&mut s, "part", part);
-            kv(&mut s, "content", content);
-            kv(&mut s, "token", token);
         }
-        Op::Fence { scope, token } => {
-            s.push_str("fence");
-            kv(&mut s, "scope", scope);
-            kv(&mut s, "token", token);
-        }
-        Op::Upsert {
+        | Op::Upsert {
             scope,
             part,
             content,
             token,
         } => {
-            s.push_str("upsert");
-            kv(&mut s, "scope", scope);
-            kv(&mut s, "part", part);
-            kv(&mut s, "content", content);
-            kv(&mut s, "token", token);
+            field("scope", Text(scope.as_str()));
+            field("part", Text(part.as_str()));
+            field("content", Text(content));
+            field("token", Num(token.0));
+        }
+        Op::Fence { scope, token } => {
+            field("scope", Text(scope.as_str()));
+            field("token", Num(token.0));
         }
         Op::Publish {
             key,
             content,
             token,
         } => {
-            s.push_str("publish");
-            kv(&mut s, "key", key);
-            kv(&mut s, "content", content);
-            kv(&mut s, "token", token);
+            field("key", Text(key));
+            field("content", Text(content));
+            field("token", Num(token.0));
         }
-        Op::Begin { db } => db_op(&mut s, "begin", *db),
         Op::BeginRepeatableRead { db } => {
-            db_op(&mut s, "begin", *db);
-            kv(&mut s, "isolation", "repeatable-read");
+            field("db", Text(db.as_str()));
+            field("isolation", Text("repeatable-read"));
         }
-        Op::Commit { db } => db_op(&mut s, "commit", *db),
-        Op::Rollback { db } => db_op(&mut s, "rollback", *db),
-        Op::Await { db } => db_op(&mut s, "await", *db),
-        Op::Now { db } => db_op(&mut s, "now", *db),
-        Op::Disconnect { db } => db_op(&mut s, "disconnect", *db),
-        Op::Crash { db } => db_op(&mut s, "crash", *db),
-        Op::Restart { db } => db_op(&mut s, "restart", *db),
-        Op::ReadLease { lease } => {
-            s.push_str("read-lease");
-            kv(&mut s, "lease", lease);
-        }
-        Op::ReadFloor { scope } => {
-            s.push_str("read-floor");
-            kv(&mut s, "scope", scope);
-        }
+        Op::Begin { db }
+        | Op::Commit { db }
+        | Op::Rollback { db }
+        | Op::Await { db }
+        | Op::Now { db }
+        | Op::Disconnect { db }
+        | Op::Crash { db }
+        | Op::Restart { db } => field("db", Text(db.as_str())),
+        Op::ReadLease { lease } => field("lease", Text(lease.as_str())),
+        Op::ReadFloor { scope } => field("scope", Text(scope.as_str())),
         Op::ReadPart { scope, part } => {
-            s.push_str("read-part");
-            kv(&mut s, "scope", scope);
-            kv(&mut s, "part", part);
+            field("scope", Text(scope.as_str()));
+            field("part", Text(part.as_str()));
         }
-        Op::ReadPublish { key } => {
-            s.push_str("read-publish");
-            kv(&mut s, "key", key);
-        }
+        Op::ReadPublish { key } => field("key", Text(key)),
         Op::CountAttempts { writer, outcome } => {
-            s.push_str("count-attempts");
-            kv(&mut s, "writer", writer);
-            kv(&mut s, "outcome", outcome.as_str());
+            field("writer", Text(writer.as_str()));
+            field("outcome", Text(outcome.as_str()));
         }
-        Op::Check { deadline } => {
-            s.push_str("check");
-            kv(&mut s, "deadline", deadline);
-        }
-        Op::Pause => s.push_str("pause"),
-        Op::Resume => s.push_str("resume"),
-        Op::Lost => s.push_str("lost"),
+        Op::Check { deadline } => field("deadline", Num(deadline.0)),
+        Op::Pause | Op::Resume | Op::Lost => {}
     }
-    s
 }
 
-fn db_op(s: &mut String, word: &str, db: DbName) {
-    s.push_str(word);
-    kv(s, "db", db.as_str());
+/// The canonical text of an operation (word and fields), as in an event line.
+pub fn op_text(op: &Op) -> String {
+    let mut s = op_word(op).to_string();
+    op_fields(op, |k, v| match v {
+        Field::Text(t) => kv(&mut s, k, t),
+        Field::Num(n) => kv(&mut s, k, n),
+    });
+    s
 }
 
 fn row_fields(s: &mut String, r: &PartRow) {

@@ -4,6 +4,7 @@
 //! order, so the same history always gives the same bytes.
 
 use crate::{FORMAT, VERSION};
+use leaselab_model::text::{op_fields, Field};
 use leaselab_model::{Event, Expiry, History, Op, Outcome, PartRow};
 use std::collections::BTreeMap;
 
@@ -54,33 +55,7 @@ impl Writer {
 
 /// The operation's word: the trace's (`acquire`, `read-part`, `begin`, …).
 pub fn word(op: &Op) -> &'static str {
-    match op {
-        Op::Acquire { .. } => "acquire",
-        Op::Renew { .. } => "renew",
-        Op::Release { .. } => "release",
-        Op::Write { .. } => "write",
-        Op::Fence { .. } => "fence",
-        Op::Upsert { .. } => "upsert",
-        Op::Publish { .. } => "publish",
-        Op::Begin { .. } => "begin",
-        Op::BeginRepeatableRead { .. } => "begin",
-        Op::Commit { .. } => "commit",
-        Op::Rollback { .. } => "rollback",
-        Op::Await { .. } => "await",
-        Op::Disconnect { .. } => "disconnect",
-        Op::Now { .. } => "now",
-        Op::ReadLease { .. } => "read-lease",
-        Op::ReadFloor { .. } => "read-floor",
-        Op::ReadPart { .. } => "read-part",
-        Op::ReadPublish { .. } => "read-publish",
-        Op::CountAttempts { .. } => "count-attempts",
-        Op::Crash { .. } => "crash",
-        Op::Restart { .. } => "restart",
-        Op::Check { .. } => "check",
-        Op::Pause => "pause",
-        Op::Resume => "resume",
-        Op::Lost => "lost",
-    }
+    leaselab_model::text::op_word(op)
 }
 
 /// One JSON object built key by key.
@@ -187,95 +162,14 @@ fn completion(e: &Event, word: &'static str, out: &mut String) {
     completion_line(Head::of(e), word, &e.outcome, out)
 }
 
-/// An invoke line of `op`.
+/// An invoke line of `op`: its fields are the event line's (`leaselab_model::text::op_fields`),
+/// names and contents as strings, tokens and times as numbers.
 pub fn invoke_line(h: Head<'_>, op: &Op, out: &mut String) {
     let mut l = start(h, "invoke", word(op), out);
-    match op {
-        Op::Acquire {
-            lease,
-            holder,
-            ttl_ms,
-        } => {
-            l.str("lease", lease.as_str());
-            l.str("holder", holder.as_str());
-            l.num("ttl_ms", *ttl_ms);
-        }
-        Op::Renew {
-            lease,
-            holder,
-            token,
-            ttl_ms,
-        } => {
-            l.str("lease", lease.as_str());
-            l.str("holder", holder.as_str());
-            l.num("token", token.0);
-            l.num("ttl_ms", *ttl_ms);
-        }
-        Op::Release {
-            lease,
-            holder,
-            token,
-        } => {
-            l.str("lease", lease.as_str());
-            l.str("holder", holder.as_str());
-            l.num("token", token.0);
-        }
-        Op::Write {
-            scope,
-            part,
-            content,
-            token,
-        }
-        | Op::Upsert {
-            scope,
-            part,
-            content,
-            token,
-        } => {
-            l.str("scope", scope.as_str());
-            l.str("part", part.as_str());
-            l.str("content", content);
-            l.num("token", token.0);
-        }
-        Op::Fence { scope, token } => {
-            l.str("scope", scope.as_str());
-            l.num("token", token.0);
-        }
-        Op::Publish {
-            key,
-            content,
-            token,
-        } => {
-            l.str("key", key);
-            l.str("content", content);
-            l.num("token", token.0);
-        }
-        Op::BeginRepeatableRead { db } => {
-            l.str("db", db.as_str());
-            l.str("isolation", "repeatable-read");
-        }
-        Op::Begin { db }
-        | Op::Commit { db }
-        | Op::Rollback { db }
-        | Op::Await { db }
-        | Op::Disconnect { db }
-        | Op::Now { db }
-        | Op::Crash { db }
-        | Op::Restart { db } => l.str("db", db.as_str()),
-        Op::ReadLease { lease } => l.str("lease", lease.as_str()),
-        Op::ReadFloor { scope } => l.str("scope", scope.as_str()),
-        Op::ReadPart { scope, part } => {
-            l.str("scope", scope.as_str());
-            l.str("part", part.as_str());
-        }
-        Op::ReadPublish { key } => l.str("key", key),
-        Op::CountAttempts { writer, outcome } => {
-            l.str("writer", writer.as_str());
-            l.str("outcome", outcome.as_str());
-        }
-        Op::Check { deadline } => l.num("deadline", deadline.0),
-        Op::Pause | Op::Resume | Op::Lost => {}
-    }
+    op_fields(op, |k, v| match v {
+        Field::Text(t) => l.str(k, t),
+        Field::Num(n) => l.num(k, n),
+    });
     l.end();
 }
 
