@@ -140,9 +140,6 @@ fn every_check_can_fire() {
 /// running maximum rather than by the set of tokens seen.
 fn grants(blocked_first: bool) -> History {
     let mut h = History::default();
-    let mut ev = |t: u64, actor: &str, op: Op, out: Outcome| {
-        h.push(Millis(t), Millis(t), Holder::new(actor), None, op, out);
-    };
     let grant = |token| Outcome::Granted {
         token: Token(token),
         expires: Expiry::At(Millis(10_000)),
@@ -151,12 +148,18 @@ fn grants(blocked_first: bool) -> History {
     if blocked_first {
         // holder-a's grant of 5 is only collected after holder-b's grant of 3: the history cannot
         // order the two, so no decrease may be claimed.
-        ev(1, "holder-a", acq_a, Outcome::Blocked);
-        ev(2, "holder-b", acq_b, grant(3));
-        ev(3, "holder-a", Op::Await { db: DbName::Lease }, grant(5));
+        at(&mut h, 1, "holder-a", acq_a, Outcome::Blocked);
+        at(&mut h, 2, "holder-b", acq_b, grant(3));
+        at(
+            &mut h,
+            3,
+            "holder-a",
+            Op::Await { db: DbName::Lease },
+            grant(5),
+        );
     } else {
-        ev(1, "holder-a", acq_a, grant(5));
-        ev(2, "holder-b", acq_b, grant(3));
+        at(&mut h, 1, "holder-a", acq_a, grant(5));
+        at(&mut h, 2, "holder-b", acq_b, grant(3));
     }
     h
 }
@@ -350,6 +353,11 @@ fn a_statement_refused_as_busy_leaves_the_waiting_one_to_its_await() {
 
 /// A history written by hand, for outcomes only PostgreSQL gives (a commit whose answer was
 /// lost, a connection the server ended without a crash).
+/// Appends an event at `t` (the server's time and the actor's alike) on the actor's own connection.
+fn at(h: &mut History, t: u64, actor: &str, op: Op, out: Outcome) {
+    h.push(Millis(t), Millis(t), Holder::new(actor), None, op, out);
+}
+
 fn hand(events: &[(&str, Op, Outcome)]) -> History {
     let mut h = History::default();
     for (actor, op, out) in events {
@@ -640,27 +648,31 @@ fn an_uncollected_renewal_before_a_grant_leaves_the_overlap_unproven() {
     // t=100 — the renewal sent before that grant, or after it.
     let history = |renew_first: bool| {
         let mut h = History::default();
-        let mut at = |t: u64, actor: &str, op: Op, out: Outcome| {
-            h.push(Millis(t), Millis(t), Holder::new(actor), None, op, out);
-        };
         let renew = Op::Renew {
             lease: LeaseName::new("report-job"),
             holder: Holder::new("holder-a"),
             token: Token(1),
             ttl_ms: 100,
         };
-        at(0, "holder-a", Op::acquire("holder-a", 300), granted(1, 300));
+        at(
+            &mut h,
+            0,
+            "holder-a",
+            Op::acquire("holder-a", 300),
+            granted(1, 300),
+        );
         if renew_first {
-            at(0, "holder-a", renew.clone(), Outcome::Blocked);
+            at(&mut h, 0, "holder-a", renew.clone(), Outcome::Blocked);
         }
         at(
+            &mut h,
             100,
             "holder-b",
             Op::acquire("holder-b", 100),
             granted(2, 200),
         );
         if !renew_first {
-            at(100, "holder-a", renew, Outcome::Blocked);
+            at(&mut h, 100, "holder-a", renew, Outcome::Blocked);
         }
         h
     };
@@ -682,16 +694,15 @@ fn an_uncollected_renewal_before_a_grant_leaves_the_overlap_unproven() {
 fn i1_fires_on_unordered_grants_only_when_either_order_overlaps() {
     let history = |b_expires: u64, b_releases: bool| {
         let mut h = History::default();
-        let mut at = |t: u64, actor: &str, op: Op, out: Outcome| {
-            h.push(Millis(t), Millis(t), Holder::new(actor), None, op, out);
-        };
         at(
+            &mut h,
             0,
             "holder-a",
             Op::acquire("holder-a", 1500),
             Outcome::Blocked,
         );
         at(
+            &mut h,
             0,
             "holder-b",
             Op::acquire("holder-b", 1500),
@@ -703,9 +714,10 @@ fn i1_fires_on_unordered_grants_only_when_either_order_overlaps() {
                 holder: Holder::new("holder-b"),
                 token: Token(2),
             };
-            at(50, "holder-b", release, Outcome::Released);
+            at(&mut h, 50, "holder-b", release, Outcome::Released);
         }
         at(
+            &mut h,
             100,
             "holder-a",
             Op::Await { db: DbName::Lease },
@@ -725,15 +737,12 @@ fn i1_fires_on_unordered_grants_only_when_either_order_overlaps() {
 
     // Both acquires waited, so neither grant is ordered against the other: still found, once.
     let mut h = History::default();
-    let mut at = |t: u64, actor: &str, op: Op, out: Outcome| {
-        h.push(Millis(t), Millis(t), Holder::new(actor), None, op, out);
-    };
     for actor in ["holder-a", "holder-b"] {
-        at(0, actor, Op::acquire(actor, 1500), Outcome::Blocked);
+        at(&mut h, 0, actor, Op::acquire(actor, 1500), Outcome::Blocked);
     }
     let awaited = Op::Await { db: DbName::Lease };
-    at(100, "holder-a", awaited.clone(), granted(2, 1600));
-    at(110, "holder-b", awaited, granted(3, 1610));
+    at(&mut h, 100, "holder-a", awaited.clone(), granted(2, 1600));
+    at(&mut h, 110, "holder-b", awaited, granted(3, 1610));
     let r = check(&h);
     let found: Vec<_> = r.of(Check::I1).collect();
     assert_eq!(found.len(), 1, "{found:?}");
@@ -746,28 +755,29 @@ fn i1_fires_on_unordered_grants_only_when_either_order_overlaps() {
     // A grant that waited while another session acted, reported before the other grant was
     // asked for: ordered, so only the ordinary rule speaks, once.
     let mut h = History::default();
-    let mut at = |t: u64, actor: &str, op: Op, out: Outcome| {
-        h.push(Millis(t), Millis(t), Holder::new(actor), None, op, out);
-    };
     at(
+        &mut h,
         0,
         "holder-a",
         Op::acquire("holder-a", 1500),
         Outcome::Blocked,
     );
     at(
+        &mut h,
         5,
         "holder-c",
         Op::Now { db: DbName::Lease },
         Outcome::Now(Millis(5)),
     );
     at(
+        &mut h,
         10,
         "holder-a",
         Op::Await { db: DbName::Lease },
         granted(2, 1510),
     );
     at(
+        &mut h,
         20,
         "holder-b",
         Op::acquire("holder-b", 1500),
@@ -790,16 +800,15 @@ fn i1_fires_on_unordered_grants_only_when_either_order_overlaps() {
 fn i1_unordered_grants_are_not_judged_across_an_unknown_renewal() {
     let history = |renewer: &str, token: u64, renew_at: u64| {
         let mut h = History::default();
-        let mut at = |t: u64, actor: &str, op: Op, out: Outcome| {
-            h.push(Millis(t), Millis(t), Holder::new(actor), None, op, out);
-        };
         at(
+            &mut h,
             0,
             "holder-a",
             Op::acquire("holder-a", 1500),
             Outcome::Blocked,
         );
         at(
+            &mut h,
             0,
             "holder-b",
             Op::acquire("holder-b", 1500),
@@ -811,9 +820,10 @@ fn i1_unordered_grants_are_not_judged_across_an_unknown_renewal() {
             token: Token(token),
             ttl_ms: 10,
         };
-        let lose = |at: &mut dyn FnMut(u64, &str, Op, Outcome)| {
-            at(renew_at, "holder-b", renew.clone(), Outcome::Blocked);
+        let lose = |h: &mut History| {
+            at(h, renew_at, "holder-b", renew.clone(), Outcome::Blocked);
             at(
+                h,
                 renew_at,
                 "holder-b",
                 Op::Disconnect { db: DbName::Lease },
@@ -821,16 +831,17 @@ fn i1_unordered_grants_are_not_judged_across_an_unknown_renewal() {
             );
         };
         if renew_at < 100 {
-            lose(&mut at);
+            lose(&mut h);
         }
         at(
+            &mut h,
             100,
             "holder-a",
             Op::Await { db: DbName::Lease },
             granted(3, 1600),
         );
         if renew_at >= 100 {
-            lose(&mut at);
+            lose(&mut h);
         }
         h
     };
@@ -856,10 +867,8 @@ fn granted(t: u64, e: u64) -> Outcome {
 fn an_unknown_release_makes_an_overlap_possible_not_certain() {
     let history = |release: Outcome| {
         let mut h = History::default();
-        let mut at = |t: u64, actor: &str, op: Op, out: Outcome| {
-            h.push(Millis(t), Millis(t), Holder::new(actor), None, op, out);
-        };
         at(
+            &mut h,
             0,
             "holder-a",
             Op::acquire("holder-a", 1000),
@@ -870,8 +879,9 @@ fn an_unknown_release_makes_an_overlap_possible_not_certain() {
             holder: Holder::new("holder-a"),
             token: Token(1),
         };
-        at(300, "holder-a", op, release);
+        at(&mut h, 300, "holder-a", op, release);
         at(
+            &mut h,
             500,
             "holder-b",
             Op::acquire("holder-b", 1000),
@@ -903,10 +913,8 @@ fn an_unknown_release_makes_an_overlap_possible_not_certain() {
 #[test]
 fn an_unknown_renewal_is_resolved_to_the_latest_expiry_it_can_have_set() {
     let mut h = History::default();
-    let mut at = |t: u64, actor: &str, op: Op, out: Outcome| {
-        h.push(Millis(t), Millis(t), Holder::new(actor), None, op, out);
-    };
     at(
+        &mut h,
         0,
         "holder-a",
         Op::acquire("holder-a", 1000),
@@ -919,6 +927,7 @@ fn an_unknown_renewal_is_resolved_to_the_latest_expiry_it_can_have_set() {
         ttl_ms: 1000,
     };
     at(
+        &mut h,
         800,
         "holder-a",
         renew,
@@ -926,6 +935,7 @@ fn an_unknown_renewal_is_resolved_to_the_latest_expiry_it_can_have_set() {
     );
     // Granted at 1799: before 800 + 1000.
     at(
+        &mut h,
         1799,
         "holder-b",
         Op::acquire("holder-b", 1000),
