@@ -686,6 +686,16 @@ fn an_uncollected_renewal_before_a_grant_leaves_the_overlap_unproven() {
     assert!(check(&h).violated(Check::I1));
 }
 
+/// holder-a's acquire waits; meanwhile holder-b is granted token 2 until `b_expires`.
+fn a_waits_while_b_is_granted(b_expires: u64) -> History {
+    let mut h = History::default();
+    let a = Op::acquire("holder-a", 1500);
+    at(&mut h, 0, "holder-a", a, Outcome::Blocked);
+    let b = Op::acquire("holder-b", 1500);
+    at(&mut h, 0, "holder-b", b, granted(2, b_expires));
+    h
+}
+
 /// Two grants the history cannot order (holder-a's acquire waited, holder-b was granted
 /// meanwhile, holder-a's grant was collected later): I1 fires only when it holds in either
 /// order — each one unexpired beyond the time the other was reported — and nothing (a release,
@@ -693,21 +703,7 @@ fn an_uncollected_renewal_before_a_grant_leaves_the_overlap_unproven() {
 #[test]
 fn i1_fires_on_unordered_grants_only_when_either_order_overlaps() {
     let history = |b_expires: u64, b_releases: bool| {
-        let mut h = History::default();
-        at(
-            &mut h,
-            0,
-            "holder-a",
-            Op::acquire("holder-a", 1500),
-            Outcome::Blocked,
-        );
-        at(
-            &mut h,
-            0,
-            "holder-b",
-            Op::acquire("holder-b", 1500),
-            granted(2, b_expires),
-        );
+        let mut h = a_waits_while_b_is_granted(b_expires);
         if b_releases {
             let release = Op::Release {
                 lease: LeaseName::new("report-job"),
@@ -799,21 +795,7 @@ fn i1_fires_on_unordered_grants_only_when_either_order_overlaps() {
 #[test]
 fn i1_unordered_grants_are_not_judged_across_an_unknown_renewal() {
     let history = |renewer: &str, token: u64, renew_at: u64| {
-        let mut h = History::default();
-        at(
-            &mut h,
-            0,
-            "holder-a",
-            Op::acquire("holder-a", 1500),
-            Outcome::Blocked,
-        );
-        at(
-            &mut h,
-            0,
-            "holder-b",
-            Op::acquire("holder-b", 1500),
-            granted(2, 1500),
-        );
+        let mut h = a_waits_while_b_is_granted(1500);
         let renew = Op::Renew {
             lease: LeaseName::new("report-job"),
             holder: Holder::new(renewer),
@@ -861,19 +843,19 @@ fn granted(t: u64, e: u64) -> Outcome {
     }
 }
 
+fn a_granted_token_1_until_1000() -> History {
+    let mut h = History::default();
+    let a = Op::acquire("holder-a", 1000);
+    at(&mut h, 0, "holder-a", a, granted(1, 1000));
+    h
+}
+
 /// A release answered `indeterminate` may have ended the lease: no overlap is certain across
 /// it, but one is possible — if it did not take effect — and `unknown::possible` names it.
 #[test]
 fn an_unknown_release_makes_an_overlap_possible_not_certain() {
     let history = |release: Outcome| {
-        let mut h = History::default();
-        at(
-            &mut h,
-            0,
-            "holder-a",
-            Op::acquire("holder-a", 1000),
-            granted(1, 1000),
-        );
+        let mut h = a_granted_token_1_until_1000();
         let op = Op::Release {
             lease: LeaseName::new("report-job"),
             holder: Holder::new("holder-a"),
@@ -912,14 +894,7 @@ fn an_unknown_release_makes_an_overlap_possible_not_certain() {
 /// time plus its TTL.
 #[test]
 fn an_unknown_renewal_is_resolved_to_the_latest_expiry_it_can_have_set() {
-    let mut h = History::default();
-    at(
-        &mut h,
-        0,
-        "holder-a",
-        Op::acquire("holder-a", 1000),
-        granted(1, 1000),
-    );
+    let mut h = a_granted_token_1_until_1000();
     let renew = Op::Renew {
         lease: LeaseName::new("report-job"),
         holder: Holder::new("holder-a"),

@@ -108,6 +108,11 @@ fn peak_kib() -> u64 {
         .unwrap_or(0)
 }
 
+/// One event at `t`, the server's time and the actor's alike.
+fn push(h: &mut History, t: u64, who: &Holder, op: Op, out: Outcome) {
+    h.push(Millis(t), Millis(t), who.clone(), None, op, out);
+}
+
 /// About `n` events of holders taking turns on one lease, deterministic.
 fn generate(n: usize) -> History {
     let holders: Vec<Holder> = (0..8).map(|i| Holder::new(format!("holder-{i}"))).collect();
@@ -130,39 +135,18 @@ fn generate(n: usize) -> History {
         if turn % 5 == 0 {
             // The acquire's answer comes after another holder's line: a commit window.
             let acquire = Op::acquire(me.as_str(), ttl);
-            h.push(
-                Millis(t),
-                Millis(t),
-                me.clone(),
-                None,
-                acquire,
-                Outcome::Blocked,
-            );
+            push(&mut h, t, me, acquire, Outcome::Blocked);
             t += 1;
             let read = Op::ReadFloor {
                 scope: leaselab_model::Scope::new("daily-report"),
             };
-            h.push(
-                Millis(t),
-                Millis(t),
-                other.clone(),
-                None,
-                read,
-                Outcome::Floor(None),
-            );
+            push(&mut h, t, other, read, Outcome::Floor(None));
             t += 1;
             let db = leaselab_model::DbName::Lease;
-            h.push(
-                Millis(t),
-                Millis(t),
-                me.clone(),
-                None,
-                Op::Await { db },
-                granted(t),
-            );
+            push(&mut h, t, me, Op::Await { db }, granted(t));
         } else {
             let acquire = Op::acquire(me.as_str(), ttl);
-            h.push(Millis(t), Millis(t), me.clone(), None, acquire, granted(t));
+            push(&mut h, t, me, acquire, granted(t));
         }
         for part in ["summary", "detail", "totals"] {
             t += 1;
@@ -175,36 +159,27 @@ fn generate(n: usize) -> History {
             };
             if writes % 7 == 0 {
                 // It waits while another holder is refused the lease.
-                h.push(Millis(t), Millis(t), me.clone(), None, op, Outcome::Blocked);
+                push(&mut h, t, me, op, Outcome::Blocked);
                 t += 1;
-                h.push(
-                    Millis(t),
-                    Millis(t),
-                    other.clone(),
-                    None,
+                push(
+                    &mut h,
+                    t,
+                    other,
                     Op::acquire(other.as_str(), ttl),
                     Outcome::Refused,
                 );
                 t += 1;
                 let db = leaselab_model::DbName::Res;
-                h.push(
-                    Millis(t),
-                    Millis(t),
-                    me.clone(),
-                    None,
-                    Op::Await { db },
-                    outcome,
-                );
+                push(&mut h, t, me, Op::Await { db }, outcome);
             } else {
-                h.push(Millis(t), Millis(t), me.clone(), None, op, outcome);
+                push(&mut h, t, me, op, outcome);
             }
         }
         t += 1;
-        h.push(
-            Millis(t),
-            Millis(t),
-            me.clone(),
-            None,
+        push(
+            &mut h,
+            t,
+            me,
             Op::Release {
                 lease: leaselab_model::LeaseName::new("report-job"),
                 holder: me.clone(),
