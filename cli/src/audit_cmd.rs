@@ -20,6 +20,8 @@ pub struct AuditOutcome {
     pub violation: Option<(PathBuf, Report)>,
     /// The generated schedule (1-based) where the first violation showed, before shrinking.
     pub first: Option<u64>,
+    /// Ctrl-C or SIGTERM stopped the search after `schedules` schedules.
+    pub interrupted: bool,
 }
 
 /// Reads and checks the spec at `file` (an error names the file, line and statement).
@@ -77,6 +79,10 @@ pub fn run_gen(
     let infra: RefCell<Option<String>> = RefCell::new(None);
     let mut runner = gen_runner(n, seed, shrink_iters);
     let result = runner.run(&leaselab_gen::schedule(steps), |s| {
+        // Interrupted: the remaining cases are generated (cheap) but not run.
+        if crate::interrupt::requested() {
+            return Ok(());
+        }
         let h = match leaselab_pg::audit::audit_schedule(&mut pg.borrow_mut(), &s, ops) {
             Ok((h, _)) => h,
             Err(e) => {
@@ -142,6 +148,7 @@ pub fn run_gen(
         steps: steps_run,
         violation,
         first: first.into_inner(),
+        interrupted: crate::interrupt::requested(),
     })
 }
 
@@ -159,7 +166,7 @@ pub fn write_scripts(dir: &Path, files: &leaselab_pg::spec::psql::Files) -> Resu
 }
 
 /// `leaselab audit SPEC --gen N`: prints the verdict, the shrunk trace and the commands that
-/// show it; `Ok(true)` when nothing was violated.
+/// show it: `Exit::Violation`, `Exit::Clean`, or `Exit::Interrupted` (Ctrl-C, nothing found so far).
 pub fn run_gen_cmd(
     file: &Path,
     n: u32,
@@ -167,7 +174,8 @@ pub fn run_gen_cmd(
     steps: usize,
     out: &Path,
     pg_dir: &Path,
-) -> Result<bool, String> {
+) -> Result<crate::args::Exit, String> {
+    use crate::args::Exit;
     let (spec, mut pg) = load(file, pg_dir)?;
     let t0 = std::time::Instant::now();
     let search = crate::diff_cmd::Search {
@@ -204,13 +212,22 @@ pub fn run_gen_cmd(
         println!("explain: leaselab explain {}", trace.display());
     }
     println!(
-        "SUMMARY spec={} generated={} steps={} violations={} schedules/s={:.1} steps/s={:.0}",
+        "SUMMARY spec={} generated={} steps={} violations={} schedules/s={:.1} steps/s={:.0}{}",
         file.display(),
         r.schedules,
         r.steps,
         usize::from(r.violation.is_some()),
         r.schedules as f64 / secs,
-        r.steps as f64 / secs
+        r.steps as f64 / secs,
+        if r.interrupted {
+            format!(" interrupted (of {n}: the same --seed draws the same schedules again)")
+        } else {
+            String::new()
+        }
     );
-    Ok(r.violation.is_none())
+    Ok(match (&r.violation, r.interrupted) {
+        (Some(_), _) => Exit::Violation,
+        (None, true) => Exit::Interrupted,
+        (None, false) => Exit::Clean,
+    })
 }

@@ -27,6 +27,8 @@ pub struct SimAudit {
     pub steps: u64,
     /// The first failing seed, shrunk: its run and the trace file written.
     pub failure: Option<(SimRun, PathBuf)>,
+    /// Ctrl-C or SIGTERM stopped the run before this seed (the resume point).
+    pub interrupted_at: Option<u64>,
 }
 
 /// Runs `setup` with whole-operation holders on `pg` (reset first), appends the final reads of
@@ -101,8 +103,13 @@ pub fn run_seeds(
         seeds: 0,
         steps: 0,
         failure: None,
+        interrupted_at: None,
     };
     for seed in a..b {
+        if crate::interrupt::requested() {
+            found.interrupted_at = Some(seed);
+            break;
+        }
         let backend = pg.take().ok_or("postgres backend lost")?;
         let (run, back) = run_setup_on(backend, spec, Setup::derive(seed, opts))?;
         pg = Some(back);
@@ -228,16 +235,30 @@ pub fn run_seeds_cmd(
         println!("explain: leaselab explain {}", trace.display());
     }
     println!(
-        "SUMMARY spec={} seeds={} steps={} failures={} seeds/s={:.2} steps/s={:.0}",
+        "SUMMARY spec={} seeds={} steps={} failures={} seeds/s={:.2} steps/s={:.0}{}",
         file.display(),
         r.seeds,
         r.steps,
         usize::from(r.failure.is_some()),
         r.seeds as f64 / secs,
-        r.steps as f64 / secs
+        r.steps as f64 / secs,
+        if r.interrupted_at.is_some() {
+            " interrupted"
+        } else {
+            ""
+        }
     );
-    Ok(match &r.failure {
-        None => Exit::Clean,
-        Some((run, _)) => crate::sim_cmd::exit_of(run),
+    Ok(match (&r.failure, r.interrupted_at) {
+        (Some((run, _)), _) => crate::sim_cmd::exit_of(run),
+        (None, Some(next)) => {
+            println!(
+                "resume: leaselab audit {} --sim-seeds {next}..{}{sep}{flags} --out {}",
+                file.display(),
+                seeds.1,
+                out.display()
+            );
+            Exit::Interrupted
+        }
+        (None, None) => Exit::Clean,
     })
 }

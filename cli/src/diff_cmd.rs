@@ -18,16 +18,19 @@ pub struct ModelSide {
 /// Simulation seeds to diff: `start..end`, run exactly as `leaselab sim` runs them.
 pub type SimSeeds = (u64, u64, SimOptions, Driver);
 
-/// Runs the diffs; `Ok(true)` when every one agreed. A diverging simulation seed's trace is
-/// written to `out` and printed with the command that diffs it again and the one that shows
-/// its timeline.
+/// Runs the diffs: `Exit::Clean` when every one agreed, `Exit::Divergence` when one did not,
+/// `Exit::Interrupted` when Ctrl-C or SIGTERM stopped it after the running one (the rest are
+/// named by a resume command). A diverging simulation seed's trace is written to `out` and
+/// printed with the command that diffs it again and the one that shows its timeline. The
+/// seeds are run one at a time, each just before its diff.
 pub fn run(
     files: &[PathBuf],
     sim_seeds: Option<SimSeeds>,
     model: ModelSide,
     out: &Path,
     pg_dir: &Path,
-) -> Result<bool, String> {
+) -> Result<crate::args::Exit, String> {
+    use crate::args::Exit;
     let ModelSide {
         fence: model_fence,
         wrong,
@@ -43,13 +46,7 @@ pub fn run(
         let t = Trace::parse(&text, &f.display().to_string()).map_err(|e| e.to_string())?;
         traces.push((f.display().to_string(), t, None));
     }
-    if let Some((a, b, opts, driver)) = &sim_seeds {
-        for seed in *a..*b {
-            let run = run_seed(seed, opts, *driver);
-            let cmd = run.setup.command(*driver);
-            traces.push((format!("sim seed {seed}"), run.trace, cmd));
-        }
-    }
+    let seeds = sim_seeds.as_ref().map_or(0..0, |(a, b, _, _)| *a..*b);
     let mut flags = String::new();
     if let Some(f) = model_fence {
         flags.push_str(&format!(" --model-fence {f}"));
@@ -59,12 +56,33 @@ pub fn run(
     }
     let mut pg = PgBackend::throwaway(pg_dir).map_err(|e| e.to_string())?;
     let (mut ok, mut bad) = (0, 0);
-    for (name, t, sim_cmd) in &traces {
+    let total = traces.len() as u64 + (seeds.end - seeds.start);
+    let items = traces
+        .into_iter()
+        .map(Some)
+        .chain(seeds.clone().map(|_| None));
+    let mut next_seed = seeds.start;
+    let mut interrupted = false;
+    for item in items {
+        if crate::interrupt::requested() {
+            interrupted = true;
+            break;
+        }
+        let (name, t, sim_cmd) = match (item, &sim_seeds) {
+            (Some(file), _) => file,
+            (None, Some((_, _, opts, driver))) => {
+                let run = run_seed(next_seed, opts, *driver);
+                next_seed += 1;
+                let cmd = run.setup.command(*driver);
+                (format!("sim seed {}", next_seed - 1), run.trace, cmd)
+            }
+            (None, None) => break,
+        };
         let model_cfg = model_fence.map(|f| leaselab_model::Config {
             fence: f,
             ..t.config.clone()
         });
-        let r = diff_with_rule(&mut pg, t, model_cfg.as_ref(), wrong)
+        let r = diff_with_rule(&mut pg, &t, model_cfg.as_ref(), wrong)
             .map_err(|e| format!("{name}: {e}"))?;
         println!("DIFF {name} :: {}", r.describe());
         if r.ok() {
@@ -86,8 +104,27 @@ pub fn run(
             None => println!("  reproduce: leaselab diff {name}{flags}"),
         }
     }
+    if interrupted {
+        println!(
+            "SUMMARY diffed={} of {total} divergences={bad} interrupted",
+            ok + bad
+        );
+        match &sim_seeds {
+            Some((_, end, opts, driver)) if next_seed < *end => println!(
+                "resume: leaselab diff --sim-seeds {next_seed}..{end} {}{flags} --out {}",
+                opts.flags(*driver),
+                out.display()
+            ),
+            _ => {}
+        }
+        return Ok(Exit::Interrupted);
+    }
     println!("SUMMARY diffed={} divergences={bad}", ok + bad);
-    Ok(bad == 0)
+    Ok(if bad == 0 {
+        Exit::Clean
+    } else {
+        Exit::Divergence
+    })
 }
 
 /// What `diff --gen` found.
@@ -98,6 +135,8 @@ pub struct GenOutcome {
     pub steps: u64,
     /// The shrunk divergence: its trace file and description.
     pub divergence: Option<(PathBuf, String)>,
+    /// Ctrl-C or SIGTERM stopped the search after `schedules` schedules.
+    pub interrupted: bool,
 }
 
 /// Shrinking runs a found failure gets from the commands: enough to reach a handful of steps.
@@ -167,6 +206,10 @@ pub fn run_gen(
     let infra: RefCell<Option<String>> = RefCell::new(None);
     let mut runner = gen_runner(n, seed, shrink_iters);
     let result = runner.run(&leaselab_gen::schedule(steps), |s| {
+        // Interrupted: the remaining cases are generated (cheap) but not run.
+        if crate::interrupt::requested() {
+            return Ok(());
+        }
         let mut pg = pg.borrow_mut();
         let r = match diff_schedule(&mut pg, &s, wrong) {
             Ok(r) => r,
@@ -263,6 +306,7 @@ pub fn run_gen(
         schedules,
         steps: steps_run,
         divergence,
+        interrupted: crate::interrupt::requested(),
     })
 }
 
@@ -274,7 +318,8 @@ pub fn run_gen_cmd(
     wrong: Option<leaselab_model::model::WrongRule>,
     out: &Path,
     pg_dir: &Path,
-) -> Result<bool, String> {
+) -> Result<crate::args::Exit, String> {
+    use crate::args::Exit;
     let mut pg = PgBackend::throwaway(pg_dir).map_err(|e| e.to_string())?;
     let t0 = std::time::Instant::now();
     let search = Search {
@@ -302,12 +347,21 @@ pub fn run_gen_cmd(
         }
     }
     println!(
-        "SUMMARY generated={} steps={} divergences={} schedules/s={:.1} steps/s={:.0}",
+        "SUMMARY generated={} steps={} divergences={} schedules/s={:.1} steps/s={:.0}{}",
         r.schedules,
         r.steps,
         usize::from(r.divergence.is_some()),
         r.schedules as f64 / secs,
-        r.steps as f64 / secs
+        r.steps as f64 / secs,
+        if r.interrupted {
+            format!(" interrupted (of {n}: schedules are drawn in order from the seed, so a rerun with the same --seed runs the same ones again)")
+        } else {
+            String::new()
+        }
     );
-    Ok(r.divergence.is_none())
+    Ok(match (&r.divergence, r.interrupted) {
+        (Some(_), _) => Exit::Divergence,
+        (None, true) => Exit::Interrupted,
+        (None, false) => Exit::Clean,
+    })
 }

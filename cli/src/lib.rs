@@ -5,6 +5,7 @@
 //! - [`replay`]: re-executes a trace against the model and re-judges it.
 //! - [`sim_cmd`]: `leaselab sim`.
 //! - [`diff_cmd`]: `leaselab diff` against PostgreSQL.
+//! - [`interrupt`]: Ctrl-C and SIGTERM for every command (results kept, clusters removed).
 //! - [`audit_cmd`]: `leaselab audit`: the user's own lease SQL on PostgreSQL, judged by the
 //!   checkers; [`audit_sim`]: the same with the simulation's holders (`--sim-seeds`).
 //!
@@ -18,6 +19,7 @@ pub mod audit_sim;
 pub mod check_cmd;
 pub mod diff_cmd;
 pub mod envelope_cmd;
+pub mod interrupt;
 pub mod judge_cmd;
 pub mod lab;
 pub mod picture_cmd;

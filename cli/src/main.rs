@@ -287,6 +287,7 @@ fn die_quietly_on_closed_pipe() {
 fn main() -> ExitCode {
     die_quietly_on_closed_pipe();
     let cli = Cli::parse();
+    install_interrupt(&cli.cmd);
     match cli.cmd {
         Cmd::Lab {
             case,
@@ -472,8 +473,7 @@ fn main() -> ExitCode {
                 }),
             };
             match r {
-                Ok(true) => Exit::Clean.into(),
-                Ok(false) => Exit::Divergence.into(),
+                Ok(e) => e.into(),
                 Err(e) => {
                     eprintln!("leaselab diff: {e}");
                     Exit::Usage.into()
@@ -493,7 +493,6 @@ fn main() -> ExitCode {
             let r = match (gen, sim_seeds) {
                 (Some(n), _) => {
                     leaselab::audit_cmd::run_gen_cmd(&spec, n, seed, steps, &out, &pg_dir)
-                        .map(|clean| if clean { Exit::Clean } else { Exit::Violation })
                 }
                 (None, Some(seeds)) => run.options().and_then(|opts| {
                     leaselab::audit_sim::run_seeds_cmd(&spec, seeds, &opts, &out, &pg_dir)
@@ -516,6 +515,32 @@ fn main() -> ExitCode {
             }
         },
     }
+}
+
+/// Ctrl-C and SIGTERM: a command with units of work to finish (seeds, schedules, cases) stops
+/// after the running one and reports; the others stop at once. Either way no cluster is left.
+fn install_interrupt(cmd: &Cmd) {
+    use leaselab::interrupt::{install, OnFirst};
+    let (name, first) = match cmd {
+        Cmd::Sim(a) if a.seeds.is_some() => ("sim", OnFirst::Finish("seeds")),
+        Cmd::Sim(_) => ("sim", OnFirst::Exit),
+        Cmd::Diff { gen: Some(_), .. } => ("diff", OnFirst::Finish("schedule")),
+        Cmd::Diff {
+            sim_seeds: Some(_), ..
+        } => ("diff", OnFirst::Finish("seed")),
+        Cmd::Diff { .. } => ("diff", OnFirst::Finish("trace")),
+        Cmd::Audit { .. } => ("audit", OnFirst::Finish("schedule")),
+        Cmd::Lab { .. } => ("lab", OnFirst::Finish("case")),
+        Cmd::Check { .. } => ("check", OnFirst::Exit),
+        Cmd::Replay { .. } => ("replay", OnFirst::Exit),
+        Cmd::Holder { .. } => ("holder", OnFirst::Exit),
+        Cmd::Diagram { .. } => ("diagram", OnFirst::Exit),
+        Cmd::Judge { .. } => ("judge", OnFirst::Exit),
+        Cmd::Export { .. } => ("export", OnFirst::Exit),
+        Cmd::Explain { .. } => ("explain", OnFirst::Exit),
+        Cmd::Envelope { .. } => ("envelope", OnFirst::Exit),
+    };
+    install(name, first);
 }
 
 /// `N/D` with 1 <= N, D <= 10: a clock rate as a fraction.
@@ -583,10 +608,12 @@ fn run_lab(
         }
         println!("wrote {} traces to {}", res.runs.len(), dir.display());
     }
-    if res.failed == 0 {
-        Exit::Clean
-    } else {
+    if res.failed > 0 {
         Exit::Violation
+    } else if res.interrupted {
+        Exit::Interrupted
+    } else {
+        Exit::Clean
     }
 }
 

@@ -9,7 +9,6 @@ use leaselab_trace::event_line;
 use std::fmt::Write as _;
 use std::io::{IsTerminal, Write as _};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 /// Parses `A..B` (B exclusive; `A..` runs to the largest seed).
@@ -151,26 +150,6 @@ pub fn one(setup: Setup, driver: Driver, quiet: bool, source: Source<'_>) -> (St
 fn save(path: &Path, run: &SimRun) -> Result<(), String> {
     std::fs::write(path, run.trace.to_text())
         .map_err(|e| format!("cannot write {}: {e}", path.display()))
-}
-
-/// Set by the first Ctrl-C or SIGTERM: no new seed starts.
-static STOP: AtomicBool = AtomicBool::new(false);
-static SIGNALS: AtomicU32 = AtomicU32::new(0);
-
-/// Installs the Ctrl-C/SIGTERM handler: the first signal stops handing out seeds, the second
-/// abandons the running ones and exits at once (everything already reported stays on disk).
-fn install_stop_handler() {
-    let _ = ctrlc::set_handler(|| {
-        if SIGNALS.fetch_add(1, Ordering::SeqCst) == 0 {
-            STOP.store(true, Ordering::SeqCst);
-            eprintln!(
-                "\nleaselab sim: stopping — finishing the running seeds (Ctrl-C again to abandon them)"
-            );
-        } else {
-            eprintln!("\nleaselab sim: abandoned");
-            std::process::exit(Exit::Interrupted as i32);
-        }
-    });
 }
 
 /// The sweep's own folder under `--out`: one per seed range, fence, driver and shard, so a
@@ -374,7 +353,6 @@ pub fn many(
     let dir = sweep_dir(out, seeds, opts, driver);
     let command = sweep_command(seeds, opts, driver);
     let manifest = Manifest::start(&dir, &command)?;
-    install_stop_handler();
     let mut progress = Progress::new();
     let (mut safety, mut driver_error) = (false, false);
     let spec = SweepSpec {
@@ -387,7 +365,7 @@ pub fn many(
     let mut first = true;
     let end = sweep_streaming(
         spec,
-        &STOP,
+        crate::interrupt::flag(),
         &mut |f| {
             safety |= !f.run.report.violations.is_empty();
             driver_error |= !f.run.driver_errors.is_empty();

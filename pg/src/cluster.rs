@@ -7,6 +7,98 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::Mutex;
+
+/// Every cluster this process started and has not yet removed: what an interrupted command
+/// stops and deletes before it exits ([`stop_all`]), since a process that exits by a signal
+/// runs no destructor.
+static LIVE: Mutex<Vec<Owned>> = Mutex::new(Vec::new());
+
+/// What it takes to stop and remove one cluster.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Owned {
+    bin: PathBuf,
+    dir: PathBuf,
+    as_root: bool,
+}
+
+impl Owned {
+    fn pg_ctl(&self) -> Command {
+        let path = self.bin.join("pg_ctl");
+        if self.as_root {
+            let mut c = Command::new("runuser");
+            c.arg("-u").arg("postgres").arg("--").arg(path);
+            c
+        } else {
+            Command::new(path)
+        }
+    }
+
+    /// `pg_ctl stop -m immediate` (nothing if the server is not running), then the files.
+    fn stop_and_remove(&self) {
+        if self.dir.join("data").join("postmaster.pid").exists() {
+            let mut c = self.pg_ctl();
+            c.arg("-D")
+                .arg(self.dir.join("data"))
+                .args(["-m", "immediate", "-w", "stop"]);
+            let _ = c.output();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Stops and removes every cluster this process started: for a command interrupted by Ctrl-C
+/// or SIGTERM, which exits without running destructors.
+pub fn stop_all() {
+    let live = match LIVE.lock() {
+        Ok(mut l) => std::mem::take(&mut *l),
+        Err(poisoned) => std::mem::take(&mut *poisoned.into_inner()),
+    };
+    for c in live {
+        c.stop_and_remove();
+    }
+}
+
+fn register(c: Owned) {
+    if let Ok(mut l) = LIVE.lock() {
+        l.push(c);
+    }
+}
+
+fn unregister(dir: &Path) {
+    if let Ok(mut l) = LIVE.lock() {
+        l.retain(|c| c.dir != dir);
+    }
+}
+
+/// Clusters under `root` left by processes that no longer exist (killed by a signal, a test
+/// harness that gave up): stopped and removed. A cluster folder is `<name>-<pid>`; one whose
+/// process is alive is never touched.
+fn reap_dead(root: &Path, bin: &Path, as_root: bool) {
+    let Ok(entries) = std::fs::read_dir(root) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let dir = e.path();
+        let name = e.file_name().to_string_lossy().to_string();
+        let Some(pid) = name
+            .rsplit_once('-')
+            .and_then(|(_, p)| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let alive = Path::new("/proc").join(pid.to_string()).exists();
+        let looks_like_a_cluster = dir.join("data").is_dir() || dir.join("server.log").exists();
+        if pid != std::process::id() && !alive && looks_like_a_cluster {
+            Owned {
+                bin: bin.to_path_buf(),
+                dir,
+                as_root,
+            }
+            .stop_and_remove();
+        }
+    }
+}
 
 /// Why a cluster could not be had or driven.
 #[derive(Debug, thiserror::Error)]
@@ -127,7 +219,6 @@ pub struct Cluster {
     /// Port (names the socket file; no TCP listener).
     pub port: u16,
     as_root: bool,
-    running: bool,
 }
 
 impl Cluster {
@@ -169,13 +260,19 @@ impl Cluster {
             path: root.to_path_buf(),
             source,
         })?;
+        let as_root = is_root();
+        reap_dead(&root, &bin, as_root);
         let dir = root.join(format!("{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).map_err(|source| ClusterError::Io {
             path: dir.clone(),
             source,
         })?;
-        let as_root = is_root();
+        register(Owned {
+            bin: bin.clone(),
+            dir: dir.clone(),
+            as_root,
+        });
         if as_root {
             let st = Command::new("chown")
                 .arg("-R")
@@ -200,7 +297,6 @@ impl Cluster {
             dir,
             port: 5432,
             as_root,
-            running: false,
         };
         let mut init = c.cmd("initdb");
         init.arg("-D").arg(c.dir.join("data")).args([
@@ -258,7 +354,6 @@ impl Cluster {
             }
             std::thread::sleep(std::time::Duration::from_millis(5));
         }
-        self.running = true;
         Ok(())
     }
 
@@ -285,7 +380,6 @@ impl Cluster {
             }
             std::thread::sleep(std::time::Duration::from_millis(1));
         }
-        self.running = false;
         Ok(())
     }
 
@@ -296,7 +390,6 @@ impl Cluster {
             .arg(self.dir.join("data"))
             .args(["stop", "-m", "immediate", "-w"]);
         self.run(c, "pg_ctl stop -m immediate")?;
-        self.running = false;
         Ok(())
     }
 
@@ -332,13 +425,12 @@ impl Cluster {
 
 impl Drop for Cluster {
     fn drop(&mut self) {
-        if self.running {
-            let mut c = self.cmd("pg_ctl");
-            c.arg("-D")
-                .arg(self.dir.join("data"))
-                .args(["-m", "immediate", "-w", "stop"]);
-            let _ = c.output();
+        unregister(&self.dir);
+        Owned {
+            bin: self.bin.clone(),
+            dir: self.dir.clone(),
+            as_root: self.as_root,
         }
-        let _ = std::fs::remove_dir_all(&self.dir);
+        .stop_and_remove();
     }
 }

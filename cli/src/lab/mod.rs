@@ -266,6 +266,8 @@ pub struct LabResult {
     pub runs: Vec<RunRecord>,
     /// Observations for `--table`.
     pub observed: BTreeMap<&'static str, String>,
+    /// Ctrl-C or SIGTERM stopped the lab before every selected case ran.
+    pub interrupted: bool,
 }
 
 /// Runs the catalogue cases whose id is in `only` (all when `None`) on the model.
@@ -313,7 +315,12 @@ pub fn run_select(
     };
     let mut text = String::new();
     let (mut passed, mut failed) = (0, 0);
+    let total = selected.len();
     for case in selected {
+        // Ctrl-C or SIGTERM: the running case finished; the rest are not started.
+        if crate::interrupt::requested() {
+            break;
+        }
         lab.lines.clear();
         lab.failed = 0;
         (case.run)(&mut lab);
@@ -332,12 +339,21 @@ pub fn run_select(
         }
         text.push('\n');
     }
-    text.push_str(&format!("SUMMARY passed={passed} failed={failed}\n"));
+    let not_run = total - passed - failed;
+    let interrupted = not_run > 0;
+    if interrupted {
+        text.push_str(&format!(
+            "SUMMARY passed={passed} failed={failed} interrupted: {not_run} of {total} cases not run\n"
+        ));
+    } else {
+        text.push_str(&format!("SUMMARY passed={passed} failed={failed}\n"));
+    }
     Ok(LabResult {
         text,
         passed,
         failed,
         runs: lab.runs,
         observed: lab.observed,
+        interrupted,
     })
 }

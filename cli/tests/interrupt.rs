@@ -1,0 +1,215 @@
+//! Ctrl-C (SIGINT) and SIGTERM on the commands that run throwaway PostgreSQL clusters: the
+//! first signal lets the running unit finish and the command reports what it did (a summary,
+//! exit 5); a second abandons it at once. Either way no server of it is left running and its
+//! cluster folders are gone. A run killed outright (SIGKILL: nothing can clean up) has its
+//! clusters reaped by the next run that uses the same folder.
+
+use leaselab_pg::cluster::postgres_for_test;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+mod common;
+
+fn scratch(name: &str) -> PathBuf {
+    let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join("interrupt")
+        .join(name);
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("scratch dir");
+    d
+}
+
+fn start(args: &[&str], dir: &Path) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_leaselab"))
+        .current_dir(common::root())
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("leaselab {args:?} in {}: {e}", dir.display()))
+}
+
+/// Processes whose command line names `dir` (the postmasters of its clusters).
+fn servers_under(dir: &Path) -> Vec<String> {
+    let needle = dir.display().to_string();
+    let mut found = Vec::new();
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let name = e.file_name().to_string_lossy().to_string();
+        if name.parse::<u32>().is_err() {
+            continue;
+        }
+        let Ok(cmd) = std::fs::read(e.path().join("cmdline")) else {
+            continue;
+        };
+        let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+        if cmd.contains("postgres") && cmd.contains(&needle) {
+            found.push(format!("{name}: {cmd}"));
+        }
+    }
+    found
+}
+
+/// Waits until both clusters of `pid` under `dir` are up (their servers are running), then
+/// `settle` more: the command is mid-run.
+fn wait_running(dir: &Path, pid: u32, settle: Duration) {
+    let t0 = Instant::now();
+    let up = |name: &str| {
+        dir.join(format!("{name}-{pid}"))
+            .join("data")
+            .join("postmaster.pid")
+            .exists()
+    };
+    while !(up("lease26") && up("res26")) {
+        assert!(
+            t0.elapsed() < Duration::from_secs(120),
+            "the clusters under {} never came up",
+            dir.display()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(settle);
+}
+
+fn signal(child: &Child, sig: &str) {
+    let st = Command::new("kill")
+        .args([sig, &child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(st.success(), "kill {sig}");
+}
+
+/// Runs `args` (with `--pg-dir DIR`), sends `signals` once it is mid-run, and returns its exit
+/// code and output, after checking that nothing of it is left under DIR.
+fn interrupted(name: &str, args: &[&str], signals: &[&str]) -> (Option<i32>, String, String) {
+    let dir = scratch(name);
+    let mut all: Vec<&str> = args.to_vec();
+    let d = dir.display().to_string();
+    all.extend(["--pg-dir", &d]);
+    let child = start(&all, &dir);
+    wait_running(&dir, child.id(), Duration::from_secs(3));
+    for s in signals {
+        signal(&child, s);
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().expect("waits");
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    );
+    assert_eq!(
+        servers_under(&dir),
+        Vec::<String>::new(),
+        "{name}: servers left running\n{stdout}{stderr}"
+    );
+    let left: Vec<_> = std::fs::read_dir(&dir)
+        .expect("dir")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().to_string())
+        .filter(|n| n.starts_with("lease26-") || n.starts_with("res26-"))
+        .collect();
+    assert!(left.is_empty(), "{name}: cluster folders left: {left:?}");
+    (out.status.code(), stdout, stderr)
+}
+
+#[test]
+fn ctrl_c_on_diff_gen_finishes_the_schedule_reports_and_leaves_no_server() {
+    if !postgres_for_test("cli::ctrl_c_on_diff_gen") {
+        return;
+    }
+    let (code, out, err) = interrupted(
+        "diff-gen",
+        &["diff", "--gen", "5000", "--seed", "3"],
+        &["-INT"],
+    );
+    assert_eq!(code, Some(5), "{out}{err}");
+    assert!(
+        err.contains("leaselab diff: stopping — finishing the running schedule"),
+        "{err}"
+    );
+    assert!(out.starts_with("SUMMARY generated="), "{out}");
+    assert!(out.contains("divergences=0"), "{out}");
+    assert!(out.contains(" interrupted (of 5000"), "{out}");
+}
+
+#[test]
+fn sigterm_twice_on_the_lab_abandons_it_at_once_and_leaves_no_server() {
+    if !postgres_for_test("cli::sigterm_twice_on_the_lab") {
+        return;
+    }
+    let (code, out, err) = interrupted("lab", &["lab", "--backend", "pg"], &["-TERM", "-TERM"]);
+    assert_eq!(code, Some(5), "{out}{err}");
+    assert!(err.contains("leaselab lab: interrupted"), "{err}");
+}
+
+#[test]
+fn ctrl_c_on_the_lab_finishes_the_case_and_prints_what_ran() {
+    if !postgres_for_test("cli::ctrl_c_on_the_lab") {
+        return;
+    }
+    let (code, out, err) = interrupted("lab-once", &["lab", "--backend", "pg"], &["-INT"]);
+    assert_eq!(code, Some(5), "{out}{err}");
+    // Which case was running when the signal came is the machine's business; that every case
+    // is either reported whole or counted as not run is not.
+    let summary = out.lines().last().unwrap_or_default();
+    let n = |key: &str| -> usize {
+        summary
+            .split([' ', '='])
+            .skip_while(|w| *w != key)
+            .nth(1)
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no {key} in {summary:?}"))
+    };
+    let not_run: usize = summary
+        .split("interrupted: ")
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("not an interrupted summary: {summary:?}"));
+    assert!(summary.ends_with(" of 13 cases not run"), "{summary}");
+    assert!(not_run >= 1, "{summary}");
+    assert_eq!(n("passed") + n("failed") + not_run, 13, "{summary}");
+    assert_eq!(
+        out.matches("CASE ").count(),
+        n("passed") + n("failed"),
+        "{out}"
+    );
+}
+
+#[test]
+fn ctrl_c_on_audit_reports_what_ran() {
+    if !postgres_for_test("cli::ctrl_c_on_audit") {
+        return;
+    }
+    let (code, out, err) = interrupted(
+        "audit",
+        &["audit", "examples/leases/seed.toml", "--gen", "5000"],
+        &["-INT"],
+    );
+    assert_eq!(code, Some(5), "{out}{err}");
+    assert!(
+        out.contains("SUMMARY spec=examples/leases/seed.toml generated="),
+        "{out}"
+    );
+    assert!(out.contains(" interrupted (of 5000"), "{out}");
+}
+
+#[test]
+fn clusters_of_a_killed_run_are_reaped_by_the_next_run() {
+    if !postgres_for_test("cli::clusters_of_a_killed_run_are_reaped") {
+        return;
+    }
+    let dir = scratch("killed");
+    let d = dir.display().to_string();
+    let child = start(&["diff", "--gen", "5000", "--pg-dir", &d], &dir);
+    wait_running(&dir, child.id(), Duration::from_millis(500));
+    signal(&child, "-KILL");
+    let _ = child.wait_with_output();
+    assert!(!servers_under(&dir).is_empty(), "SIGKILL cleans nothing up");
+    // The next run in the same folder stops and removes them before it starts its own.
+    let (code, out) = common::leaselab(&["diff", "traces/F4.trace", "--pg-dir", &d]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(servers_under(&dir), Vec::<String>::new(), "{out}");
+    let left = std::fs::read_dir(&dir).expect("dir").count();
+    assert_eq!(left, 0, "folders left in {}", dir.display());
+}
