@@ -2,7 +2,8 @@
 //! line — the bounds, the result, and a violation's shortest counterexample as a trace with
 //! the commands that replay it on the model and diff it on PostgreSQL.
 
-use leaselab_explore::search::{self, Found, Options, Order};
+use crate::args::Exit;
+use leaselab_explore::search::{self, Found, Options, Order, Progress, Stopped};
 use leaselab_explore::system::LeaseSystem;
 use leaselab_explore::trace::{search_verdict, to_trace};
 use std::fmt::Write as _;
@@ -61,9 +62,52 @@ pub fn command(o: &Options) -> String {
     c
 }
 
-/// The result of `leaselab check`: the text to print, and whether an invariant broke.
-pub fn run(o: &Options, trace_out: Option<&Path>) -> Result<(String, bool), String> {
-    let f: Found = search::run(o);
+/// Whether `--serve ADDR` can work: an address that parses, and a port free to listen on. One
+/// clear line otherwise (stateright's server would panic).
+pub fn can_serve(addr: &str) -> Result<(), String> {
+    use std::net::ToSocketAddrs;
+    let mut addrs = addr.to_socket_addrs().map_err(|e| {
+        format!("--serve {addr}: not an address to listen on ({e}); e.g. 127.0.0.1:3000")
+    })?;
+    let first = addrs
+        .next()
+        .ok_or_else(|| format!("--serve {addr}: names no address"))?;
+    std::net::TcpListener::bind(first)
+        .map(drop)
+        .map_err(|e| format!("--serve {addr}: cannot listen there: {e}"))
+}
+
+/// Progress on stderr about once a second while a search runs: rewritten in place on a
+/// terminal, a line each otherwise.
+fn show(p: &Progress) {
+    let rate = p.unique as f64 / p.elapsed.as_secs_f64().max(1e-9);
+    let line = format!(
+        "  {} distinct states ({} generated), depth {}, {:.0} states/s, {} MiB, {:.0} s",
+        p.unique,
+        p.states,
+        p.depth,
+        rate,
+        p.memory_mb,
+        p.elapsed.as_secs_f64()
+    );
+    if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+        eprint!("\r{line}");
+    } else {
+        eprintln!("{line}");
+    }
+}
+
+/// The result of `leaselab check`: the text to print, and how to exit (1 a violation; 5 stopped
+/// by Ctrl-C with none found; 0 otherwise, a cap stated in the text).
+pub fn run(o: &Options, trace_out: Option<&Path>) -> Result<(String, Exit), String> {
+    let mut shown = false;
+    let f: Found = search::run_with(o, crate::interrupt::flag(), &mut |p| {
+        shown = true;
+        show(p)
+    });
+    if shown && std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+        eprintln!();
+    }
     let mut s = String::new();
     let _ = writeln!(s, "{}", describe(o));
     let stats = format!(
@@ -83,15 +127,42 @@ pub fn run(o: &Options, trace_out: Option<&Path>) -> Result<(String, bool), Stri
         })
         .collect();
     let Some((name, actions)) = f.violations.iter().min_by_key(|(_, a)| a.len()).cloned() else {
-        let _ = writeln!(
-            s,
-            "no violation of I1, I2, I3, acceptance, progress within the bounds: {stats}"
-        );
+        match f.stopped {
+            None => {
+                let _ = writeln!(
+                    s,
+                    "no violation of I1, I2, I3, acceptance, progress within the bounds: {stats}"
+                );
+            }
+            Some(why) => {
+                let _ = writeln!(
+                    s,
+                    "no violation found before the search was {}: {stats} — the bounds were NOT fully explored",
+                    stopped_text(why)
+                );
+            }
+        }
         let _ = writeln!(s, "sometimes: {}", reached.join(", "));
-        return Ok((s, false));
+        if f.stopped.is_none() {
+            if let Some(w) = proves_nothing(o, &f) {
+                let _ = writeln!(s, "{w}");
+            }
+        }
+        let exit = if f.stopped == Some(Stopped::Interrupted) {
+            Exit::Interrupted
+        } else {
+            Exit::Clean
+        };
+        return Ok((s, exit));
     };
     let names: Vec<&str> = f.violations.iter().map(|(n, _)| *n).collect();
     let _ = writeln!(s, "VIOLATION {}: {stats}", names.join(", "));
+    if f.stopped_at_violation {
+        let _ = writeln!(
+            s,
+            "(the search stopped at its first violation; --all explores every state and reports every property)"
+        );
+    }
     let _ = writeln!(
         s,
         "shortest counterexample: {name} in {} steps{}",
@@ -141,7 +212,37 @@ pub fn run(o: &Options, trace_out: Option<&Path>) -> Result<(String, bool), Stri
     } else {
         let _ = writeln!(s, "(add --trace-out FILE to write it as a trace)");
     }
-    Ok((s, true))
+    Ok((s, Exit::Violation))
+}
+
+fn stopped_text(why: Stopped) -> String {
+    match why {
+        Stopped::Interrupted => "interrupted (Ctrl-C)".into(),
+        Stopped::MaxStates(n) => format!("cut at --max-states {n}"),
+        Stopped::Memory(mb) => format!("cut at --max-memory-mb {mb}"),
+    }
+}
+
+/// A clean result of bounds in which no stale write can even be attempted says nothing about
+/// fencing: the warning, with the smallest `--max-ticks` that lets a lease expire.
+fn proves_nothing(o: &Options, f: &Found) -> Option<String> {
+    let attempted = f
+        .sometimes
+        .iter()
+        .any(|(n, d)| *n == "stale write attempted" && d.is_some());
+    if attempted {
+        return None;
+    }
+    let b = &o.bounds;
+    let expire = b.ttl.saturating_add(1);
+    Some(if b.max_ticks < expire {
+        format!(
+            "WARNING: no lease can expire within --max-ticks {} (TTL {} ticks of {} ms): no stale write can be attempted, so this result says nothing about fencing; --max-ticks {expire} is the smallest bound that lets a lease expire",
+            b.max_ticks, b.ttl, b.tick_ms
+        )
+    } else {
+        "WARNING: no stale write was attempted within these bounds, so this result says nothing about fencing; raise --max-ticks (a stale write needs a pause past an expiry, then a write)".to_string()
+    })
 }
 
 fn list(v: &[String]) -> String {

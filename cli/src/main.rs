@@ -263,8 +263,19 @@ enum Cmd {
         #[arg(long, value_name = "FILE")]
         trace_out: Option<PathBuf>,
         /// Open stateright's Explorer on ADDR (e.g. 127.0.0.1:3000) instead of searching.
-        #[arg(long, value_name = "ADDR")]
+        #[arg(long, value_name = "ADDR", conflicts_with_all = ["trace_out", "all", "max_states", "max_memory_mb", "threads"])]
         serve: Option<String>,
+        /// Explore every state and report every property (default: stop at the first
+        /// violation, as TLC does).
+        #[arg(long)]
+        all: bool,
+        /// Stop after this many states (generated, with repeats); the result then says the
+        /// search was cut short.
+        #[arg(long, value_name = "N")]
+        max_states: Option<usize>,
+        /// Stop when the process's resident memory passes this many MiB.
+        #[arg(long, value_name = "MIB")]
+        max_memory_mb: Option<u64>,
     },
     /// Re-execute traces against the model; non-zero exit on a divergence or unexpected verdict.
     Replay {
@@ -359,6 +370,9 @@ fn main() -> ExitCode {
             skew,
             trace_out,
             serve,
+            all,
+            max_states,
+            max_memory_mb,
         } => {
             use leaselab_explore::search::{Options, Order};
             let bounds = leaselab_explore::system::Bounds {
@@ -372,6 +386,10 @@ fn main() -> ExitCode {
                 ..Default::default()
             };
             if let Some(addr) = serve {
+                if let Err(e) = leaselab::check_cmd::can_serve(&addr) {
+                    eprintln!("leaselab check: {e}");
+                    return Exit::Usage.into();
+                }
                 println!("stateright Explorer for these bounds: http://{addr}/ (Ctrl-C stops it)");
                 leaselab_explore::search::serve(&bounds, &addr);
                 return Exit::Clean.into();
@@ -382,15 +400,17 @@ fn main() -> ExitCode {
                 Order::Bfs
             };
             let o = Options {
-                bounds,
-                order,
                 threads,
                 symmetry: order == Order::Dfs && holders > 1,
+                all,
+                max_states,
+                max_memory_mb,
+                ..Options::new(bounds, order)
             };
             match leaselab::check_cmd::run(&o, trace_out.as_deref()) {
-                Ok((text, broke)) => {
+                Ok((text, exit)) => {
                     print!("{text}");
-                    if broke { Exit::Violation } else { Exit::Clean }.into()
+                    exit.into()
                 }
                 Err(e) => {
                     eprintln!("leaselab check: {e}");
@@ -531,7 +551,8 @@ fn install_interrupt(cmd: &Cmd) {
         Cmd::Diff { .. } => ("diff", OnFirst::Finish("trace")),
         Cmd::Audit { .. } => ("audit", OnFirst::Finish("schedule")),
         Cmd::Lab { .. } => ("lab", OnFirst::Finish("case")),
-        Cmd::Check { .. } => ("check", OnFirst::Exit),
+        Cmd::Check { serve: Some(_), .. } => ("check", OnFirst::Exit),
+        Cmd::Check { .. } => ("check", OnFirst::Finish("search")),
         Cmd::Replay { .. } => ("replay", OnFirst::Exit),
         Cmd::Holder { .. } => ("holder", OnFirst::Exit),
         Cmd::Diagram { .. } => ("diagram", OnFirst::Exit),

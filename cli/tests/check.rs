@@ -213,3 +213,94 @@ fn a_slow_holder_clock_is_searched_too_and_the_fence_still_holds() {
     assert_eq!(code, 2, "{out}");
     assert!(out.contains("from 1 to 10"), "{out}");
 }
+
+/// The search stops at its first violation (the unlogged lease table's 3-step counterexample
+/// within seconds, not after the whole space), and bounds that cannot reach an expiry say
+/// that a clean result proves nothing about fencing.
+#[test]
+fn check_stops_at_the_first_violation_and_warns_about_bounds_that_prove_nothing() {
+    let t0 = Instant::now();
+    let (code, out) = leaselab(&["check", "--lease-table", "unlogged", "--crash"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("shortest counterexample: I1 in 3 steps"),
+        "{out}"
+    );
+    assert!(
+        out.contains("the search stopped at its first violation"),
+        "{out}"
+    );
+    assert!(t0.elapsed() < Duration::from_secs(60), "{:?}", t0.elapsed());
+    let (code, out) = leaselab(&["check", "--max-ticks", "0"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("WARNING: no lease can expire within --max-ticks 0")
+            && out.contains("--max-ticks 16 is the smallest bound"),
+        "{out}"
+    );
+    let (code, out) = leaselab(&["check", "--max-states", "2000"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("cut at --max-states 2000"), "{out}");
+    assert!(
+        out.contains("NOT fully explored") && !out.contains("WARNING"),
+        "{out}"
+    );
+}
+
+/// `--serve` on an address that cannot be served: one line naming it, exit 2, no panic.
+#[test]
+fn serve_errors_are_one_clear_line() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+    let busy = taken.local_addr().expect("addr").to_string();
+    for (addr, says) in [
+        ("127.0.0.1:99999", "not an address to listen on"),
+        ("not-an-address", "not an address to listen on"),
+        (busy.as_str(), "cannot listen there"),
+    ] {
+        let (code, out, err) = common::leaselab_apart(&["check", "--serve", addr]);
+        assert_eq!(code, Some(2), "{addr}: {out}{err}");
+        assert_eq!(err.lines().count(), 1, "{addr}: {err}");
+        assert!(err.contains(&format!("--serve {addr}: {says}")), "{err}");
+    }
+}
+
+/// Ctrl-C during a long search: progress was shown on stderr, and what was found so far is
+/// printed, marked as not a full exploration, with exit 5.
+#[test]
+fn ctrl_c_during_a_search_prints_the_partial_result() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_leaselab"))
+        .args(["check", "--holders", "3", "--max-ticks", "30", "--bfs"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("starts");
+    // Wait for the first progress line: the search is under way.
+    let mut err = child.stderr.take().expect("stderr");
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 256];
+    while !String::from_utf8_lossy(&seen).contains("distinct states") {
+        let n = err.read(&mut buf).expect("reads stderr");
+        assert!(
+            n > 0,
+            "ended before any progress: {}",
+            String::from_utf8_lossy(&seen)
+        );
+        seen.extend_from_slice(&buf[..n]);
+    }
+    let st = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(st.success());
+    let mut rest = String::new();
+    err.read_to_string(&mut rest).expect("rest of stderr");
+    let out = child.wait_with_output().expect("waits");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(5), "{stdout}{rest}");
+    assert!(rest.contains("leaselab check: stopping"), "{rest}");
+    assert!(
+        stdout.contains("no violation found before the search was interrupted (Ctrl-C)")
+            && stdout.contains("NOT fully explored"),
+        "{stdout}"
+    );
+}

@@ -181,13 +181,15 @@ fn bare(max_ticks: u8, threads: usize) -> (usize, f64) {
 
 fn ours(max_ticks: u8, threads: usize) -> (usize, f64) {
     let o = Options {
-        bounds: Bounds {
-            max_ticks,
-            ..Bounds::default()
-        },
-        order: Order::Bfs,
         threads,
-        symmetry: false,
+        all: true,
+        ..Options::new(
+            Bounds {
+                max_ticks,
+                ..Bounds::default()
+            },
+            Order::Bfs,
+        )
     };
     let f = run(&o);
     assert!(

@@ -3,7 +3,8 @@
 //! it found in a form the command line and the tests read.
 
 use crate::system::{representative, Action, Bounds, LeaseSystem, State, SOMETIMES};
-use stateright::{Checker, Model};
+use stateright::{Checker, HasDiscoveries, Model};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// Search order.
@@ -26,6 +27,63 @@ pub struct Options {
     pub threads: usize,
     /// Symmetry reduction (holders are interchangeable).
     pub symmetry: bool,
+    /// Explore everything and report every property; otherwise stop at the first violation
+    /// of an `always` property, as TLC does.
+    pub all: bool,
+    /// Stop after this many states (generated, with repeats).
+    pub max_states: Option<usize>,
+    /// Stop when the process's resident memory passes this many MiB.
+    pub max_memory_mb: Option<u64>,
+}
+
+impl Options {
+    /// A search of `bounds` in `order`: one thread, stop at the first violation, no caps.
+    pub fn new(bounds: Bounds, order: Order) -> Self {
+        Options {
+            bounds,
+            order,
+            threads: 1,
+            symmetry: false,
+            all: false,
+            max_states: None,
+            max_memory_mb: None,
+        }
+    }
+}
+
+/// Why a search ended before its bounds were exhausted (apart from a violation, where it stops
+/// unless [`Options::all`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stopped {
+    /// Ctrl-C or SIGTERM.
+    Interrupted,
+    /// [`Options::max_states`] was reached.
+    MaxStates(usize),
+    /// [`Options::max_memory_mb`] was passed.
+    Memory(u64),
+}
+
+/// A search's figures while it runs.
+#[derive(Clone, Copy, Debug)]
+pub struct Progress {
+    /// States generated (with repeats).
+    pub states: usize,
+    /// Distinct states.
+    pub unique: usize,
+    /// Deepest path so far.
+    pub depth: usize,
+    /// Since the start.
+    pub elapsed: Duration,
+    /// The process's resident memory, MiB (0 where `/proc` cannot tell).
+    pub memory_mb: u64,
+}
+
+/// The process's resident memory in MiB, from `/proc/self/statm` (0 if unreadable).
+pub fn resident_mb() -> u64 {
+    std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .map_or(0, |pages| pages * 4096 / (1024 * 1024))
 }
 
 /// What a search found.
@@ -43,6 +101,10 @@ pub struct Found {
     pub violations: Vec<(&'static str, Vec<Action>)>,
     /// Each `sometimes` property, with the length of the path that reached it (`None`: never).
     pub sometimes: Vec<(&'static str, Option<usize>)>,
+    /// Why the search ended early, if it did.
+    pub stopped: Option<Stopped>,
+    /// The search ended at its first violation (its `sometimes` figures are partial).
+    pub stopped_at_violation: bool,
 }
 
 impl Found {
@@ -54,8 +116,14 @@ impl Found {
 
 const ALWAYS: [&str; 5] = ["I1", "I2", "I3", "acceptance", "progress"];
 
-/// Runs the search to the end of its bounds.
+/// Runs the search to the end of its bounds (or its first violation, or a cap).
 pub fn run(o: &Options) -> Found {
+    run_with(o, &AtomicBool::new(false), &mut |_| {})
+}
+
+/// Runs the search, calling `progress` about once a second, and stopping early when `stop` is
+/// set (Ctrl-C), a cap of `o` is reached, or — unless `o.all` — at the first violation.
+pub fn run_with(o: &Options, stop: &AtomicBool, progress: &mut dyn FnMut(&Progress)) -> Found {
     let sys = LeaseSystem::new(o.bounds.clone());
     let holders = o.bounds.holders;
     let fixed_first = o.bounds.slow != (1, 1);
@@ -68,10 +136,22 @@ pub fn run(o: &Options) -> Found {
             (_, true) => |s: &State| representative(s, 3, true),
         });
     }
+    if !o.all {
+        builder = builder.finish_when(HasDiscoveries::AnyFailures);
+    }
+    if let Some(n) = o.max_states {
+        builder = builder.target_state_count(n);
+    }
     let start = Instant::now();
-    let (states, unique, depth, d) = match o.order {
-        Order::Bfs => summary(builder.spawn_bfs().join()),
-        Order::Dfs => summary(builder.spawn_dfs().join()),
+    let watch = Watch {
+        o,
+        stop,
+        start,
+        progress,
+    };
+    let (states, unique, depth, d, stopped) = match o.order {
+        Order::Bfs => watch.drive(builder.spawn_bfs()),
+        Order::Dfs => watch.drive(builder.spawn_dfs()),
     };
     let elapsed = start.elapsed();
     let mut violations = Vec::new();
@@ -85,6 +165,7 @@ pub fn run(o: &Options) -> Found {
         .filter(|(n, _)| *n != "crash-restart" || o.bounds.crash)
         .map(|(n, _)| (*n, d.get(n).map(Vec::len)))
         .collect();
+    let stopped_at_violation = !o.all && !violations.is_empty() && stopped.is_none();
     Found {
         states,
         unique,
@@ -92,12 +173,67 @@ pub fn run(o: &Options) -> Found {
         elapsed,
         violations,
         sometimes,
+        stopped,
+        stopped_at_violation,
+    }
+}
+
+/// Watches a running search: progress, Ctrl-C, the memory cap.
+struct Watch<'a> {
+    o: &'a Options,
+    stop: &'a AtomicBool,
+    start: Instant,
+    progress: &'a mut dyn FnMut(&Progress),
+}
+
+impl Watch<'_> {
+    fn drive(
+        self,
+        mut c: impl Checker<LeaseSystem>,
+    ) -> (usize, usize, usize, Discoveries, Option<Stopped>) {
+        let handles = c.handles();
+        let mut stopped = None;
+        let tick = Duration::from_millis(50);
+        let mut last = Instant::now();
+        while !handles.iter().all(|h| h.is_finished()) {
+            std::thread::sleep(tick);
+            if self.stop.load(Ordering::SeqCst) {
+                // Stateright's threads cannot be stopped: they are left to the process's exit.
+                stopped = Some(Stopped::Interrupted);
+                break;
+            }
+            let memory_mb = resident_mb();
+            if let Some(cap) = self.o.max_memory_mb.filter(|cap| memory_mb > *cap) {
+                stopped = Some(Stopped::Memory(cap));
+                break;
+            }
+            if last.elapsed() >= Duration::from_secs(1) {
+                last = Instant::now();
+                (self.progress)(&Progress {
+                    states: c.state_count(),
+                    unique: c.unique_state_count(),
+                    depth: c.max_depth(),
+                    elapsed: self.start.elapsed(),
+                    memory_mb,
+                });
+            }
+        }
+        if stopped.is_none() {
+            for h in handles {
+                let _ = h.join();
+            }
+            if let Some(n) = self.o.max_states.filter(|n| c.state_count() >= *n) {
+                stopped = Some(Stopped::MaxStates(n));
+            }
+        }
+        let (states, unique, depth, d) = summary(&c);
+        (states, unique, depth, d, stopped)
     }
 }
 
 type Discoveries = std::collections::HashMap<&'static str, Vec<Action>>;
 
-fn summary(c: impl Checker<LeaseSystem>) -> (usize, usize, usize, Discoveries) {
+fn summary(c: &impl Checker<LeaseSystem>) -> (usize, usize, usize, Discoveries) {
     let d = c
         .discoveries()
         .into_iter()

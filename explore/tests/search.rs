@@ -3,7 +3,7 @@
 //! path, finds nothing under the scope fence while every `sometimes` is reached, and symmetry
 //! reduction merges interchangeable holders.
 
-use leaselab_explore::search::{run, Found, Options, Order};
+use leaselab_explore::search::{run, run_with, Found, Options, Order, Stopped};
 use leaselab_explore::system::{Action, Bounds};
 use leaselab_model::{FenceMode, LeaseDurability};
 
@@ -14,10 +14,9 @@ const STATES_3_HOLDERS_5_TICKS: (usize, usize) = (77_460, 447_054);
 
 fn search(b: Bounds, order: Order, symmetry: bool) -> Found {
     run(&Options {
-        bounds: b,
-        order,
-        threads: 1,
         symmetry,
+        all: true,
+        ..Options::new(b, order)
     })
 }
 
@@ -138,4 +137,57 @@ fn symmetry_reduction_merges_interchangeable_holders() {
     let slow_plain = search(slow, Order::Dfs, false);
     assert!(slow_reduced.unique < slow_plain.unique);
     assert!(slow_reduced.unique > reduced.unique);
+}
+
+/// By default a search stops at its first violation, as TLC does: the unlogged lease table
+/// with a crash breaks within 3 steps, long before the space is explored.
+#[test]
+fn a_search_stops_at_its_first_violation_unless_asked_for_everything() {
+    let b = Bounds {
+        lease_table: LeaseDurability::Unlogged,
+        crash: true,
+        max_ticks: 8,
+        ..Bounds::default()
+    };
+    let first = run(&Options::new(b.clone(), Order::Bfs));
+    assert!(first.stopped_at_violation && first.stopped.is_none());
+    assert!(!first.violations.is_empty());
+    assert!(
+        first.violations.iter().all(|(_, a)| a.len() == 3),
+        "{:?}",
+        lengths(&first)
+    );
+    let all = search(b, Order::Bfs, false);
+    assert!(!all.stopped_at_violation);
+    assert!(
+        first.unique * 10 < all.unique,
+        "stopped at {} of {} states",
+        first.unique,
+        all.unique
+    );
+}
+
+/// A cap on states ends the search and says so; a stop request (Ctrl-C) ends it at once.
+#[test]
+fn caps_and_a_stop_request_end_a_search_and_say_why() {
+    let capped = run(&Options {
+        max_states: Some(5_000),
+        ..Options::new(Bounds::default(), Order::Bfs)
+    });
+    assert_eq!(capped.stopped, Some(Stopped::MaxStates(5_000)));
+    assert!(capped.violations.is_empty());
+    let stop = std::sync::atomic::AtomicBool::new(true);
+    let mut calls = 0;
+    let stopped = run_with(
+        &Options::new(Bounds::default(), Order::Bfs),
+        &stop,
+        &mut |_| calls += 1,
+    );
+    assert_eq!(stopped.stopped, Some(Stopped::Interrupted));
+    assert_eq!(calls, 0, "stopped before a second had passed");
+    let memory = run(&Options {
+        max_memory_mb: Some(1),
+        ..Options::new(Bounds::default(), Order::Bfs)
+    });
+    assert_eq!(memory.stopped, Some(Stopped::Memory(1)));
 }
