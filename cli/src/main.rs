@@ -52,7 +52,8 @@ enum Cmd {
     /// Replay traces (or simulation seeds) against the model and a real PostgreSQL, step by
     /// step; report the first divergence. Starts its own throwaway clusters.
     Diff {
-        /// Trace files.
+        /// Trace files (their setups are their own: the simulation flags do not apply).
+        #[arg(conflicts_with_all = SIM_RUN_IDS)]
         files: Vec<PathBuf>,
         /// Diff the traces of these simulation seeds, A..B, run exactly as `leaselab sim` runs
         /// them with the same flags.
@@ -65,15 +66,16 @@ enum Cmd {
         #[arg(long, value_enum, default_value_t = Driver::Fast)]
         driver: Driver,
         /// Run N generated multi-session schedules against the model and PostgreSQL; shrink
-        /// the first divergence and write it as a trace (see --out).
-        #[arg(long, value_name = "N")]
+        /// the first divergence and write it as a trace (see --out). Not with trace files,
+        /// --sim-seeds or the simulation flags.
+        #[arg(long, value_name = "N", conflicts_with_all = GEN_CONFLICTS)]
         gen: Option<u32>,
-        /// Seed of the generated schedules (same seed, same schedules).
-        #[arg(long, default_value_t = 1)]
-        seed: u64,
-        /// Most intents per generated schedule.
-        #[arg(long, default_value_t = 40)]
-        steps: usize,
+        /// Seed of the generated schedules (same seed, same schedules; --gen only) [default: 1]
+        #[arg(long, requires = "gen", conflicts_with_all = ["files", "sim_seeds"])]
+        seed: Option<u64>,
+        /// Most intents per generated schedule (--gen only) [default: 40]
+        #[arg(long, requires = "gen", conflicts_with_all = ["files", "sim_seeds"])]
+        steps: Option<usize>,
         /// Negative control: run the model with a deliberately wrong rule.
         #[arg(long, value_enum, value_name = "RULE")]
         wrong_rule: Option<leaselab_model::model::WrongRule>,
@@ -285,6 +287,34 @@ enum Cmd {
     },
 }
 
+/// The flags that set up a simulated run (`diff --sim-seeds`): meaningless for trace files,
+/// which carry their own setup, and for generated schedules.
+const SIM_RUN_IDS: [&str; 8] = [
+    "fence",
+    "holders",
+    "faults",
+    "lease_table",
+    "safety_ms",
+    "liveness_ms",
+    "tick_ms",
+    "driver",
+];
+
+/// What `diff --gen` does not go with: it generates its own schedules.
+const GEN_CONFLICTS: [&str; 11] = [
+    "files",
+    "sim_seeds",
+    "model_fence",
+    "fence",
+    "holders",
+    "faults",
+    "lease_table",
+    "safety_ms",
+    "liveness_ms",
+    "tick_ms",
+    "driver",
+];
+
 /// Output piped into `head` or `grep -m1` ends the process quietly, as for any Unix tool
 /// (Rust ignores SIGPIPE by default, which turns a closed pipe into a panic in `println!`).
 fn die_quietly_on_closed_pipe() {
@@ -476,9 +506,14 @@ fn main() -> ExitCode {
             wrong_rule,
         } => {
             let r = match gen {
-                Some(n) => {
-                    leaselab::diff_cmd::run_gen_cmd(n, seed, steps, wrong_rule, &out, &pg_dir)
-                }
+                Some(n) => leaselab::diff_cmd::run_gen_cmd(
+                    n,
+                    seed.unwrap_or(1),
+                    steps.unwrap_or(40),
+                    wrong_rule,
+                    &out,
+                    &pg_dir,
+                ),
                 None => run.options().and_then(|opts| {
                     leaselab::diff_cmd::run(
                         &files,
