@@ -156,11 +156,10 @@ fn save(path: &Path, run: &SimRun) -> Result<(), String> {
 /// later sweep never leaves an earlier sweep's failures looking current.
 pub fn sweep_dir(out: &Path, seeds: Seeds, opts: &SimOptions, driver: Driver) -> PathBuf {
     let mut name = format!(
-        "{}-{}-seeds-{}..{}",
+        "{}-{}-seeds-{}",
         opts.fence,
         driver.as_str(),
-        seeds.start,
-        seeds.end
+        range_text(seeds.start, seeds.end)
     );
     if seeds.shard.1 > 1 {
         name.push_str(&format!("-shard-{}-of-{}", seeds.shard.0, seeds.shard.1));
@@ -168,16 +167,35 @@ pub fn sweep_dir(out: &Path, seeds: Seeds, opts: &SimOptions, driver: Driver) ->
     out.join(name)
 }
 
-/// The command line of a sweep (written to its manifest).
-pub fn sweep_command(seeds: Seeds, opts: &SimOptions, driver: Driver) -> String {
+/// A seed range as the command line spells it: `A..B`, or `A..` for an open one.
+pub fn range_text(start: u64, end: u64) -> String {
+    if end == u64::MAX {
+        format!("{start}..")
+    } else {
+        format!("{start}..{end}")
+    }
+}
+
+/// The command line of a sweep (written to its manifest, and printed as the resume point):
+/// every option that shapes what it runs and where it writes.
+pub fn sweep_command(
+    seeds: Seeds,
+    opts: &SimOptions,
+    driver: Driver,
+    out: &Path,
+    shrink: bool,
+) -> String {
     let mut c = format!(
-        "leaselab sim --seeds {}..{} {}",
-        seeds.start,
-        seeds.end,
+        "leaselab sim --seeds {} {}",
+        range_text(seeds.start, seeds.end),
         opts.flags(driver)
     );
     if seeds.shard.1 > 1 {
         c.push_str(&format!(" --shard {}/{}", seeds.shard.0, seeds.shard.1));
+    }
+    c.push_str(&format!(" --out {}", out.display()));
+    if !shrink {
+        c.push_str(" --no-shrink");
     }
     c
 }
@@ -351,7 +369,7 @@ pub fn many(
     jobs: usize,
 ) -> Result<Exit, String> {
     let dir = sweep_dir(out, seeds, opts, driver);
-    let command = sweep_command(seeds, opts, driver);
+    let command = sweep_command(seeds, opts, driver, out, shrink);
     let manifest = Manifest::start(&dir, &command)?;
     let mut progress = Progress::new();
     let (mut safety, mut driver_error) = (false, false);
@@ -409,6 +427,8 @@ pub fn many(
                 },
                 opts,
                 driver,
+                out,
+                shrink,
             );
             println!("INTERRUPTED: seeds from {next} were not run; resume: {resume}");
             format!("status interrupted resume_at={next}")

@@ -299,7 +299,7 @@ fn ctrl_c_leaves_the_failures_found_a_summary_and_the_resume_point() {
         .stdout(std::process::Stdio::piped())
         .spawn()
         .expect("starts");
-    let manifest = dir.join("off-fast-seeds-0..18446744073709551615/MANIFEST");
+    let manifest = dir.join("off-fast-seeds-0../MANIFEST");
     let found_some = (0..600).any(|_| {
         std::thread::sleep(std::time::Duration::from_millis(50));
         std::fs::read_to_string(&manifest).is_ok_and(|m| m.matches("failure ").count() >= 3)
@@ -328,11 +328,19 @@ fn ctrl_c_leaves_the_failures_found_a_summary_and_the_resume_point() {
         .next()
         .and_then(|n| n.parse().ok())
         .expect("seed");
+    // The resume command carries every option of the run: the open range stays open, and
+    // the failures go to the same --out.
     assert!(
         line.contains(&format!(
-            "resume: leaselab sim --seeds {next}..18446744073709551615 --fence off"
-        )),
+            "resume: leaselab sim --seeds {next}.. --fence off"
+        )) && line.ends_with(&format!(" --out {d} --no-shrink")),
         "{line}"
+    );
+    let m = std::fs::read_to_string(&manifest).expect("manifest");
+    assert!(
+        m.contains("leaselab sim --seeds 0.. --fence off")
+            && m.contains(&format!(" --out {d} --no-shrink")),
+        "{m}"
     );
     assert!(out.contains(&format!("SUMMARY seeds={next} ")), "{out}");
     let m = std::fs::read_to_string(&manifest).expect("manifest");
