@@ -43,7 +43,7 @@ enum Cmd {
         /// real processes record (DIR/records/F4, DIR/records/F5).
         #[arg(long, default_value = "target/leaselab-pg", value_name = "DIR")]
         pg_dir: PathBuf,
-        /// Also run the cases beyond the sources (X1–X3).
+        /// Also run the cases beyond the sources (X1–X7).
         #[arg(long)]
         beyond: bool,
     },
@@ -236,7 +236,7 @@ enum Cmd {
         /// Holders (1–3; 3 uses depth-first search with symmetry reduction unless --bfs).
         #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u8).range(1..=3))]
         holders: u8,
-        /// The last tick (of --tick-ms) database time may reach.
+        /// The last tick database time may reach (a tick is 100 ms; the TTL is 15 ticks, so a lease can expire from --max-ticks 16 on).
         #[arg(long, default_value_t = leaselab_explore::system::Bounds::default().max_ticks)]
         max_ticks: u8,
         /// A crash-restart of both databases is an action (at most one).

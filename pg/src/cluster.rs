@@ -103,9 +103,9 @@ fn reap_dead(root: &Path, bin: &Path, as_root: bool) {
 /// Why a cluster could not be had or driven.
 #[derive(Debug, thiserror::Error)]
 pub enum ClusterError {
-    /// The server binaries are not installed (or not where `LEASELAB_PG_BIN` says).
-    #[error("{MISSING}")]
-    Missing,
+    /// The server binaries are not installed (or not where `LEASELAB_PG_BIN` says): why.
+    #[error("{0}")]
+    Missing(String),
     /// A file or folder of the cluster could not be used.
     #[error("{path}: {source}")]
     Io {
@@ -141,18 +141,20 @@ pub enum ClusterError {
 }
 
 /// The one plain line the tests print when the server binaries are missing.
-const MISSING: &str = "PostgreSQL server binaries (initdb, pg_ctl, postgres) not found: install the Debian package `postgresql` or set LEASELAB_PG_BIN to their directory";
+const MISSING: &str = "PostgreSQL server binaries (initdb, pg_ctl, postgres) not found: install them (Debian/Ubuntu: `sudo apt-get install postgresql`; they land in /usr/lib/postgresql/<version>/bin) or set LEASELAB_PG_BIN to their directory";
 
 /// Whether a database test can run. When it cannot, says so in one line and records the skip
 /// in the file `LEASELAB_SKIP_LOG` names (the test command prints that file in its final
 /// summary, so a skip is not hidden in captured output); with `LEASELAB_REQUIRE_PG=1` a missing
 /// PostgreSQL is a failure instead (panics).
 pub fn postgres_for_test(test: &str) -> bool {
-    if find_bin().is_some() || std::env::var("LEASELAB_PG_CONNINFO").is_ok() {
-        return true;
-    }
-    println!("{MISSING}");
-    assert!(std::env::var("LEASELAB_REQUIRE_PG").is_err(), "{MISSING}");
+    let why = match find_bin() {
+        Ok(_) => return true,
+        Err(_) if std::env::var("LEASELAB_PG_CONNINFO").is_ok() => return true,
+        Err(why) => why,
+    };
+    println!("{why}");
+    assert!(std::env::var("LEASELAB_REQUIRE_PG").is_err(), "{why}");
     if let Ok(log) = std::env::var("LEASELAB_SKIP_LOG") {
         use std::io::Write as _;
         if let Ok(mut f) = std::fs::OpenOptions::new()
@@ -160,28 +162,39 @@ pub fn postgres_for_test(test: &str) -> bool {
             .append(true)
             .open(log)
         {
-            let _ = writeln!(f, "{test}: skipped, PostgreSQL server binaries not found");
+            let _ = writeln!(f, "{test}: skipped: {why}");
         }
     }
     false
 }
 
 /// Finds the directory holding `initdb`, `pg_ctl` and `postgres`: `LEASELAB_PG_BIN`, then
-/// `pg_config --bindir`, then `/usr/lib/postgresql/<newest>/bin`, then `PATH`.
-fn find_bin() -> Option<PathBuf> {
-    let has_all = |d: &Path| {
+/// `pg_config --bindir`, then `/usr/lib/postgresql/<newest>/bin`, then `PATH`; or says why
+/// not (a `LEASELAB_PG_BIN` that points elsewhere is named with what it lacks).
+fn find_bin() -> Result<PathBuf, String> {
+    let lacks = |d: &Path| -> Vec<&str> {
         ["initdb", "pg_ctl", "postgres"]
-            .iter()
-            .all(|b| d.join(b).exists())
+            .into_iter()
+            .filter(|b| !d.join(b).exists())
+            .collect()
     };
+    let has_all = |d: &Path| lacks(d).is_empty();
     if let Ok(d) = std::env::var("LEASELAB_PG_BIN") {
         let d = PathBuf::from(d);
-        return has_all(&d).then_some(d);
+        return if has_all(&d) {
+            Ok(d)
+        } else {
+            Err(format!(
+                "LEASELAB_PG_BIN={} has no {}: point it at the directory of PostgreSQL's server programs (e.g. /usr/lib/postgresql/15/bin), or unset it to search the usual places",
+                d.display(),
+                lacks(&d).join(", ")
+            ))
+        };
     }
     if let Ok(out) = Command::new("pg_config").arg("--bindir").output() {
         let d = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
         if has_all(&d) {
-            return Some(d);
+            return Ok(d);
         }
     }
     if let Ok(rd) = std::fs::read_dir("/usr/lib/postgresql") {
@@ -195,10 +208,12 @@ fn find_bin() -> Option<PathBuf> {
             .collect();
         vs.sort();
         if let Some((_, d)) = vs.pop() {
-            return Some(d);
+            return Ok(d);
         }
     }
-    std::env::var_os("PATH").and_then(|p| std::env::split_paths(&p).find(|d| has_all(d)))
+    std::env::var_os("PATH")
+        .and_then(|p| std::env::split_paths(&p).find(|d| has_all(d)))
+        .ok_or_else(|| MISSING.to_string())
 }
 
 fn is_root() -> bool {
@@ -255,7 +270,7 @@ impl Cluster {
 
     /// Creates and starts a cluster in `root/<name>-<pid>` (absolute path required).
     pub fn start(root: &Path, name: &str) -> Result<Cluster, ClusterError> {
-        let bin = find_bin().ok_or(ClusterError::Missing)?;
+        let bin = find_bin().map_err(ClusterError::Missing)?;
         let root = std::path::absolute(root).map_err(|source| ClusterError::Io {
             path: root.to_path_buf(),
             source,

@@ -264,6 +264,7 @@ fn x6(lab: &mut Lab) {
         brief(&a),
     );
     lab.note("the delay only moved the takeover later; any pause longer than TTL + delay still lands after it (leaselab envelope --fence off --lock-delay-ms 1000)");
+    lab.observed.insert(super::table::LOCK_DELAY, brief(&a));
     lab.judge(
         "X6-off",
         "lock-delay without a fence",

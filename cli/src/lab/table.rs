@@ -14,6 +14,8 @@ pub const SCOPE: &str = "scope";
 pub const SCOPE_F6B: &str = "scope-f6b";
 /// F7 scope: scope fence.
 pub const SCOPE_F7: &str = "scope-f7";
+/// X6 (beyond the sources): lease + lock-delay, unfenced resource.
+pub const LOCK_DELAY: &str = "lock-delay";
 
 /// Renders the table; rows whose cases did not run in this invocation say so.
 pub fn render(obs: &BTreeMap<&'static str, String>) -> String {
@@ -37,9 +39,11 @@ pub fn render(obs: &BTreeMap<&'static str, String>) -> String {
         ),
         (
             "lease + lock-delay (Chubby)",
-            "not run (the sources did not run it)".into(),
+            get(LOCK_DELAY)
+                .map(|v| format!("{v} (a pause longer than TTL + delay)"))
+                .unwrap_or_else(|| "not run (the sources did not run it; --case X6 does)".into()),
             "pause shorter than the delay",
-            "-",
+            "X6",
         ),
         (
             "token + check-then-write at the resource",
