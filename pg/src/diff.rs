@@ -160,18 +160,73 @@ pub fn diff_schedule(
 }
 
 /// Where the model's committed state and PostgreSQL's differ, one line per table.
+/// Where the final states differ, table by table, each row in the trace format's words
+/// (`scope=daily-report max_token=2`), never Rust's `Debug`.
 fn state_differences(m: &Snapshot, p: &Snapshot) -> Vec<String> {
-    fn differs<T: PartialEq + std::fmt::Debug>(out: &mut Vec<String>, what: &str, m: &T, p: &T) {
+    use leaselab_model::text::kv;
+    fn differs<T: PartialEq>(
+        out: &mut Vec<String>,
+        what: &str,
+        m: &[T],
+        p: &[T],
+        row: impl Fn(&T) -> String,
+    ) {
         if m != p {
-            out.push(format!("{what}: model {m:?}, postgres {p:?}"));
+            let rows = |v: &[T]| -> String {
+                let r: Vec<String> = v.iter().map(|x| row(x).trim_start().to_string()).collect();
+                format!("[{}]", r.join("; "))
+            };
+            out.push(format!("{what}: model {}, postgres {}", rows(m), rows(p)));
         }
     }
     let mut out = Vec::new();
-    differs(&mut out, "lease rows", &m.leases, &p.leases);
-    differs(&mut out, "floors", &m.floors, &p.floors);
-    differs(&mut out, "parts", &m.parts, &p.parts);
-    differs(&mut out, "publishes", &m.publishes, &p.publishes);
-    differs(&mut out, "attempt log", &m.attempts, &p.attempts);
+    differs(&mut out, "lease rows", &m.leases, &p.leases, |(name, r)| {
+        let mut s = String::new();
+        kv(&mut s, "lease", name);
+        kv(&mut s, "holder", &r.holder);
+        kv(&mut s, "token", r.token);
+        kv(&mut s, "expires", r.expires_at);
+        s
+    });
+    differs(&mut out, "floors", &m.floors, &p.floors, |(scope, t)| {
+        let mut s = String::new();
+        kv(&mut s, "scope", scope);
+        kv(&mut s, "max_token", t);
+        s
+    });
+    let part = |s: &mut String, r: &leaselab_model::PartRow| {
+        kv(s, "content", &r.content);
+        kv(s, "writer", &r.writer);
+        kv(s, "token", r.token);
+    };
+    differs(&mut out, "parts", &m.parts, &p.parts, |(scope, name, r)| {
+        let mut s = String::new();
+        kv(&mut s, "scope", scope);
+        kv(&mut s, "part", name);
+        part(&mut s, r);
+        s
+    });
+    differs(
+        &mut out,
+        "publishes",
+        &m.publishes,
+        &p.publishes,
+        |(key, r)| {
+            let mut s = String::new();
+            kv(&mut s, "key", key);
+            part(&mut s, r);
+            s
+        },
+    );
+    differs(&mut out, "attempt log", &m.attempts, &p.attempts, |a| {
+        let mut s = String::new();
+        kv(&mut s, "scope", &a.scope);
+        kv(&mut s, "part", &a.part);
+        kv(&mut s, "writer", &a.writer);
+        kv(&mut s, "token", a.token);
+        kv(&mut s, "outcome", a.outcome.as_str());
+        s
+    });
     out
 }
 
@@ -192,7 +247,9 @@ mod tests {
         p.floors = vec![(Scope::new("daily-report"), Token(7))];
         let d = state_differences(&m, &p);
         assert_eq!(d.len(), 1, "{d:?}");
-        assert!(d[0].starts_with("floors: model "), "{d:?}");
-        assert!(d[0].contains("Token(7)"), "{d:?}");
+        assert_eq!(
+            d[0],
+            "floors: model [scope=daily-report max_token=1], postgres [scope=daily-report max_token=7]"
+        );
     }
 }
