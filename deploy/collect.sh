@@ -7,7 +7,8 @@
 #
 # Prints each shard's command and status, every failure with its trace files, and a total.
 # Exit status: 0 all shards complete and clean, 1 failures found, 5 a shard did not finish
-# (interrupted, or no status line: it was killed) — its MANIFEST says where to resume.
+# (interrupted, or no status line: it was killed) — its MANIFEST says where to resume. A shard
+# stopped by --max-failures or --max-trace-bytes counts as finished (its status says the cap).
 set -euo pipefail
 [ $# -ge 1 ] || { echo "usage: $0 DIR..." >&2; exit 2; }
 mapfile -t manifests < <(find "$@" -name MANIFEST -type f | sort)
@@ -20,7 +21,7 @@ for m in "${manifests[@]}"; do
   echo "SHARD $(dirname "$m"): ${status:-unfinished (no status line)}"
   echo "  command: $cmd"
   case "$status" in
-    complete) ;;
+    complete | capped*) ;;
     *) unfinished=$((unfinished + 1)) ;;
   esac
   n=$(sed -n 's/^summary seeds=\([0-9]*\).*/\1/p' "$m")

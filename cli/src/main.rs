@@ -758,6 +758,13 @@ struct SimArgs {
     /// are the same for any number; only the wall time changes.
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     jobs: Option<u64>,
+    /// A sweep stops cleanly after N failing seeds (the summary says so, with the command
+    /// that goes on from there).
+    #[arg(long, value_name = "N", requires = "seeds", value_parser = clap::value_parser!(u64).range(1..))]
+    max_failures: Option<u64>,
+    /// A sweep stops cleanly once its traces take this many bytes on disk.
+    #[arg(long, value_name = "BYTES", requires = "seeds", value_parser = clap::value_parser!(u64).range(1..))]
+    max_trace_bytes: Option<u64>,
 }
 
 /// Runs `sim`; returns the exit class.
@@ -799,7 +806,18 @@ fn run_sim(a: SimArgs) -> Result<Exit, String> {
                 Some(j) => usize::try_from(j).map_err(|e| format!("--jobs: {e}"))?,
                 None => leaselab_sim::sweep::default_jobs(),
             };
-            leaselab::sim_cmd::many(seeds, &opts, driver, &a.out, !a.no_shrink, jobs)
+            leaselab::sim_cmd::many(
+                seeds,
+                &opts,
+                driver,
+                &a.out,
+                !a.no_shrink,
+                jobs,
+                leaselab::sim_cmd::Caps {
+                    max_failures: a.max_failures,
+                    max_trace_bytes: a.max_trace_bytes,
+                },
+            )
         }
         (None, None) => Err("give --seed N, --seeds A..B or --from-trace FILE".into()),
     }

@@ -9,6 +9,7 @@ use leaselab_trace::event_line;
 use std::fmt::Write as _;
 use std::io::{IsTerminal, Write as _};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// Parses `A..B` (B exclusive; `A..` runs to the largest seed).
@@ -184,6 +185,7 @@ pub fn sweep_command(
     driver: Driver,
     out: &Path,
     shrink: bool,
+    caps: Caps,
 ) -> String {
     let mut c = format!(
         "leaselab sim --seeds {} {}",
@@ -197,7 +199,35 @@ pub fn sweep_command(
     if !shrink {
         c.push_str(" --no-shrink");
     }
+    if let Some(n) = caps.max_failures {
+        c.push_str(&format!(" --max-failures {n}"));
+    }
+    if let Some(n) = caps.max_trace_bytes {
+        c.push_str(&format!(" --max-trace-bytes {n}"));
+    }
     c
+}
+
+/// Limits that end a sweep cleanly: a `--fence off` sweep finds a failure in most seeds and
+/// would otherwise write traces as fast as the disk takes them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Caps {
+    /// Stop after this many failing seeds.
+    pub max_failures: Option<u64>,
+    /// Stop once this many bytes of traces are written.
+    pub max_trace_bytes: Option<u64>,
+}
+
+impl Caps {
+    /// The cap reached after `failures` failures and `bytes` bytes of traces, if one is.
+    fn reached(&self, failures: u64, bytes: u64) -> Option<String> {
+        if let Some(n) = self.max_failures.filter(|n| failures >= *n) {
+            return Some(format!("--max-failures {n}"));
+        }
+        self.max_trace_bytes
+            .filter(|n| bytes >= *n)
+            .map(|n| format!("--max-trace-bytes {n}"))
+    }
 }
 
 /// Appends lines to the sweep's manifest, `MANIFEST` in its folder.
@@ -311,17 +341,20 @@ fn first_problem(r: &SimRun) -> String {
 
 /// Writes one failing seed's traces into the sweep's folder and prints each with the command
 /// that recreates it.
+/// Writes and prints one failure; returns the bytes of trace written.
 fn report_failure(
     dir: &Path,
     manifest: &Manifest,
     f: &Failure,
     with_picture: bool,
-) -> Result<(), String> {
+) -> Result<u64, String> {
     let r = &f.run;
     let seed = r.setup.seed;
     println!("FAIL seed={seed} {}", first_problem(r));
     let p = dir.join(format!("seed-{seed}.trace"));
     save(&p, r)?;
+    let size = |p: &Path| std::fs::metadata(p).map_or(0, |m| m.len());
+    let mut bytes = size(&p);
     println!(
         "  trace: {} ({} steps, {} faults)",
         p.display(),
@@ -333,6 +366,7 @@ fn report_failure(
     if let Some(s) = &f.shrunk {
         let p = dir.join(format!("seed-{seed}.shrunk.trace"));
         save(&p, s)?;
+        bytes += size(&p);
         println!(
             "  shrunk: {} ({} steps, {} faults: {})",
             p.display(),
@@ -355,7 +389,8 @@ fn report_failure(
             p.display()
         );
     }
-    manifest.add(&line)
+    manifest.add(&line)?;
+    Ok(bytes)
 }
 
 /// A sweep: failures are written and printed as soon as their turn comes (stdout), progress
@@ -367,9 +402,10 @@ pub fn many(
     out: &Path,
     shrink: bool,
     jobs: usize,
+    caps: Caps,
 ) -> Result<Exit, String> {
     let dir = sweep_dir(out, seeds, opts, driver);
-    let command = sweep_command(seeds, opts, driver, out, shrink);
+    let command = sweep_command(seeds, opts, driver, out, shrink, caps);
     let manifest = Manifest::start(&dir, &command)?;
     let mut progress = Progress::new();
     let (mut safety, mut driver_error) = (false, false);
@@ -381,16 +417,34 @@ pub fn many(
         jobs,
     };
     let mut first = true;
+    // Stops the sweep: Ctrl-C (seen at the next failure or progress tick), or a cap reached.
+    let stop = AtomicBool::new(false);
+    let mut capped: Option<String> = None;
+    let (mut failures, mut written) = (0u64, 0u64);
     let end = sweep_streaming(
         spec,
-        crate::interrupt::flag(),
+        &stop,
         &mut |f| {
             safety |= !f.run.report.violations.is_empty();
             driver_error |= !f.run.driver_errors.is_empty();
             let with_picture = std::mem::take(&mut first);
-            report_failure(&dir, &manifest, &f, with_picture)
+            written += report_failure(&dir, &manifest, &f, with_picture)?;
+            failures += 1;
+            if let Some(cap) = caps.reached(failures, written) {
+                capped.get_or_insert(cap);
+                stop.store(true, Ordering::SeqCst);
+            }
+            if crate::interrupt::requested() {
+                stop.store(true, Ordering::SeqCst);
+            }
+            Ok::<(), String>(())
         },
-        &mut |t, total| progress.show(t, total),
+        &mut |t, total| {
+            if crate::interrupt::requested() {
+                stop.store(true, Ordering::SeqCst);
+            }
+            progress.show(t, total)
+        },
     );
     progress.finish();
     let end = end?;
@@ -418,29 +472,42 @@ pub fn many(
         .map(|n| format!("{n}={}", t.sometimes.get(n)))
         .collect();
     println!("sometimes, occurrences over all runs: {}", occ.join(" "));
-    let status = match end.resume_at {
-        Some(next) => {
-            let resume = sweep_command(
-                Seeds {
-                    start: next,
-                    ..seeds
-                },
-                opts,
-                driver,
-                out,
-                shrink,
+    let rest = |next: u64| {
+        sweep_command(
+            Seeds {
+                start: next,
+                ..seeds
+            },
+            opts,
+            driver,
+            out,
+            shrink,
+            caps,
+        )
+    };
+    let status = match (end.resume_at, &capped) {
+        (Some(next), Some(cap)) => {
+            println!(
+                "CAPPED: {cap} reached; seeds from {next} were not run; to go on: {}",
+                rest(next)
             );
-            println!("INTERRUPTED: seeds from {next} were not run; resume: {resume}");
+            format!("status capped ({cap}) resume_at={next}")
+        }
+        (Some(next), None) => {
+            println!(
+                "INTERRUPTED: seeds from {next} were not run; resume: {}",
+                rest(next)
+            );
             format!("status interrupted resume_at={next}")
         }
-        None => "status complete".to_string(),
+        (None, _) => "status complete".to_string(),
     };
     manifest.add(&format!(
         "summary seeds={} failed={} events={}",
         t.runs, t.failures, t.events
     ))?;
     manifest.add(&status)?;
-    Ok(if end.resume_at.is_some() {
+    Ok(if end.resume_at.is_some() && capped.is_none() {
         Exit::Interrupted
     } else if driver_error {
         Exit::Usage

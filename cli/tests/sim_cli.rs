@@ -474,3 +474,56 @@ fn a_setup_line_that_cannot_be_read_names_file_line_and_field() {
         "{err}"
     );
 }
+
+/// `--max-failures` ends a sweep cleanly: the failures found so far are written, the summary
+/// states the cap and the command that goes on, the exit is that of a finished sweep, and the
+/// MANIFEST says it was capped (deploy/collect.sh counts it as finished).
+#[test]
+fn a_sweep_stops_cleanly_at_its_failure_cap() {
+    let dir = tmp("capped");
+    let d = dir.to_string_lossy().into_owned();
+    let (code, out) = leaselab(&[
+        "sim",
+        "--seeds",
+        "0..1000",
+        "--fence",
+        "off",
+        "--no-shrink",
+        "--jobs",
+        "1",
+        "--max-failures",
+        "2",
+        "--out",
+        &d,
+    ]);
+    assert_eq!(code, 1, "a finished sweep with failures: {out}");
+    let fails = fail_seeds(&out);
+    assert!(fails.len() >= 2, "{out}");
+    let capped = out
+        .lines()
+        .find(|l| l.starts_with("CAPPED: --max-failures 2 reached; seeds from "))
+        .unwrap_or_else(|| panic!("no cap line: {out}"));
+    assert!(
+        capped.contains(" --fence off ")
+            && capped.ends_with(&format!(" --out {d} --no-shrink --max-failures 2")),
+        "{capped}"
+    );
+    let m = std::fs::read_to_string(dir.join("off-fast-seeds-0..1000/MANIFEST")).expect("manifest");
+    assert!(
+        m.contains("status capped (--max-failures 2) resume_at="),
+        "{m}"
+    );
+    let collect = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../deploy/collect.sh");
+    let c = Command::new("bash")
+        .arg(collect)
+        .arg(&dir)
+        .output()
+        .expect("collect runs");
+    let text = String::from_utf8_lossy(&c.stdout);
+    assert_eq!(
+        c.status.code(),
+        Some(1),
+        "failures, no unfinished shard: {text}"
+    );
+    assert!(text.contains("unfinished=0"), "{text}");
+}
