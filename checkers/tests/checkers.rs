@@ -982,3 +982,60 @@ fn unknown_operations_are_every_kind_nobody_heard_back_from() {
     .map(|(issued, answered)| Unknown { issued, answered });
     assert_eq!(got, want);
 }
+
+/// Two grants that both waited, the second one's window the widest of the lease and ending
+/// exactly where the search for partners of the first stops (its end plus the widest window):
+/// the pair is still judged. (The scan is bounded so that I1 is not quadratic; the bound must
+/// not cut off a pair that can overlap.)
+#[test]
+fn i1_judges_unordered_grants_at_the_edge_of_the_widest_window() {
+    let mut h = History::default();
+    let observe = |h: &mut History, t: u64| {
+        at(h, t, "observer", Op::read_lease(), Outcome::Lease(None));
+    };
+    at(
+        &mut h,
+        1,
+        "holder-a",
+        Op::acquire("holder-a", 1500),
+        Outcome::Blocked,
+    ); // #1
+    for t in 2..=8 {
+        observe(&mut h, t);
+    }
+    at(
+        &mut h,
+        9,
+        "holder-b",
+        Op::acquire("holder-b", 1500),
+        Outcome::Blocked,
+    ); // #9
+    let lease = DbName::Lease;
+    at(
+        &mut h,
+        10,
+        "holder-a",
+        Op::await_(lease),
+        granted(1, 10_000),
+    ); // #10: window 2..10
+    for t in 11..=29 {
+        observe(&mut h, t);
+    }
+    at(
+        &mut h,
+        30,
+        "holder-b",
+        Op::await_(lease),
+        granted(2, 10_000),
+    ); // #30: window 10..30
+    let r = check(&h);
+    assert!(r.violated(Check::I1), "{:?}", r.violations);
+    let v = &r.violations[0];
+    assert!(
+        v.message
+            .contains("neither grant is definitely before the other"),
+        "{}",
+        v.message
+    );
+    assert_eq!(v.events, vec![10, 30]);
+}
