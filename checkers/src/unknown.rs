@@ -68,7 +68,8 @@ pub fn possible(h: &mut History, base: &Report, limit: usize) -> (Vec<Possible>,
 
 /// Which event's outcome changes, and to what, to resolve `u` (applied, or not); `None` when
 /// that resolution says nothing new: a write that did not happen is what the checkers already
-/// assume of it for every rule (and a read may even show that it did happen).
+/// assume of it for every rule (and a read may even show that it did happen); a release that
+/// did happen only ends a holding sooner, which breaks nothing that its not happening does not.
 fn resolution(h: &History, u: Unknown, applied: bool) -> Option<(usize, Outcome)> {
     let index = |seq: u64| usize::try_from(seq).ok()?.checked_sub(1);
     let op = &h.events.get(index(u.issued)?)?.op;
@@ -76,12 +77,10 @@ fn resolution(h: &History, u: Unknown, applied: bool) -> Option<(usize, Outcome)
     let answer = h.events.get(i)?;
     let outcome = match (op, applied) {
         (Op::Write { .. } | Op::Publish { .. }, true) => Outcome::Accepted,
-        (Op::Write { .. } | Op::Publish { .. }, false) => return None,
         // The latest expiry it can have set: its commit can be as late as the answer.
         (Op::Renew { ttl_ms, .. }, true) => Outcome::Renewed {
             expires: Expiry::At(Millis(answer.at.0.saturating_add(*ttl_ms))),
         },
-        (Op::Release { .. }, true) => Outcome::Released,
         (Op::Renew { .. } | Op::Release { .. }, false) => Outcome::Error("not applied".into()),
         _ => return None,
     };

@@ -1039,3 +1039,41 @@ fn i1_judges_unordered_grants_at_the_edge_of_the_widest_window() {
     );
     assert_eq!(v.events, vec![10, 30]);
 }
+
+/// A stale write whose answer was lost is never counted as accepted — but if it was, the
+/// tokens of accepted writes went down: `possible` names it, decided by that write taking
+/// effect.
+#[test]
+fn an_unknown_stale_write_makes_i3_possible_if_it_took_effect() {
+    let mut h = a_granted_token_1_until_1000();
+    at(
+        &mut h,
+        1100,
+        "holder-b",
+        Op::acquire("holder-b", 1000),
+        granted(2, 2100),
+    );
+    let b = Op::write("summary", "b", 2);
+    at(&mut h, 1200, "holder-b", b, Outcome::Accepted);
+    let a = Op::write("summary", "a", 1);
+    at(
+        &mut h,
+        1300,
+        "holder-a",
+        a,
+        Outcome::Indeterminate("timeout".into()),
+    ); // #4
+    let r = check(&h);
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
+    let (possible, left) = leaselab_checkers::unknown::possible(&mut h, &r, 10);
+    assert_eq!(left, 0);
+    let found: Vec<(Check, u64, bool)> = possible
+        .iter()
+        .map(|p| (p.violation.check, p.decided_by, p.if_applied))
+        .collect();
+    assert_eq!(
+        found,
+        [(Check::I3, 4, true), (Check::Acceptance, 4, true)],
+        "{possible:?}"
+    );
+}
