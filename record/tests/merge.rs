@@ -84,3 +84,23 @@ fn a_connection_two_processes_use_is_an_error_naming_the_file_and_line() {
         "{e}"
     );
 }
+
+#[test]
+fn a_process_recorded_in_two_files_is_an_error_naming_both() {
+    let a = format!("{HEAD}{}", now("a", 0, 1));
+    let again = format!("{HEAD}{}{}", now("b", 0, 1), now("a", 2, 3));
+    let parts = vec![
+        parse(&a, "a.jsonl").expect("a"),
+        parse(&again, "b.jsonl").expect("b"),
+    ];
+    let e = merge(parts).expect_err("one process, two files");
+    assert_eq!(
+        (e.file.as_str(), e.line, e.field.as_str()),
+        ("b.jsonl", 4, "process")
+    );
+    assert!(
+        e.message
+            .contains("process `a` is also recorded in a.jsonl"),
+        "{e}"
+    );
+}
