@@ -765,6 +765,11 @@ struct SimArgs {
     /// A sweep stops cleanly once its traces take this many bytes on disk.
     #[arg(long, value_name = "BYTES", requires = "seeds", value_parser = clap::value_parser!(u64).range(1..))]
     max_trace_bytes: Option<u64>,
+    /// Go on with an earlier run of this same sweep (same command, same --out) from the
+    /// resume point its MANIFEST recorded, keeping its failures; a complete one is not run
+    /// again; one with no status (killed) starts afresh. For retried batch jobs.
+    #[arg(long, requires = "seeds")]
+    resume: bool,
 }
 
 /// Runs `sim`; returns the exit class.
@@ -817,6 +822,7 @@ fn run_sim(a: SimArgs) -> Result<Exit, String> {
                     max_failures: a.max_failures,
                     max_trace_bytes: a.max_trace_bytes,
                 },
+                a.resume,
             )
         }
         (None, None) => Err("give --seed N, --seeds A..B or --from-trace FILE".into()),

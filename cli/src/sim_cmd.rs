@@ -260,6 +260,49 @@ impl Manifest {
         Ok(m)
     }
 
+    /// Goes on with the sweep whose manifest is in `dir`, if it stopped early: the seed to go on
+    /// from (its last `status … resume_at=N`), with its failures and traces kept. `None` when
+    /// there is nothing to go on with: no manifest (or no status: the sweep was killed, and
+    /// how far it got is unknown), so it starts afresh.
+    fn resume(dir: &Path, command: &str) -> Result<Option<(Manifest, Resume)>, String> {
+        let path = dir.join("MANIFEST");
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            return Ok(None);
+        };
+        let theirs = text.lines().find_map(|l| l.strip_prefix("command "));
+        if theirs != Some(command) {
+            return Err(format!(
+                "{}: a sweep of another command ({}); --resume goes on only with the same one",
+                path.display(),
+                theirs.unwrap_or("none")
+            ));
+        }
+        let status = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("status "))
+            .last();
+        let resume = match status {
+            None => return Ok(None),
+            Some("complete") => Resume::Complete {
+                failures: text.lines().filter(|l| l.starts_with("failure ")).count(),
+            },
+            Some(s) => {
+                let at = s
+                    .rsplit_once("resume_at=")
+                    .and_then(|(_, n)| n.trim().parse::<u64>().ok())
+                    .ok_or_else(|| {
+                        format!("{}: status `{s}` names no resume_at", path.display())
+                    })?;
+                Resume::From(at)
+            }
+        };
+        let m = Manifest { path };
+        if let Resume::From(at) = resume {
+            m.add(&format!("resumed at {at}"))?;
+        }
+        Ok(Some((m, resume)))
+    }
+
     fn add(&self, line: &str) -> Result<(), String> {
         let mut f = std::fs::OpenOptions::new()
             .append(true)
@@ -267,6 +310,15 @@ impl Manifest {
             .map_err(|e| format!("cannot open {}: {e}", self.path.display()))?;
         writeln!(f, "{line}").map_err(|e| format!("cannot write {}: {e}", self.path.display()))
     }
+}
+
+/// Where `--resume` finds an earlier run of the same sweep.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Resume {
+    /// It stopped early: go on from this seed.
+    From(u64),
+    /// It finished, with this many failures.
+    Complete { failures: usize },
 }
 
 /// Live progress on stderr, redrawn about once a second, only when stderr is a terminal.
@@ -403,10 +455,34 @@ pub fn many(
     shrink: bool,
     jobs: usize,
     caps: Caps,
+    resume: bool,
 ) -> Result<Exit, String> {
     let dir = sweep_dir(out, seeds, opts, driver);
     let command = sweep_command(seeds, opts, driver, out, shrink, caps);
-    let manifest = Manifest::start(&dir, &command)?;
+    let (manifest, seeds) = match resume
+        .then(|| Manifest::resume(&dir, &command))
+        .transpose()?
+    {
+        Some(Some((_, Resume::Complete { failures }))) => {
+            println!(
+                "RESUME: the sweep in {} is complete ({failures} failures, MANIFEST): nothing to run",
+                dir.display()
+            );
+            return Ok(if failures > 0 {
+                Exit::Violation
+            } else {
+                Exit::Clean
+            });
+        }
+        Some(Some((m, Resume::From(at)))) => {
+            println!(
+                "RESUME: going on from seed {at} in {} (the failures before it are kept)",
+                dir.display()
+            );
+            (m, Seeds { start: at, ..seeds })
+        }
+        _ => (Manifest::start(&dir, &command)?, seeds),
+    };
     let mut progress = Progress::new();
     let (mut safety, mut driver_error) = (false, false);
     let spec = SweepSpec {
@@ -472,32 +548,15 @@ pub fn many(
         .map(|n| format!("{n}={}", t.sometimes.get(n)))
         .collect();
     println!("sometimes, occurrences over all runs: {}", occ.join(" "));
-    let rest = |next: u64| {
-        sweep_command(
-            Seeds {
-                start: next,
-                ..seeds
-            },
-            opts,
-            driver,
-            out,
-            shrink,
-            caps,
-        )
-    };
+    // Going on is the same command with --resume: the same folder, the failures kept.
+    let again = format!("{command} --resume");
     let status = match (end.resume_at, &capped) {
         (Some(next), Some(cap)) => {
-            println!(
-                "CAPPED: {cap} reached; seeds from {next} were not run; to go on: {}",
-                rest(next)
-            );
+            println!("CAPPED: {cap} reached; seeds from {next} were not run; to go on: {again}");
             format!("status capped ({cap}) resume_at={next}")
         }
         (Some(next), None) => {
-            println!(
-                "INTERRUPTED: seeds from {next} were not run; resume: {}",
-                rest(next)
-            );
+            println!("INTERRUPTED: seeds from {next} were not run; resume: {again}");
             format!("status interrupted resume_at={next}")
         }
         (None, _) => "status complete".to_string(),

@@ -328,18 +328,19 @@ fn ctrl_c_leaves_the_failures_found_a_summary_and_the_resume_point() {
         .next()
         .and_then(|n| n.parse().ok())
         .expect("seed");
-    // The resume command carries every option of the run: the open range stays open, and
-    // the failures go to the same --out.
+    // The resume command is the sweep's own command (every option of the run, the open range
+    // still open, the same --out) with --resume: it goes on in the same folder.
     assert!(
-        line.contains(&format!(
-            "resume: leaselab sim --seeds {next}.. --fence off"
-        )) && line.ends_with(&format!(" --out {d} --no-shrink")),
+        line.ends_with(&format!(
+            "resume: leaselab sim --seeds 0.. --fence off --out {d} --no-shrink --resume"
+        )),
         "{line}"
     );
     let m = std::fs::read_to_string(&manifest).expect("manifest");
     assert!(
-        m.contains("leaselab sim --seeds 0.. --fence off")
-            && m.contains(&format!(" --out {d} --no-shrink")),
+        m.contains(&format!(
+            "command leaselab sim --seeds 0.. --fence off --out {d} --no-shrink\n"
+        )),
         "{m}"
     );
     assert!(out.contains(&format!("SUMMARY seeds={next} ")), "{out}");
@@ -526,4 +527,92 @@ fn a_sweep_stops_cleanly_at_its_failure_cap() {
         "failures, no unfinished shard: {text}"
     );
     assert!(text.contains("unfinished=0"), "{text}");
+}
+
+/// A sweep stopped by SIGTERM (a batch job's pod being replaced) goes on with `--resume` — the
+/// command it printed — from its resume point, in the same folder, and ends with exactly the
+/// failures of an uninterrupted sweep; run again, it has nothing left to do.
+#[cfg(unix)]
+#[test]
+fn a_resumed_sweep_goes_on_where_it_stopped_and_finds_the_same_failures() {
+    use std::io::Read as _;
+    let dir = tmp("resume");
+    let d = dir.to_string_lossy().into_owned();
+    let args = [
+        "sim",
+        "--seeds",
+        "0..6000",
+        "--fence",
+        "off",
+        "--no-shrink",
+        "--jobs",
+        "1",
+        "--out",
+        &d,
+    ];
+    let mut child = Command::new(env!("CARGO_BIN_EXE_leaselab"))
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("starts");
+    let manifest = dir.join("off-fast-seeds-0..6000/MANIFEST");
+    let found_some = (0..600).any(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        std::fs::read_to_string(&manifest).is_ok_and(|m| m.matches("failure ").count() >= 3)
+    });
+    assert!(found_some, "the sweep wrote failures while running");
+    let st = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(st.success());
+    let code = child.wait().expect("exits").code();
+    let mut first = String::new();
+    child
+        .stdout
+        .take()
+        .expect("stdout")
+        .read_to_string(&mut first)
+        .expect("read");
+    assert_eq!(code, Some(5), "stopped by SIGTERM: {first}");
+    let resume = first
+        .lines()
+        .find_map(|l| l.split("resume: leaselab ").nth(1))
+        .unwrap_or_else(|| panic!("no resume command: {first}"));
+    let a: Vec<&str> = resume.split(' ').collect();
+    let (code, second) = leaselab(&a);
+    assert_eq!(code, 1, "{second}");
+    assert!(
+        second.starts_with("RESUME: going on from seed "),
+        "{second}"
+    );
+    let m = std::fs::read_to_string(&manifest).expect("manifest");
+    assert!(m.trim_end().ends_with("status complete"), "{m}");
+    let listed: BTreeSet<u64> = m
+        .lines()
+        .filter_map(|l| l.strip_prefix("failure seed="))
+        .filter_map(|r| r.split(' ').next()?.parse().ok())
+        .collect();
+    let mut both = fail_seeds(&first);
+    both.extend(fail_seeds(&second));
+    assert_eq!(listed, both, "{m}");
+    let fresh = tmp("resume-fresh");
+    let f = fresh.to_string_lossy().into_owned();
+    let (_, whole) = leaselab(&[
+        "sim",
+        "--seeds",
+        "0..6000",
+        "--fence",
+        "off",
+        "--no-shrink",
+        "--out",
+        &f,
+    ]);
+    assert_eq!(both, fail_seeds(&whole), "resumed vs uninterrupted");
+    let (code, third) = leaselab(&a);
+    assert_eq!(code, 1, "{third}");
+    assert!(
+        third.contains("is complete") && third.contains("nothing to run"),
+        "{third}"
+    );
 }
