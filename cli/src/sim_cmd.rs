@@ -280,7 +280,7 @@ impl Manifest {
         let status = text
             .lines()
             .filter_map(|l| l.strip_prefix("status "))
-            .last();
+            .next_back();
         let resume = match status {
             None => return Ok(None),
             Some("complete") => Resume::Complete {
