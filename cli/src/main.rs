@@ -815,14 +815,16 @@ fn run_sim(a: SimArgs) -> Result<Exit, String> {
                 seeds,
                 &opts,
                 driver,
-                &a.out,
-                !a.no_shrink,
-                jobs,
-                leaselab::sim_cmd::Caps {
-                    max_failures: a.max_failures,
-                    max_trace_bytes: a.max_trace_bytes,
+                leaselab::sim_cmd::Sweep {
+                    out: &a.out,
+                    shrink: !a.no_shrink,
+                    jobs,
+                    caps: leaselab::sim_cmd::Caps {
+                        max_failures: a.max_failures,
+                        max_trace_bytes: a.max_trace_bytes,
+                    },
+                    resume: a.resume,
                 },
-                a.resume,
             )
         }
         (None, None) => Err("give --seed N, --seeds A..B or --from-trace FILE".into()),

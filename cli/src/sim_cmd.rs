@@ -445,18 +445,36 @@ fn report_failure(
     Ok(bytes)
 }
 
+/// How a sweep runs and where it writes, beyond its seeds and simulation options.
+#[derive(Clone, Copy, Debug)]
+pub struct Sweep<'a> {
+    /// The folder its sweep folder goes into (`--out`).
+    pub out: &'a Path,
+    /// Shrink failing seeds.
+    pub shrink: bool,
+    /// Worker threads.
+    pub jobs: usize,
+    /// Limits that end it cleanly.
+    pub caps: Caps,
+    /// Go on with an earlier run of the same sweep (`--resume`).
+    pub resume: bool,
+}
+
 /// A sweep: failures are written and printed as soon as their turn comes (stdout), progress
 /// goes to stderr, the summary closes it. Returns the exit class.
 pub fn many(
     seeds: Seeds,
     opts: &SimOptions,
     driver: Driver,
-    out: &Path,
-    shrink: bool,
-    jobs: usize,
-    caps: Caps,
-    resume: bool,
+    how: Sweep<'_>,
 ) -> Result<Exit, String> {
+    let Sweep {
+        out,
+        shrink,
+        jobs,
+        caps,
+        resume,
+    } = how;
     let dir = sweep_dir(out, seeds, opts, driver);
     let command = sweep_command(seeds, opts, driver, out, shrink, caps);
     let (manifest, seeds) = match resume
