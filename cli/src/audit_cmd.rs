@@ -204,6 +204,16 @@ pub fn run_gen_cmd(
             println!("  {}: {}", v.check.as_str(), v.message);
         }
         println!("trace: {}", trace.display());
+        crate::summary::failure(
+            &format!(
+                "{}: found at schedule {}",
+                verdict_text(report),
+                r.first.unwrap_or(0)
+            ),
+            Some(trace),
+            Some(&format!("leaselab diagram {}", trace.display())),
+            None,
+        );
         println!(
             "psql: LEASE_DB='…' RES_DB='…' bash {}",
             trace.with_extension("psql").join("run.sh").display()
@@ -211,6 +221,9 @@ pub fn run_gen_cmd(
         println!("timeline: leaselab diagram {}", trace.display());
         println!("explain: leaselab explain {}", trace.display());
     }
+    crate::summary::count("schedules", r.schedules);
+    crate::summary::count("steps", r.steps);
+    crate::summary::count("violations", u64::from(r.violation.is_some()));
     println!(
         "SUMMARY spec={} generated={} steps={} violations={} schedules/s={:.1} steps/s={:.0}{}",
         file.display(),

@@ -223,17 +223,22 @@ pub fn run_seeds_cmd(
             );
         }
         println!("trace: {}", trace.display());
-        println!(
-            "reproduce: leaselab audit {} --sim-seeds {seed}..{}{sep}{flags}",
+        let again = format!(
+            "leaselab audit {} --sim-seeds {seed}..{}{sep}{flags}",
             file.display(),
             seed + 1
         );
+        println!("reproduce: {again}");
+        crate::summary::failure(&what, Some(trace), Some(&again), Some(seed));
         println!(
             "  (where PostgreSQL releases several waiters at once, a rerun may order them differently; the trace records the order it chose)"
         );
         println!("timeline: leaselab diagram {}", trace.display());
         println!("explain: leaselab explain {}", trace.display());
     }
+    crate::summary::count("seeds", r.seeds);
+    crate::summary::count("steps", r.steps);
+    crate::summary::count("failures", u64::from(r.failure.is_some()));
     println!(
         "SUMMARY spec={} seeds={} steps={} failures={} seeds/s={:.2} steps/s={:.0}{}",
         file.display(),
@@ -251,12 +256,14 @@ pub fn run_seeds_cmd(
     Ok(match (&r.failure, r.interrupted_at) {
         (Some((run, _)), _) => crate::sim_cmd::exit_of(run),
         (None, Some(next)) => {
-            println!(
-                "resume: leaselab audit {} --sim-seeds {next}..{}{sep}{flags} --out {}",
+            let again = format!(
+                "leaselab audit {} --sim-seeds {next}..{}{sep}{flags} --out {}",
                 file.display(),
                 seeds.1,
                 out.display()
             );
+            println!("resume: {again}");
+            crate::summary::resume(&again);
             Exit::Interrupted
         }
         (None, None) => Exit::Clean,

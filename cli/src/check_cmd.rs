@@ -110,6 +110,9 @@ pub fn run(o: &Options, trace_out: Option<&Path>) -> Result<(String, Exit), Stri
     }
     let mut s = String::new();
     let _ = writeln!(s, "{}", describe(o));
+    crate::summary::count("states", f.states as u64);
+    crate::summary::count("distinct_states", f.unique as u64);
+    crate::summary::count("depth", f.depth as u64);
     let stats = format!(
         "{} distinct states ({} generated), depth {}, {:.1} s, {:.0} states/s",
         f.unique,
@@ -156,6 +159,21 @@ pub fn run(o: &Options, trace_out: Option<&Path>) -> Result<(String, Exit), Stri
         return Ok((s, exit));
     };
     let names: Vec<&str> = f.violations.iter().map(|(n, _)| *n).collect();
+    let again = format!(
+        "{}{}",
+        command(o),
+        trace_out.map_or(String::new(), |p| format!(" --trace-out {}", p.display()))
+    );
+    crate::summary::failure(
+        &format!(
+            "{} (shortest counterexample: {name} in {} steps)",
+            names.join(", "),
+            actions.len()
+        ),
+        trace_out,
+        Some(&again),
+        None,
+    );
     let _ = writeln!(s, "VIOLATION {}: {stats}", names.join(", "));
     if f.stopped_at_violation {
         let _ = writeln!(

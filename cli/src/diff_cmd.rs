@@ -98,23 +98,35 @@ pub fn run(
                 std::fs::write(&p, t.to_text())
                     .map_err(|e| format!("cannot write {}: {e}", p.display()))?;
                 println!("  trace: {}", p.display());
-                println!("    reproduce: leaselab diff {}{flags}", p.display());
+                let again = format!("leaselab diff {}{flags}", p.display());
+                println!("    reproduce: {again}");
                 println!("    timeline: {cmd}");
+                crate::summary::failure(&r.describe(), Some(&p), Some(&again), Some(t.seed));
             }
-            None => println!("  reproduce: leaselab diff {name}{flags}"),
+            None => {
+                let again = format!("leaselab diff {name}{flags}");
+                println!("  reproduce: {again}");
+                crate::summary::failure(&r.describe(), Some(Path::new(&name)), Some(&again), None);
+            }
         }
     }
+    crate::summary::count("diffed", (ok + bad) as u64);
+    crate::summary::count("divergences", bad as u64);
     if interrupted {
         println!(
             "SUMMARY diffed={} of {total} divergences={bad} interrupted",
             ok + bad
         );
         match &sim_seeds {
-            Some((_, end, opts, driver)) if next_seed < *end => println!(
-                "resume: leaselab diff --sim-seeds {next_seed}..{end} {}{flags} --out {}",
-                opts.flags(*driver),
-                out.display()
-            ),
+            Some((_, end, opts, driver)) if next_seed < *end => {
+                let again = format!(
+                    "leaselab diff --sim-seeds {next_seed}..{end} {}{flags} --out {}",
+                    opts.flags(*driver),
+                    out.display()
+                );
+                println!("resume: {again}");
+                crate::summary::resume(&again);
+            }
             _ => {}
         }
         return Ok(Exit::Interrupted);
@@ -337,15 +349,20 @@ pub fn run_gen_cmd(
     if let Some((file, what)) = &r.divergence {
         println!("DIVERGENCE (shrunk) :: {what}");
         println!("trace: {}", file.display());
-        match wrong {
-            Some(w) => println!(
-                "reproduce: leaselab diff {} --wrong-rule {}",
+        let again = match wrong {
+            Some(w) => format!(
+                "leaselab diff {} --wrong-rule {}",
                 file.display(),
                 w.as_str()
             ),
-            None => println!("reproduce: leaselab diff {}", file.display()),
-        }
+            None => format!("leaselab diff {}", file.display()),
+        };
+        println!("reproduce: {again}");
+        crate::summary::failure(what, Some(file), Some(&again), None);
     }
+    crate::summary::count("schedules", r.schedules);
+    crate::summary::count("steps", r.steps);
+    crate::summary::count("divergences", u64::from(r.divergence.is_some()));
     println!(
         "SUMMARY generated={} steps={} divergences={} schedules/s={:.1} steps/s={:.0}{}",
         r.schedules,

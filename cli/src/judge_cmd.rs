@@ -56,11 +56,21 @@ pub fn judge(files: &[PathBuf], merge: bool) -> Judged {
             }
         };
     }
+    let mut events = 0u64;
     for (name, mut r) in read {
-        let (b, p) = judge_one(&name, &mut r, &mut text);
+        events += r.history.events.len() as u64;
+        let again = if merge {
+            format!("leaselab judge --merge {}", r.files.join(" "))
+        } else {
+            format!("leaselab judge {name}")
+        };
+        let (b, p) = judge_one(&name, &again, &mut r, &mut text);
         broke |= b;
         possible |= p;
     }
+    crate::summary::count("files", files.len() as u64);
+    crate::summary::count("unreadable", errors.len() as u64);
+    crate::summary::count("events", events);
     let exit = if broke {
         Exit::Violation
     } else if !errors.is_empty() {
@@ -87,7 +97,7 @@ pub fn resolve_limit(events: usize) -> usize {
 }
 
 /// Appends one file's verdict: whether a check broke, and whether one possibly did.
-fn judge_one(file: &str, r: &mut Recorded, out: &mut String) -> (bool, bool) {
+fn judge_one(file: &str, again: &str, r: &mut Recorded, out: &mut String) -> (bool, bool) {
     let report = check(&r.history);
     let events = r.history.events.len();
     let (possible, left) =
@@ -120,11 +130,23 @@ fn judge_one(file: &str, r: &mut Recorded, out: &mut String) -> (bool, bool) {
     }
     let at = |seq: u64| format!("event #{seq} at {}", r.places(seq).join(" and "));
     for v in &report.violations {
+        crate::summary::failure(
+            &format!("{}: {}", v.check, v.message),
+            None,
+            Some(again),
+            None,
+        );
         let _ = writeln!(out, "  VIOLATION {}: {}", v.check, v.message);
         let events: Vec<String> = v.events.iter().map(|s| at(*s)).collect();
         let _ = writeln!(out, "    {}", events.join("; "));
     }
     for p in &possible {
+        crate::summary::failure(
+            &format!("possibly {}: {}", p.violation.check, p.violation.message),
+            None,
+            Some(again),
+            None,
+        );
         let op = h
             .events
             .get(p.decided_by as usize - 1)

@@ -5,6 +5,7 @@
 //! - [`replay`]: re-executes a trace against the model and re-judges it.
 //! - [`sim_cmd`]: `leaselab sim`.
 //! - [`diff_cmd`]: `leaselab diff` against PostgreSQL.
+//! - [`summary`]: `--json FILE`, one JSON object saying how a run ended.
 //! - [`interrupt`]: Ctrl-C and SIGTERM for every command (results kept, clusters removed).
 //! - [`audit_cmd`]: `leaselab audit`: the user's own lease SQL on PostgreSQL, judged by the
 //!   checkers; [`audit_sim`]: the same with the simulation's holders (`--sim-seeds`).
@@ -25,3 +26,4 @@ pub mod lab;
 pub mod picture_cmd;
 pub mod replay;
 pub mod sim_cmd;
+pub mod summary;

@@ -18,6 +18,10 @@ use std::process::ExitCode;
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
+    /// Also write a JSON summary of the run to FILE: verdict, exit status, counts, each
+    /// failure with its trace and reproduce command, the resume command (docs/json-summary.md).
+    #[arg(long, global = true, value_name = "FILE")]
+    json: Option<PathBuf>,
 }
 
 #[derive(Subcommand)]
@@ -327,9 +331,22 @@ fn die_quietly_on_closed_pipe() {
 
 fn main() -> ExitCode {
     die_quietly_on_closed_pipe();
+    let words: Vec<String> = std::env::args().skip(1).collect();
     let cli = Cli::parse();
     install_interrupt(&cli.cmd);
-    match cli.cmd {
+    let exit = dispatch(cli.cmd);
+    if let Some(path) = cli.json {
+        if let Err(e) = leaselab::summary::write(&path, &words, exit) {
+            eprintln!("leaselab: {e}");
+            return Exit::Usage.into();
+        }
+    }
+    exit.into()
+}
+
+/// Runs one command; its exit class.
+fn dispatch(cmd: Cmd) -> Exit {
+    match cmd {
         Cmd::Lab {
             case,
             fence,
@@ -345,7 +362,7 @@ fn main() -> ExitCode {
                     Ok(p) => Some(p),
                     Err(e) => {
                         eprintln!("leaselab lab: {e}");
-                        return Exit::Usage.into();
+                        return Exit::Usage;
                     }
                 },
             };
@@ -353,9 +370,9 @@ fn main() -> ExitCode {
                 exe,
                 records: pg_dir.join("records"),
             });
-            run_lab(case.as_deref(), beyond, fence, trace_out, table, pg, real).into()
+            run_lab(case.as_deref(), beyond, fence, trace_out, table, pg, real)
         }
-        Cmd::Replay { files } => run_replay(&files).into(),
+        Cmd::Replay { files } => run_replay(&files),
         Cmd::Diagram {
             file,
             mermaid,
@@ -418,11 +435,11 @@ fn main() -> ExitCode {
             if let Some(addr) = serve {
                 if let Err(e) = leaselab::check_cmd::can_serve(&addr) {
                     eprintln!("leaselab check: {e}");
-                    return Exit::Usage.into();
+                    return Exit::Usage;
                 }
                 println!("stateright Explorer for these bounds: http://{addr}/ (Ctrl-C stops it)");
                 leaselab_explore::search::serve(&bounds, &addr);
-                return Exit::Clean.into();
+                return Exit::Clean;
             }
             let order = if dfs || (holders == 3 && !bfs) {
                 Order::Dfs
@@ -440,11 +457,11 @@ fn main() -> ExitCode {
             match leaselab::check_cmd::run(&o, trace_out.as_deref()) {
                 Ok((text, exit)) => {
                     print!("{text}");
-                    exit.into()
+                    exit
                 }
                 Err(e) => {
                     eprintln!("leaselab check: {e}");
-                    Exit::Usage.into()
+                    Exit::Usage
                 }
             }
         }
@@ -454,7 +471,7 @@ fn main() -> ExitCode {
             for e in &j.errors {
                 eprintln!("leaselab judge: {e}");
             }
-            j.exit.into()
+            j.exit
         }
         Cmd::Export { file, jsonl: _ } => {
             print_or_fail("export", leaselab::judge_cmd::export_jsonl(&file))
@@ -485,10 +502,10 @@ fn main() -> ExitCode {
                 clock_origin_ms,
             };
             match leaselab_pg::real::holder_main(&a) {
-                Ok(()) => ExitCode::SUCCESS,
+                Ok(()) => Exit::Clean,
                 Err(e) => {
                     eprintln!("leaselab holder: {e}");
-                    Exit::Usage.into()
+                    Exit::Usage
                 }
             }
         }
@@ -528,10 +545,10 @@ fn main() -> ExitCode {
                 }),
             };
             match r {
-                Ok(e) => e.into(),
+                Ok(e) => e,
                 Err(e) => {
                     eprintln!("leaselab diff: {e}");
-                    Exit::Usage.into()
+                    Exit::Usage
                 }
             }
         }
@@ -555,18 +572,18 @@ fn main() -> ExitCode {
                 (None, None) => Err("give --gen N or --sim-seeds A..B".into()),
             };
             match r {
-                Ok(e) => e.into(),
+                Ok(e) => e,
                 Err(e) => {
                     eprintln!("leaselab audit: {e}");
-                    Exit::Usage.into()
+                    Exit::Usage
                 }
             }
         }
         Cmd::Sim(args) => match run_sim(args) {
-            Ok(e) => e.into(),
+            Ok(e) => e,
             Err(e) => {
                 eprintln!("leaselab sim: {e}");
-                Exit::Usage.into()
+                Exit::Usage
             }
         },
     }
@@ -613,15 +630,15 @@ fn parse_rate(s: &str) -> Result<(u8, u8), String> {
     Ok((num(n)?, num(d)?))
 }
 
-fn print_or_fail(cmd: &str, r: Result<String, String>) -> ExitCode {
+fn print_or_fail(cmd: &str, r: Result<String, String>) -> Exit {
     match r {
         Ok(text) => {
             print!("{text}");
-            Exit::Clean.into()
+            Exit::Clean
         }
         Err(e) => {
             eprintln!("leaselab {cmd}: {e}");
-            Exit::Usage.into()
+            Exit::Usage
         }
     }
 }

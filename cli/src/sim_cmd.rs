@@ -413,7 +413,9 @@ fn report_failure(
         r.trace.history.events.len(),
         r.setup.plan.faults.len()
     );
-    println!("    reproduce: {}", reproduce(r, Some(&p)));
+    let again = reproduce(r, Some(&p));
+    println!("    reproduce: {again}");
+    crate::summary::failure(&first_problem(r), Some(&p), Some(&again), Some(seed));
     let mut line = format!("failure seed={seed} trace={}", p.display());
     if let Some(s) = &f.shrunk {
         let p = dir.join(format!("seed-{seed}.shrunk.trace"));
@@ -543,6 +545,9 @@ pub fn many(
     progress.finish();
     let end = end?;
     let t = &end.tally;
+    crate::summary::count("seeds", t.runs);
+    crate::summary::count("failed", t.failures);
+    crate::summary::count("events", t.events);
     println!(
         "SUMMARY seeds={} failed={} events={} fence={} driver={} folder={}",
         t.runs,
@@ -571,10 +576,12 @@ pub fn many(
     let status = match (end.resume_at, &capped) {
         (Some(next), Some(cap)) => {
             println!("CAPPED: {cap} reached; seeds from {next} were not run; to go on: {again}");
+            crate::summary::resume(&again);
             format!("status capped ({cap}) resume_at={next}")
         }
         (Some(next), None) => {
             println!("INTERRUPTED: seeds from {next} were not run; resume: {again}");
+            crate::summary::resume(&again);
             format!("status interrupted resume_at={next}")
         }
         (None, _) => "status complete".to_string(),
