@@ -10,6 +10,8 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 static STOP: AtomicBool = AtomicBool::new(false);
 static SIGNALS: AtomicU32 = AtomicU32::new(0);
+/// The handler is stopping the clusters and will exit the process: nobody else may exit first.
+static ABANDONING: AtomicBool = AtomicBool::new(false);
 
 /// How a command reacts to its first signal.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -32,12 +34,24 @@ pub fn install(command: &'static str, first: OnFirst) {
                 );
             }
             _ => {
+                ABANDONING.store(true, Ordering::SeqCst);
                 eprintln!("\nleaselab {command}: interrupted");
                 leaselab_pg::cluster::stop_all();
+                if let Err(e) = crate::summary::finish(Exit::Interrupted) {
+                    eprintln!("leaselab {command}: {e}");
+                }
                 std::process::exit(Exit::Interrupted as i32);
             }
         }
     });
+}
+
+/// Called by `main` before it returns: if the handler is abandoning the run, it is stopping the
+/// clusters and will exit with 5 — the process must not end under it (a server left running).
+pub fn wait_if_abandoning() {
+    while ABANDONING.load(Ordering::SeqCst) {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
 }
 
 /// Whether a signal asked the command to stop.

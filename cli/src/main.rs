@@ -333,13 +333,15 @@ fn main() -> ExitCode {
     die_quietly_on_closed_pipe();
     let words: Vec<String> = std::env::args().skip(1).collect();
     let cli = Cli::parse();
+    if let Some(path) = &cli.json {
+        leaselab::summary::write_to(path, words);
+    }
     install_interrupt(&cli.cmd);
     let exit = dispatch(cli.cmd);
-    if let Some(path) = cli.json {
-        if let Err(e) = leaselab::summary::write(&path, &words, exit) {
-            eprintln!("leaselab: {e}");
-            return Exit::Usage.into();
-        }
+    leaselab::interrupt::wait_if_abandoning();
+    if let Err(e) = leaselab::summary::finish(exit) {
+        eprintln!("leaselab: {e}");
+        return Exit::Usage.into();
     }
     exit.into()
 }

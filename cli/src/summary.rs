@@ -14,6 +14,8 @@ pub const FORMAT: &str = "leaselab-summary";
 pub const VERSION: u64 = 1;
 
 struct Noted {
+    /// Where to write it, and the command's words (`--json FILE`).
+    to: Option<(std::path::PathBuf, Vec<String>)>,
     /// In the order first noted (an object's keys come out in that order).
     counts: Vec<(String, u64)>,
     failures: Vec<Value>,
@@ -21,6 +23,7 @@ struct Noted {
 }
 
 static NOTED: Mutex<Noted> = Mutex::new(Noted {
+    to: None,
     counts: Vec::new(),
     failures: Vec::new(),
     resume: None,
@@ -96,8 +99,19 @@ pub fn object(command: &[String], exit: Exit) -> Value {
     out
 }
 
-/// Writes the summary to `path` (one line).
-pub fn write(path: &Path, command: &[String], exit: Exit) -> Result<(), String> {
-    let text = format!("{}\n", object(command, exit));
-    std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
+/// Asks for the summary of this run of `command` to be written to `path` when it ends.
+pub fn write_to(path: &Path, command: Vec<String>) {
+    with(|s| s.to = Some((path.to_path_buf(), command)));
+}
+
+/// Writes the summary (one line) where [`write_to`] said, if it did: at the end of a run, or
+/// from the signal handler before an interrupted command exits.
+pub fn finish(exit: Exit) -> Result<(), String> {
+    let mut to = None;
+    with(|s| to = s.to.take());
+    let Some((path, command)) = to else {
+        return Ok(());
+    };
+    let text = format!("{}\n", object(&command, exit));
+    std::fs::write(&path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
 }

@@ -32,7 +32,8 @@ fn start(args: &[&str], dir: &Path) -> Child {
 
 /// Processes whose command line names `dir` (the postmasters of its clusters).
 fn servers_under(dir: &Path) -> Vec<String> {
-    let needle = dir.display().to_string();
+    // With the separator: `…/lab` must not match `…/lab-once`'s servers.
+    let needle = format!("{}/", dir.display());
     let mut found = Vec::new();
     for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
         let name = e.file_name().to_string_lossy().to_string();
@@ -137,9 +138,22 @@ fn sigterm_twice_on_the_lab_abandons_it_at_once_and_leaves_no_server() {
     if !postgres_for_test("cli::sigterm_twice_on_the_lab") {
         return;
     }
-    let (code, out, err) = interrupted("lab", &["lab", "--backend", "pg"], &["-TERM", "-TERM"]);
+    let json = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("interrupt-lab.json");
+    let _ = std::fs::remove_file(&json);
+    let j = json.display().to_string();
+    let (code, out, err) = interrupted(
+        "lab",
+        &["lab", "--backend", "pg", "--json", &j],
+        &["-TERM", "-TERM"],
+    );
     assert_eq!(code, Some(5), "{out}{err}");
     assert!(err.contains("leaselab lab: interrupted"), "{err}");
+    // Abandoned at once, it still leaves its JSON summary.
+    let summary = std::fs::read_to_string(&json).expect("the summary is written");
+    assert!(
+        summary.contains("\"verdict\":\"interrupted\"") && summary.contains("\"exit\":5"),
+        "{summary}"
+    );
 }
 
 #[test]
@@ -210,6 +224,14 @@ fn clusters_of_a_killed_run_are_reaped_by_the_next_run() {
     let (code, out) = common::leaselab(&["diff", "traces/F4.trace", "--pg-dir", &d]);
     assert_eq!(code, 0, "{out}");
     assert_eq!(servers_under(&dir), Vec::<String>::new(), "{out}");
-    let left = std::fs::read_dir(&dir).expect("dir").count();
-    assert_eq!(left, 0, "folders left in {}", dir.display());
+    let left: Vec<String> = std::fs::read_dir(&dir)
+        .expect("dir")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        left.is_empty(),
+        "folders left in {}: {left:?}",
+        dir.display()
+    );
 }

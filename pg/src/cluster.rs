@@ -14,6 +14,13 @@ use std::sync::Mutex;
 /// runs no destructor.
 static LIVE: Mutex<Vec<Owned>> = Mutex::new(Vec::new());
 
+/// Set once [`stop_all`] has begun: no server of this process may start after it.
+static CLOSED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Stops under way (a `Drop` on another thread, say): [`stop_all`] waits for them, so that the
+/// process does not exit with a `pg_ctl stop` of its own still running.
+static STOPPING: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
 /// What it takes to stop and remove one cluster.
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Owned {
@@ -36,6 +43,13 @@ impl Owned {
 
     /// `pg_ctl stop -m immediate` (nothing if the server is not running), then the files.
     fn stop_and_remove(&self) {
+        use std::sync::atomic::Ordering;
+        STOPPING.fetch_add(1, Ordering::SeqCst);
+        self.stop_and_remove_now();
+        STOPPING.fetch_sub(1, Ordering::SeqCst);
+    }
+
+    fn stop_and_remove_now(&self) {
         if self.dir.join("data").join("postmaster.pid").exists() {
             let mut c = self.pg_ctl();
             c.arg("-D")
@@ -43,19 +57,36 @@ impl Owned {
                 .args(["-m", "immediate", "-w", "stop"]);
             let _ = c.output();
         }
-        let _ = std::fs::remove_dir_all(&self.dir);
+        // A server's last processes may still be closing files as `pg_ctl -w` returns: a
+        // removal that raced them is tried again.
+        for _ in 0..20 {
+            match std::fs::remove_dir_all(&self.dir) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    std::thread::sleep(std::time::Duration::from_millis(50))
+                }
+                _ => break,
+            }
+        }
     }
 }
 
 /// Stops and removes every cluster this process started: for a command interrupted by Ctrl-C
 /// or SIGTERM, which exits without running destructors.
 pub fn stop_all() {
+    CLOSED.store(true, std::sync::atomic::Ordering::SeqCst);
     let live = match LIVE.lock() {
         Ok(mut l) => std::mem::take(&mut *l),
         Err(poisoned) => std::mem::take(&mut *poisoned.into_inner()),
     };
     for c in live {
         c.stop_and_remove();
+    }
+    // Another thread's stop (a cluster being dropped) finishes too, for at most a minute.
+    let t = std::time::Instant::now();
+    while STOPPING.load(std::sync::atomic::Ordering::SeqCst) > 0
+        && t.elapsed() < std::time::Duration::from_secs(60)
+    {
+        std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }
 
@@ -339,6 +370,11 @@ impl Cluster {
     /// `deadlock_timeout` is 10 ms instead of 1 s: a deadlock is resolved as soon as the
     /// adapter has seen the cycle, which it waits for (a step never ends inside a cycle).
     pub fn boot(&mut self) -> Result<(), ClusterError> {
+        if CLOSED.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(ClusterError::Timeout(
+                "not started: the process is stopping its clusters (Ctrl-C or SIGTERM)".into(),
+            ));
+        }
         let opts = format!(
             "-k {} -p {} -c listen_addresses='' -c fsync=off -c full_page_writes=off -c max_connections=300 -c lock_timeout=600000 -c deadlock_timeout=10ms",
             self.socket_dir.display(),
@@ -439,13 +475,16 @@ impl Cluster {
 }
 
 impl Drop for Cluster {
+    /// Stops first and forgets after: a signal that arrives meanwhile finds the cluster still
+    /// listed and stops it too (both stops wait for the server to be gone) before the process
+    /// exits, rather than exiting in the middle of this one.
     fn drop(&mut self) {
-        unregister(&self.dir);
         Owned {
             bin: self.bin.clone(),
             dir: self.dir.clone(),
             as_root: self.as_root,
         }
         .stop_and_remove();
+        unregister(&self.dir);
     }
 }
