@@ -24,8 +24,9 @@ for m in "${manifests[@]}"; do
     complete | capped*) ;;
     *) unfinished=$((unfinished + 1)) ;;
   esac
-  n=$(sed -n 's/^summary seeds=\([0-9]*\).*/\1/p' "$m")
-  seeds=$((seeds + ${n:-0}))
+  # A resumed sweep has a summary line per run: their seeds add up.
+  n=$(awk '/^summary seeds=/ { split($2, kv, "="); s += kv[2] } END { print s + 0 }' "$m")
+  seeds=$((seeds + n))
   while read -r line; do
     failures=$((failures + 1))
     echo "  ${line#failure }"

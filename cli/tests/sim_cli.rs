@@ -506,9 +506,29 @@ fn a_sweep_stops_cleanly_at_its_failure_cap() {
         .unwrap_or_else(|| panic!("no cap line: {out}"));
     assert!(
         capped.contains(" --fence off ")
-            && capped.ends_with(&format!(" --out {d} --no-shrink --max-failures 2")),
+            && capped.ends_with(&format!(" --out {d} --no-shrink --max-failures 2 --resume")),
         "{capped}"
     );
+    // The command that goes on does: from the seed the cap stopped at, in the same folder.
+    let next: u64 = capped
+        .split("seeds from ")
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .expect("seed");
+    let go_on: Vec<&str> = capped
+        .split("to go on: leaselab ")
+        .nth(1)
+        .expect("command")
+        .split(' ')
+        .collect();
+    let (code, more) = leaselab(&go_on);
+    assert_eq!(code, 1, "{more}");
+    assert!(
+        more.starts_with(&format!("RESUME: going on from seed {next} ")),
+        "{more}"
+    );
+    assert!(fail_seeds(&more).iter().all(|s| *s >= next), "{more}");
     let m = std::fs::read_to_string(dir.join("off-fast-seeds-0..1000/MANIFEST")).expect("manifest");
     assert!(
         m.contains("status capped (--max-failures 2) resume_at="),
