@@ -57,7 +57,7 @@ enum Cmd {
     /// step; report the first divergence. Starts its own throwaway clusters.
     Diff {
         /// Trace files (their setups are their own: the simulation flags do not apply).
-        #[arg(conflicts_with_all = SIM_RUN_IDS)]
+        #[arg(conflicts_with_all = sim_run_ids())]
         files: Vec<PathBuf>,
         /// Diff the traces of these simulation seeds, A..B, run exactly as `leaselab sim` runs
         /// them with the same flags.
@@ -72,7 +72,7 @@ enum Cmd {
         /// Run N generated multi-session schedules against the model and PostgreSQL; shrink
         /// the first divergence and write it as a trace (see --out). Not with trace files,
         /// --sim-seeds or the simulation flags.
-        #[arg(long, value_name = "N", conflicts_with_all = GEN_CONFLICTS)]
+        #[arg(long, value_name = "N", conflicts_with_all = gen_conflicts())]
         gen: Option<u32>,
         /// Seed of the generated schedules (same seed, same schedules; --gen only) [default: 1]
         #[arg(long, requires = "gen", conflicts_with_all = ["files", "sim_seeds"])]
@@ -293,31 +293,18 @@ enum Cmd {
 
 /// The flags that set up a simulated run (`diff --sim-seeds`): meaningless for trace files,
 /// which carry their own setup, and for generated schedules.
-const SIM_RUN_IDS: [&str; 8] = [
-    "fence",
-    "holders",
-    "faults",
-    "lease_table",
-    "safety_ms",
-    "liveness_ms",
-    "tick_ms",
-    "driver",
-];
+fn sim_run_ids() -> Vec<&'static str> {
+    let mut ids = RunArgs::IDS.to_vec();
+    ids.push("driver");
+    ids
+}
 
 /// What `diff --gen` does not go with: it generates its own schedules.
-const GEN_CONFLICTS: [&str; 11] = [
-    "files",
-    "sim_seeds",
-    "model_fence",
-    "fence",
-    "holders",
-    "faults",
-    "lease_table",
-    "safety_ms",
-    "liveness_ms",
-    "tick_ms",
-    "driver",
-];
+fn gen_conflicts() -> Vec<&'static str> {
+    let mut ids = sim_run_ids();
+    ids.extend(["files", "sim_seeds", "model_fence"]);
+    ids
+}
 
 /// Output piped into `head` or `grep -m1` ends the process quietly, as for any Unix tool
 /// (Rust ignores SIGPIPE by default, which turns a closed pipe into a panic in `println!`).

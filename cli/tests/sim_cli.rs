@@ -279,37 +279,30 @@ fn shards_of_a_range_find_exactly_the_failures_of_the_whole_range() {
     }
 }
 
+/// Starts `leaselab ARGS`, waits until its `manifest` lists 3 failures, sends `signal`, and
+/// returns its exit code and stdout.
 #[cfg(unix)]
-#[test]
-fn ctrl_c_leaves_the_failures_found_a_summary_and_the_resume_point() {
+fn signal_once_failures_are_written(
+    args: &[&str],
+    manifest: &Path,
+    signal: &str,
+) -> (Option<i32>, String) {
     use std::io::Read as _;
-    let dir = tmp("interrupt");
-    let d = dir.to_string_lossy().into_owned();
     let mut child = Command::new(env!("CARGO_BIN_EXE_leaselab"))
-        .args([
-            "sim",
-            "--seeds",
-            "0..",
-            "--fence",
-            "off",
-            "--no-shrink",
-            "--out",
-            &d,
-        ])
+        .args(args)
         .stdout(std::process::Stdio::piped())
         .spawn()
         .expect("starts");
-    let manifest = dir.join("off-fast-seeds-0../MANIFEST");
-    let found_some = (0..600).any(|_| {
-        std::thread::sleep(std::time::Duration::from_millis(50));
-        std::fs::read_to_string(&manifest).is_ok_and(|m| m.matches("failure ").count() >= 3)
+    let found_some = (0..1500).any(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        std::fs::read_to_string(manifest).is_ok_and(|m| m.matches("failure ").count() >= 3)
     });
     assert!(found_some, "the sweep wrote failures while running");
-    let status = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
+    let st = Command::new("kill")
+        .args([signal, &child.id().to_string()])
         .status()
         .expect("kill");
-    assert!(status.success());
+    assert!(st.success());
     let code = child.wait().expect("exits").code();
     let mut out = String::new();
     child
@@ -318,6 +311,29 @@ fn ctrl_c_leaves_the_failures_found_a_summary_and_the_resume_point() {
         .expect("stdout")
         .read_to_string(&mut out)
         .expect("read");
+    (code, out)
+}
+
+#[cfg(unix)]
+#[test]
+fn ctrl_c_leaves_the_failures_found_a_summary_and_the_resume_point() {
+    let dir = tmp("interrupt");
+    let d = dir.to_string_lossy().into_owned();
+    let manifest = dir.join("off-fast-seeds-0../MANIFEST");
+    let (code, out) = signal_once_failures_are_written(
+        &[
+            "sim",
+            "--seeds",
+            "0..",
+            "--fence",
+            "off",
+            "--no-shrink",
+            "--out",
+            &d,
+        ],
+        &manifest,
+        "-INT",
+    );
     assert_eq!(code, Some(5), "interrupted: {out}");
     let line = out
         .lines()
@@ -555,7 +571,6 @@ fn a_sweep_stops_cleanly_at_its_failure_cap() {
 #[cfg(unix)]
 #[test]
 fn a_resumed_sweep_goes_on_where_it_stopped_and_finds_the_same_failures() {
-    use std::io::Read as _;
     let dir = tmp("resume");
     let d = dir.to_string_lossy().into_owned();
     let args = [
@@ -570,30 +585,8 @@ fn a_resumed_sweep_goes_on_where_it_stopped_and_finds_the_same_failures() {
         "--out",
         &d,
     ];
-    let mut child = Command::new(env!("CARGO_BIN_EXE_leaselab"))
-        .args(args)
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .expect("starts");
     let manifest = dir.join("off-fast-seeds-0..6000/MANIFEST");
-    let found_some = (0..600).any(|_| {
-        std::thread::sleep(std::time::Duration::from_millis(20));
-        std::fs::read_to_string(&manifest).is_ok_and(|m| m.matches("failure ").count() >= 3)
-    });
-    assert!(found_some, "the sweep wrote failures while running");
-    let st = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .expect("kill");
-    assert!(st.success());
-    let code = child.wait().expect("exits").code();
-    let mut first = String::new();
-    child
-        .stdout
-        .take()
-        .expect("stdout")
-        .read_to_string(&mut first)
-        .expect("read");
+    let (code, first) = signal_once_failures_are_written(&args, &manifest, "-TERM");
     assert_eq!(code, Some(5), "stopped by SIGTERM: {first}");
     let resume = first
         .lines()
