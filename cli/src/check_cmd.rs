@@ -100,6 +100,14 @@ fn show(p: &Progress) {
 /// The result of `leaselab check`: the text to print, and how to exit (1 a violation; 5 stopped
 /// by Ctrl-C with none found; 0 otherwise, a cap stated in the text).
 pub fn run(o: &Options, trace_out: Option<&Path>) -> Result<(String, Exit), String> {
+    eprintln!(
+        "searching: progress about once a second; Ctrl-C prints what was found so far{}",
+        if o.all {
+            ""
+        } else {
+            "; stops at the first violation (--all: everything)"
+        }
+    );
     let mut shown = false;
     let f: Found = search::run_with(o, crate::interrupt::flag(), &mut |p| {
         shown = true;
