@@ -9,6 +9,11 @@
 //! - [`interrupt`]: Ctrl-C and SIGTERM for every command (results kept, clusters removed).
 //! - [`audit_cmd`]: `leaselab audit`: the user's own lease SQL on PostgreSQL, judged by the
 //!   checkers; [`audit_sim`]: the same with the simulation's holders (`--sim-seeds`).
+//! - [`check_cmd`]: `leaselab check`, the exhaustive search, its progress and its caps.
+//! - [`judge_cmd`]: `leaselab judge` (recorded histories, one file or several merged) and
+//!   `leaselab export --jsonl`.
+//! - [`picture_cmd`]: `diagram` and `explain`, and the timeline printed with a failure.
+//! - [`envelope_cmd`]: `leaselab envelope`, the safety envelope by bisection.
 //!
 //! The binary (`src/main.rs`) only parses arguments and prints.
 

@@ -8,7 +8,7 @@
 //!   the transaction; a second writer of that key *blocks*, and when the holder commits or
 //!   rolls back it re-evaluates its condition against the newly committed row (a plain
 //!   `UPDATE` first checks its `WHERE` against the row it can see and blocks only if that
-//!   qualifies: see `model.rs`);
+//!   qualifies: see `model/lease_db.rs` and `model/res_db.rs`);
 //! - uncommitted changes are visible only to their own connection;
 //! - the order in which waiters proceed is not fixed. Waiters on an existing row queue on its
 //!   tuple lock (`heap_acquire_tuplock` in `src/backend/access/heap/heapam.c`), but waiters on
