@@ -487,7 +487,7 @@ pub fn final_state(f: &Facts, out: &mut Vec<Violation>) {
             out.push(Violation {
                 check: Check::Final,
                 message: format!(
-                    "at t={} (event #{}) {what}, but {} — the final content must come from the highest accepted token",
+                    "at t={} (event #{}) {what}, but {} was accepted before that read — the final content must come from the highest accepted token",
                     r.at,
                     r.seq,
                     describe_write(best)
