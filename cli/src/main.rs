@@ -170,8 +170,10 @@ enum Cmd {
     /// Draw a trace: a terminal timeline (default), a Mermaid sequenceDiagram (--mermaid), or
     /// one self-contained offline HTML page (--html OUT.html).
     Diagram {
-        /// Trace file.
-        file: PathBuf,
+        /// A trace file or a recorded history (JSON lines); or several recorded histories, one
+        /// per process of a deployment, drawn merged by the server's clock.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
         /// Print a Mermaid `sequenceDiagram`.
         #[arg(long, conflicts_with = "html")]
         mermaid: bool,
@@ -205,8 +207,9 @@ enum Cmd {
     /// Tell a trace in plain words: who held which token when, where the pause landed, which
     /// write was stale, why the resource kept or refused it, what broke, what would stop it.
     Explain {
-        /// Trace file.
-        file: PathBuf,
+        /// A trace file or a recorded history; or several recorded histories, merged.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
     },
     /// The safety envelope: the smallest pause and the smallest clock-rate skew (and, with
     /// --margin, the largest safety margin) that let a stale write through, by bisection over
@@ -363,7 +366,7 @@ fn dispatch(cmd: Cmd) -> Exit {
         }
         Cmd::Replay { files } => run_replay(&files),
         Cmd::Diagram {
-            file,
+            files,
             mermaid,
             html,
         } => {
@@ -373,7 +376,7 @@ fn dispatch(cmd: Cmd) -> Exit {
                 (false, Some(out)) => Form::Html(out),
                 (false, None) => Form::Timeline,
             };
-            print_or_fail("diagram", diagram(&file, &form))
+            print_or_fail("diagram", diagram(&files, &form))
         }
         Cmd::Envelope {
             fence,
@@ -465,7 +468,7 @@ fn dispatch(cmd: Cmd) -> Exit {
         Cmd::Export { file, jsonl: _ } => {
             print_or_fail("export", leaselab::judge_cmd::export_jsonl(&file))
         }
-        Cmd::Explain { file } => print_or_fail("explain", leaselab::picture_cmd::explain(&file)),
+        Cmd::Explain { files } => print_or_fail("explain", leaselab::picture_cmd::explain(&files)),
         Cmd::Holder {
             role,
             name,

@@ -31,6 +31,43 @@ pub fn read_trace(path: &Path) -> Result<Trace, String> {
     read_any(path).map(|(t, _)| t)
 }
 
+/// One trace or recorded history; or several recorded histories — one deployment's processes,
+/// each its own file — merged into one (`leaselab_record::merge`, as `judge --merge` does).
+/// With the name of what was recorded, when it was.
+fn read_all(paths: &[std::path::PathBuf]) -> Result<(Trace, Option<String>), String> {
+    let names: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+    match paths {
+        [] => Err("give a trace file or recorded histories".into()),
+        [one] => read_any(one).map(|(t, recorded)| (t, recorded.then(|| names.join("")))),
+        many => {
+            let mut parts = Vec::new();
+            for p in many {
+                let (_, recorded) = read_any(p)?;
+                if !recorded {
+                    return Err(format!(
+                        "{}: a trace; several files are drawn together only as recorded histories (JSON lines), one per process",
+                        p.display()
+                    ));
+                }
+                parts.push(leaselab_record::read::read_file(p).map_err(|e| e.to_string())?);
+            }
+            let r = leaselab_record::merge::merge(parts).map_err(|e| e.to_string())?;
+            let t = Trace {
+                name: "merged".into(),
+                title: format!("the recorded histories of {} processes, merged", many.len()),
+                seed: 0,
+                config: Config::default(),
+                spec: None,
+                setup: Vec::new(),
+                faults: Vec::new(),
+                expect: check(&r.history).verdict(),
+                history: r.history,
+            };
+            Ok((t, Some(names.join(" + "))))
+        }
+    }
+}
+
 /// [`read_trace`], also telling whether the file was a recorded history.
 fn read_any(path: &Path) -> Result<(Trace, bool), String> {
     let text = std::fs::read_to_string(path)
@@ -79,11 +116,12 @@ fn title(t: &Trace) -> String {
     }
 }
 
-/// `leaselab diagram TRACE [--mermaid | --html OUT]`: the text to print.
-pub fn diagram(path: &Path, form: &Form) -> Result<String, String> {
-    let (t, recorded) = read_any(path)?;
+/// `leaselab diagram TRACE [--mermaid | --html OUT]`: the text to print. Several recorded
+/// histories are drawn merged.
+pub fn diagram(paths: &[std::path::PathBuf], form: &Form) -> Result<String, String> {
+    let (t, recorded) = read_all(paths)?;
     let mut s = story(&t.history, &t.config);
-    s.recorded = recorded.then(|| path.display().to_string());
+    s.recorded = recorded;
     match form {
         Form::Timeline => Ok(timeline::render(&s)),
         Form::Mermaid => Ok(mermaid::render(&s)),
@@ -95,12 +133,13 @@ pub fn diagram(path: &Path, form: &Form) -> Result<String, String> {
     }
 }
 
-/// `leaselab explain TRACE`: the run in plain words, then its timeline.
-pub fn explain(path: &Path) -> Result<String, String> {
-    let (t, recorded) = read_any(path)?;
+/// `leaselab explain TRACE`: the run in plain words, then its timeline. Several recorded
+/// histories are told merged.
+pub fn explain(paths: &[std::path::PathBuf]) -> Result<String, String> {
+    let (t, recorded) = read_all(paths)?;
     let mut s = story(&t.history, &t.config);
     s.spec = t.spec.clone();
-    s.recorded = recorded.then(|| path.display().to_string());
+    s.recorded = recorded;
     Ok(format!(
         "{}\n{}",
         explain::render(&s, &title(&t)),
