@@ -23,10 +23,10 @@ pub fn fence_words(f: FenceMode) -> &'static str {
 /// Why the resource kept a stale write, under `story`'s configuration.
 fn why_accepted(story: &Story, w: &Write) -> String {
     if story.recorded.is_some() {
-        return "the resource took it: nothing the recorded deployment did compared the write's token with the newer one that had already committed (or the comparison and the write were not one atomic step)".into();
+        return "nothing the recorded deployment did compared the write's token with the newer one that had already committed (or the comparison and the write were not one atomic step)".into();
     }
     if story.spec.is_some() {
-        return "the spec's write took it: nothing in its statements compared the write's token with the newer one that had already committed (or the comparison and the write were not one atomic step)".into();
+        return "nothing in the spec's statements compared the write's token with the newer one that had already committed (or the comparison and the write were not one atomic step)".into();
     }
     if w.target.starts_with("publish:") {
         return match story.config.publish {
