@@ -29,16 +29,22 @@ struct Owned {
     as_root: bool,
 }
 
+/// PostgreSQL's program `prog` from `bin`, as the `postgres` user when we are root (`initdb`
+/// refuses root).
+fn server_cmd(bin: &Path, prog: &str, as_root: bool) -> Command {
+    let path = bin.join(prog);
+    if as_root {
+        let mut c = Command::new("runuser");
+        c.arg("-u").arg("postgres").arg("--").arg(path);
+        c
+    } else {
+        Command::new(path)
+    }
+}
+
 impl Owned {
     fn pg_ctl(&self) -> Command {
-        let path = self.bin.join("pg_ctl");
-        if self.as_root {
-            let mut c = Command::new("runuser");
-            c.arg("-u").arg("postgres").arg("--").arg(path);
-            c
-        } else {
-            Command::new(path)
-        }
+        server_cmd(&self.bin, "pg_ctl", self.as_root)
     }
 
     /// `pg_ctl stop -m immediate` (nothing if the server is not running), then the files.
@@ -269,14 +275,7 @@ pub struct Cluster {
 
 impl Cluster {
     fn cmd(&self, prog: &str) -> Command {
-        let path = self.bin.join(prog);
-        if self.as_root {
-            let mut c = Command::new("runuser");
-            c.arg("-u").arg("postgres").arg("--").arg(path);
-            c
-        } else {
-            Command::new(path)
-        }
+        server_cmd(&self.bin, prog, self.as_root)
     }
 
     fn run(&self, mut c: Command, what: &str) -> Result<(), ClusterError> {
