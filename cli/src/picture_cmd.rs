@@ -52,19 +52,25 @@ fn read_all(paths: &[std::path::PathBuf]) -> Result<(Trace, Option<String>), Str
                 parts.push(leaselab_record::read::read_file(p).map_err(|e| e.to_string())?);
             }
             let r = leaselab_record::merge::merge(parts).map_err(|e| e.to_string())?;
-            let t = Trace {
-                name: "merged".into(),
-                title: format!("the recorded histories of {} processes, merged", many.len()),
-                seed: 0,
-                config: Config::default(),
-                spec: None,
-                setup: Vec::new(),
-                faults: Vec::new(),
-                expect: check(&r.history).verdict(),
-                history: r.history,
-            };
+            let title = format!("the recorded histories of {} processes, merged", many.len());
+            let t = recorded_trace("merged".into(), title, r.history);
             Ok((t, Some(names.join(" + "))))
         }
+    }
+}
+
+/// A recorded history as a trace to draw: judged by the checkers for its `expect`.
+fn recorded_trace(name: String, title: String, history: History) -> Trace {
+    Trace {
+        name,
+        title,
+        seed: 0,
+        config: Config::default(),
+        spec: None,
+        setup: Vec::new(),
+        faults: Vec::new(),
+        expect: check(&history).verdict(),
+        history,
     }
 }
 
@@ -75,20 +81,11 @@ fn read_any(path: &Path) -> Result<(Trace, bool), String> {
     let name = path.display().to_string();
     if text.trim_start().starts_with('{') {
         let r = leaselab_record::read::parse(&text, &name).map_err(|e| e.to_string())?;
+        let stem = path
+            .file_stem()
+            .map_or(name.clone(), |s| s.to_string_lossy().into_owned());
         return Ok((
-            Trace {
-                name: path
-                    .file_stem()
-                    .map_or(name.clone(), |s| s.to_string_lossy().into_owned()),
-                title: "a recorded history".into(),
-                seed: 0,
-                config: Config::default(),
-                spec: None,
-                setup: Vec::new(),
-                faults: Vec::new(),
-                expect: check(&r.history).verdict(),
-                history: r.history,
-            },
+            recorded_trace(stem, "a recorded history".into(), r.history),
             true,
         ));
     }
