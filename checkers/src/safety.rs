@@ -38,7 +38,7 @@ struct Holding<'f> {
 /// have had then, and only when *every* one of them is unexpired is it a violation. A grant
 /// whose commit window overlaps the other grant's (a blocked acquire collected later) is
 /// concurrent with it: no order — a verdict only when it holds in either order
-/// ([`unordered_grants`]).
+/// (`unordered_grants`).
 pub fn i1(f: &Facts, out: &mut Vec<Violation>) {
     use crate::facts::Window;
     struct Grant<'f> {

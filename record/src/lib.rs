@@ -9,7 +9,7 @@
 //! - [`merge`]: several processes' files as one history, in the order of the server's clock.
 //! - [`read`]: a file's lines into a [`leaselab_model::History`], with the file line of every
 //!   event (verdicts name lines, not positions), and errors that name the line and the field.
-//! - [`write`]: a `History` (a trace's, a simulation's) into the format.
+//! - [`write`](mod@write): a `History` (a trace's, a simulation's) into the format.
 //! - [`recorder`]: a service records its own calls as they happen.
 //!
 //! Why invokes and completions, when a trace has one line per event: a recorder does not know

@@ -234,7 +234,7 @@ impl leaselab_model::Backend for PgBackend {
 }
 
 /// A statement that waited is pending until the settle after some other statement sees it end
-/// ([`PgBackend::settle`]); its result is then kept for the client's `await`.
+/// (`PgBackend::settle`); its result is then kept for the client's `await`.
 impl leaselab_model::Waits for PgBackend {
     fn is_blocked(&self, db: DbName, conn: &ConnId) -> bool {
         self.sides[db.index()]
