@@ -232,15 +232,11 @@ pub fn run_gen_cmd(
         usize::from(r.violation.is_some()),
         r.schedules as f64 / secs,
         r.steps as f64 / secs,
-        if r.interrupted {
-            format!(" interrupted (of {n}: the same --seed draws the same schedules again)")
-        } else {
-            String::new()
-        }
+        crate::diff_cmd::interrupted_note(r.interrupted, n)
     );
-    Ok(match (&r.violation, r.interrupted) {
-        (Some(_), _) => Exit::Violation,
-        (None, true) => Exit::Interrupted,
-        (None, false) => Exit::Clean,
-    })
+    Ok(crate::diff_cmd::search_exit(
+        r.violation.is_some(),
+        Exit::Violation,
+        r.interrupted,
+    ))
 }

@@ -370,15 +370,34 @@ pub fn run_gen_cmd(
         usize::from(r.divergence.is_some()),
         r.schedules as f64 / secs,
         r.steps as f64 / secs,
-        if r.interrupted {
-            format!(" interrupted (of {n}: schedules are drawn in order from the seed, so a rerun with the same --seed runs the same ones again)")
-        } else {
-            String::new()
-        }
+        interrupted_note(r.interrupted, n)
     );
-    Ok(match (&r.divergence, r.interrupted) {
-        (Some(_), _) => Exit::Divergence,
-        (None, true) => Exit::Interrupted,
-        (None, false) => Exit::Clean,
-    })
+    Ok(search_exit(
+        r.divergence.is_some(),
+        Exit::Divergence,
+        r.interrupted,
+    ))
+}
+
+/// What a generated search interrupted by Ctrl-C adds to its summary line (the same words
+/// for `diff --gen` and `audit --gen`).
+pub fn interrupted_note(interrupted: bool, n: u32) -> String {
+    if interrupted {
+        format!(" interrupted (of {n}: schedules are drawn in order from the seed, so a rerun with the same --seed runs the same ones again)")
+    } else {
+        String::new()
+    }
+}
+
+/// How a generated search exits: `found` (a divergence, a violation) wins over an interruption.
+pub fn search_exit(
+    found: bool,
+    found_exit: crate::args::Exit,
+    interrupted: bool,
+) -> crate::args::Exit {
+    match (found, interrupted) {
+        (true, _) => found_exit,
+        (false, true) => crate::args::Exit::Interrupted,
+        (false, false) => crate::args::Exit::Clean,
+    }
 }
