@@ -245,26 +245,36 @@ fn an_awaited_statement_took_effect_after_it_blocked_and_still_blocked_resolves_
     assert_eq!(unreported(&f, DbName::Res), 0);
 }
 
+/// A statement that waited stays its connection's statement until its reply is collected:
+/// `busy` before and after it finished, then `await` hands over the outcome, and the facts
+/// count the write once, as reported.
 #[test]
-fn a_result_never_collected_is_unreported_and_busy_changes_nothing() {
+fn a_finished_statement_is_busy_until_collected_and_counted_once() {
     let mut w = write_blocked_on_the_floor();
-    // Still waiting: the next statement is refused as busy, the blocked one stays pending.
     assert_eq!(
         w.run("holder-b", Op::read_floor()),
         Outcome::Error("busy".into())
     );
     w.run_on("holder-a", "t", Op::commit(DbName::Res));
     // The write finished; its client sends another statement instead of collecting it.
-    assert!(matches!(
+    assert_eq!(
         w.run("holder-b", Op::read_floor()),
-        Outcome::Floor(_)
-    ));
+        Outcome::Error("busy".into())
+    );
     let f = facts_of(&w);
     assert!(f.writes.is_empty(), "{:?}", f.writes);
     assert_eq!(unreported(&f, DbName::Res), 1);
-    // A later await finds nothing to collect and counts nothing twice.
-    w.run("holder-b", Op::await_(DbName::Res));
-    assert_eq!(unreported(&facts_of(&w), DbName::Res), 1);
+    let got = w.run("holder-b", Op::await_(DbName::Res));
+    assert!(matches!(got, Outcome::Accepted | Outcome::Rejected), "{got:?}");
+    let f = facts_of(&w);
+    assert_eq!(f.writes.len(), 1, "{:?}", f.writes);
+    assert_eq!(unreported(&f, DbName::Res), 0);
+    // Collected once: a second await finds nothing.
+    assert_eq!(
+        w.run("holder-b", Op::await_(DbName::Res)),
+        Outcome::Error("not-blocked".into())
+    );
+    assert_eq!(facts_of(&w).writes.len(), 1);
 }
 
 #[test]

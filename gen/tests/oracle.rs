@@ -338,3 +338,60 @@ fn a_row_kept_by_a_failed_recheck_is_reached_without_a_race() {
     assert!(found >= 3, "{found} of 1,000 schedules");
     println!("failed-recheck-releases-row, without a race: {found} of 1,000 schedules");
 }
+
+/// Found by CI: a statement that waited, finished when its blocker rolled back, and was never
+/// collected. Sending the next statement on that connection used to drop the reply (the
+/// acquire's grant appeared in no event, so the commit showed a renew of a lease nobody was
+/// seen to take). The connection stays busy until `await` collects the grant.
+#[test]
+fn a_finished_statement_keeps_its_connection_until_collected() {
+    use leaselab_gen::{Intent, Kind, Schedule};
+    use leaselab_model::*;
+    let i = |actor, kind, a, b| Intent { actor, kind, a, b };
+    let s = Schedule {
+        config: Config {
+            fence: FenceMode::Strict,
+            renew_after_expiry: false,
+            lease_table: LeaseDurability::Unlogged,
+            publish: PublishMode::Versioned,
+            client_expiry: ClientExpiry::Monotonic,
+            lock_delay_ms: 0,
+            scopes: vec![Scope::new("daily-report")],
+        },
+        actors: 2,
+        intents: vec![
+            i(0, Kind::BeginLease, 0, 0),
+            i(0, Kind::Contend, 143, 0),
+            i(0, Kind::Contend, 118, 0),
+            i(0, Kind::Contend, 54, 0),
+            i(0, Kind::Contend, 24, 35),
+            i(1, Kind::Renew, 23, 122),
+            i(0, Kind::Contend, 0, 5),
+            i(0, Kind::Acquire, 0, 0),
+            i(0, Kind::Advance, 0, 0),
+            i(1, Kind::BeginLease, 216, 0),
+        ],
+    };
+    let (history, ledger) = run_schedule(&s);
+    let text: Vec<String> = history
+        .events
+        .iter()
+        .map(leaselab_trace::event_line)
+        .collect();
+    let find = |needle: &str| text.iter().any(|l| l.contains(needle));
+    assert!(
+        find("holder-b renew lease=report-job holder=holder-b token=1 ttl_ms=1500 => error reason=busy"),
+        "{}",
+        text.join("\n")
+    );
+    assert!(
+        find("holder-b await db=lease => granted token=1 expires=100"),
+        "{}",
+        text.join("\n")
+    );
+    assert!(ledger.len() == 2, "{ledger:?}");
+    assert_eq!(
+        cross_check(&derive(&history), &ledger),
+        Vec::<String>::new()
+    );
+}

@@ -40,7 +40,11 @@ pub(super) trait Db {
     }
 
     /// Common admission: down → `Unavailable`; a connection cut by a crash reports it once;
-    /// one statement at a time per connection.
+    /// one statement at a time per connection. A statement that waited and has since finished
+    /// is still the connection's statement until its client collects the reply (`await`): a
+    /// client reads replies in order (the frontend/backend protocol answers each query in
+    /// turn), so a new statement before that would drop a reply — an acquire granted that no
+    /// history shows.
     fn admit(&mut self, id: &ConnId) -> Option<Outcome> {
         let e = self.engine();
         if !e.up {
@@ -51,10 +55,9 @@ pub(super) trait Db {
             c.lost = false;
             return Some(Outcome::Error("conn-lost".into()));
         }
-        if c.waiting.is_some() {
+        if c.waiting.is_some() || c.finished.is_some() {
             return Some(Outcome::Error("busy".into()));
         }
-        c.finished = None;
         None
     }
 

@@ -135,7 +135,8 @@ macro_rules! session_or_return {
 }
 
 impl PgBackend {
-    /// Admission, as the model does it: down, a connection cut by a crash, busy.
+    /// Admission, as the model does it: down, a connection cut by a crash, busy (a statement
+    /// that waited stays the connection's statement until its reply is collected).
     pub(super) fn admit(&mut self, db: DbName, conn: &ConnId) -> Option<Outcome> {
         let side = &mut self.sides[db.index()];
         if !side.up {
@@ -145,10 +146,9 @@ impl PgBackend {
             return Some(Outcome::Error("conn-lost".into()));
         }
         if let Some(s) = side.sessions.get_mut(conn) {
-            if s.pending.is_some() {
+            if s.pending.is_some() || s.finished.is_some() {
                 return Some(Outcome::Error("busy".into()));
             }
-            s.finished = None;
         }
         None
     }
