@@ -265,7 +265,10 @@ fn a_finished_statement_is_busy_until_collected_and_counted_once() {
     assert!(f.writes.is_empty(), "{:?}", f.writes);
     assert_eq!(unreported(&f, DbName::Res), 1);
     let got = w.run("holder-b", Op::await_(DbName::Res));
-    assert!(matches!(got, Outcome::Accepted | Outcome::Rejected), "{got:?}");
+    assert!(
+        matches!(got, Outcome::Accepted | Outcome::Rejected),
+        "{got:?}"
+    );
     let f = facts_of(&w);
     assert_eq!(f.writes.len(), 1, "{:?}", f.writes);
     assert_eq!(unreported(&f, DbName::Res), 0);

@@ -4,8 +4,9 @@
 
 use crate::args::Exit;
 use leaselab_explore::search::{self, Found, Options, Order, Progress, Stopped};
+use leaselab_explore::system::Action;
 use leaselab_explore::system::LeaseSystem;
-use leaselab_explore::trace::{search_verdict, to_trace};
+use leaselab_explore::trace::{search_verdict, to_trace_steps};
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -82,9 +83,10 @@ pub fn can_serve(addr: &str) -> Result<(), String> {
 fn show(p: &Progress) {
     let rate = p.unique as f64 / p.elapsed.as_secs_f64().max(1e-9);
     let line = format!(
-        "  {} distinct states ({} generated), depth {}, {:.0} states/s, {} MiB, {:.0} s",
+        "  {} distinct states ({} generated, {} queued), depth {}, {:.0} states/s, {} MiB, {:.0} s",
         p.unique,
         p.states,
+        p.queue,
         p.depth,
         rate,
         p.memory_mb,
@@ -203,7 +205,7 @@ pub fn run(o: &Options, trace_out: Option<&Path>) -> Result<(String, Exit), Stri
         leaselab_model::LeaseDurability::Unlogged => "check-unlogged".to_string(),
         _ => format!("check-{}", o.bounds.fence),
     };
-    let mut t = to_trace(&sys, &actions, &name_of)
+    let (mut t, counts) = to_trace_steps(&sys, &actions, &name_of)
         .map_err(|e| format!("the explorer and the model disagree: {e}"))?;
     t.title = format!(
         "shortest counterexample ({name}, {} steps) of: {} --trace-out FILE",
@@ -224,6 +226,7 @@ pub fn run(o: &Options, trace_out: Option<&Path>) -> Result<(String, Exit), Stri
     let story =
         leaselab_picture::Story::new(&t.history, &t.config, &leaselab_checkers::check(&t.history));
     s.push_str(&crate::picture_cmd::indented(&story, "  "));
+    s.push_str(&steps_text(&actions, &counts, &t.history, o.bounds.tick_ms));
     if let Some(p) = trace_out {
         std::fs::write(p, t.to_text()).map_err(|e| format!("cannot write {}: {e}", p.display()))?;
         let _ = writeln!(
@@ -239,6 +242,77 @@ pub fn run(o: &Options, trace_out: Option<&Path>) -> Result<(String, Exit), Stri
         let _ = writeln!(s, "(add --trace-out FILE to write it as a trace)");
     }
     Ok((s, Exit::Violation))
+}
+
+/// Every action of a counterexample, numbered as the search counts them: a run of ticks on one
+/// line with the database time it reaches, each other action with the statements it ran and
+/// what they returned (`#N`: the trace's event), so that which steps matter can be read off.
+fn steps_text(
+    actions: &[Action],
+    counts: &[usize],
+    h: &leaselab_model::History,
+    tick_ms: u64,
+) -> String {
+    let mut s = format!(
+        "the {} steps (a tick is {tick_ms} ms of database time; #N is the trace's event):\n",
+        actions.len()
+    );
+    let (mut k, mut event, mut now) = (0usize, 0usize, 0u64);
+    while k < actions.len() {
+        if actions[k] == Action::Tick {
+            let from = k;
+            while k < actions.len() && actions[k] == Action::Tick {
+                k += 1;
+            }
+            let n = (k - from) as u64;
+            let before = now;
+            now += n * tick_ms;
+            let steps = if n == 1 {
+                format!("{}", from + 1)
+            } else {
+                format!("{}–{}", from + 1, k)
+            };
+            let ticks = if n == 1 { "tick" } else { "ticks" };
+            let _ = writeln!(s, "  {steps:>7}  {n} {ticks}: t={before} → {now} ms");
+            continue;
+        }
+        let n = counts.get(k).copied().unwrap_or(0);
+        let said: Vec<String> = h
+            .events
+            .iter()
+            .skip(event)
+            .take(n)
+            .map(|e| {
+                let mut line = format!("{} {}", e.actor, leaselab_model::text::op_text(&e.op));
+                if e.outcome != leaselab_model::Outcome::Ok || n == 1 {
+                    let _ = write!(
+                        line,
+                        " → {}",
+                        leaselab_model::text::outcome_text(&e.outcome)
+                    );
+                }
+                line
+            })
+            .collect();
+        let text = match (actions[k], said.is_empty()) {
+            (Action::Crash, _) => format!("both databases crash and restart: {}", said.join("; ")),
+            (Action::Check(i), true) => format!(
+                "{} sees its lease marked lost and stops the job (no check runs)",
+                leaselab_model::names::holder_name(i as usize)
+            ),
+            (a, true) => format!("{a:?} (no statement)"),
+            (_, false) => said.join("; "),
+        };
+        let at = match n {
+            0 => String::new(),
+            1 => format!("  #{}", event + 1),
+            _ => format!("  #{}–#{}", event + 1, event + n),
+        };
+        let _ = writeln!(s, "  {:>7}  {text}{at}", k + 1);
+        event += n;
+        k += 1;
+    }
+    s
 }
 
 fn stopped_text(why: Stopped) -> String {

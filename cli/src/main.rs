@@ -760,9 +760,13 @@ struct SimArgs {
     /// Do not shrink failing seeds.
     #[arg(long)]
     no_shrink: bool,
-    /// Single seed: print settings and verdict only, no timeline.
-    #[arg(long)]
+    /// Single run: print settings and verdict only, no timeline (a failing run still draws
+    /// its picture).
+    #[arg(long, conflicts_with_all = ["seeds", "events"])]
     quiet: bool,
+    /// Single run: print every event of the history as well as the timeline picture.
+    #[arg(long, conflicts_with = "seeds")]
+    events: bool,
     /// Worker threads for a sweep [default: one per core]. The result and the saved traces
     /// are the same for any number; only the wall time changes.
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
@@ -785,7 +789,12 @@ struct SimArgs {
 fn run_sim(a: SimArgs) -> Result<Exit, String> {
     use leaselab::sim_cmd::{one, Source};
     let single = |setup: leaselab_sim::Setup, driver, source| -> Result<Exit, String> {
-        let (text, run) = one(setup, driver, a.quiet, source);
+        let detail = match (a.quiet, a.events) {
+            (true, _) => leaselab::sim_cmd::Detail::Quiet,
+            (_, true) => leaselab::sim_cmd::Detail::Events,
+            _ => leaselab::sim_cmd::Detail::Picture,
+        };
+        let (text, run) = one(setup, driver, detail, source);
         print!("{text}");
         if let Some(f) = &a.trace_out {
             std::fs::write(f, run.trace.to_text())

@@ -116,8 +116,20 @@ pub enum Source<'a> {
     Trace(&'a Path, Driver),
 }
 
+/// How much of a single run `sim` prints besides its setup and verdict.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Detail {
+    /// `--quiet`: a picture only when the run failed.
+    Quiet,
+    /// The default: the run's timeline picture (at most 12 lines), as every other command
+    /// draws a run.
+    Picture,
+    /// `--events`: every event of the history too, before the picture.
+    Events,
+}
+
 /// One run (a seed's, or a trace's setup run again): setup, timeline, verdict.
-pub fn one(setup: Setup, driver: Driver, quiet: bool, source: Source<'_>) -> (String, SimRun) {
+pub fn one(setup: Setup, driver: Driver, detail: Detail, source: Source<'_>) -> (String, SimRun) {
     let run = run_setup(setup, driver);
     let mut s = String::new();
     let again = match (run.setup.command(driver), source) {
@@ -135,14 +147,20 @@ pub fn one(setup: Setup, driver: Driver, quiet: bool, source: Source<'_>) -> (St
     for l in run.trace.setup.iter().chain(&run.trace.faults) {
         let _ = writeln!(s, "  {l}");
     }
-    if !quiet {
-        let _ = writeln!(s, "timeline ({} events):", run.trace.history.events.len());
+    let events = run.trace.history.events.len();
+    if detail == Detail::Events {
+        let _ = writeln!(s, "events ({events}):");
         s.push_str(&timeline(&run));
+    }
+    if detail != Detail::Quiet || run.failed() {
+        let _ = writeln!(s, "timeline ({events} events; the telling ones):");
+        s.push_str(&picture(&run, "  "));
+        if detail != Detail::Events {
+            let _ = writeln!(s, "  (every event: add --events)");
+        }
     }
     s.push_str(&verdict_lines(&run));
     if run.failed() {
-        let _ = writeln!(s, "picture:");
-        s.push_str(&picture(&run, "  "));
         let _ = writeln!(s, "reproduce: {again}");
     }
     (s, run)

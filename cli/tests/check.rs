@@ -56,6 +56,14 @@ fn each_negative_control_has_its_shortest_counterexample_as_the_committed_trace(
             out.contains("◀ #") || prop == "progress" || prop == "I1",
             "{name}: {out}"
         );
+        steps_are_all_listed(
+            name,
+            &out,
+            len,
+            text.lines()
+                .filter(|l| l.starts_with(|c: char| c.is_ascii_digit()))
+                .count(),
+        );
         assert_eq!(
             std::fs::read_to_string(&out_file).expect("written"),
             text,
@@ -76,6 +84,44 @@ fn each_negative_control_has_its_shortest_counterexample_as_the_committed_trace(
             assert!(out.contains(l), "{name}: {out}");
         }
     }
+}
+
+/// The counterexample's listing numbers every one of its `len` actions exactly once, in order
+/// (a run of ticks as `A–B`), and points at each of the trace's `events` once, in order.
+fn steps_are_all_listed(name: &str, out: &str, len: usize, events: usize) {
+    let head = format!("the {len} steps (a tick is ");
+    let at = out
+        .find(&head)
+        .unwrap_or_else(|| panic!("{name}: no step list\n{out}"));
+    let (mut next, mut next_event) = (1usize, 1usize);
+    for l in out[at..].lines().skip(1) {
+        let l = l.trim();
+        let Some(num) = l.split_whitespace().next() else {
+            break;
+        };
+        let (a, b) = match num.split_once('–') {
+            Some((a, b)) => (a.parse::<usize>(), b.parse::<usize>()),
+            None => (num.parse::<usize>(), num.parse::<usize>()),
+        };
+        let (Ok(a), Ok(b)) = (a, b) else { break };
+        assert_eq!(a, next, "{name}: step {next} missing\n{out}");
+        next = b + 1;
+        if let Some((_, refs)) = l.rsplit_once("  #") {
+            let (x, y) = refs.split_once("–#").unwrap_or((refs, refs));
+            assert_eq!(x.parse::<usize>().ok(), Some(next_event), "{name}: {l}");
+            next_event = y.parse::<usize>().expect("an event number") + 1;
+        }
+    }
+    assert_eq!(
+        next,
+        len + 1,
+        "{name}: the list stops before step {len}\n{out}"
+    );
+    assert_eq!(
+        next_event,
+        events + 1,
+        "{name}: not every event is pointed at\n{out}"
+    );
 }
 
 #[test]
@@ -219,7 +265,6 @@ fn a_slow_holder_clock_is_searched_too_and_the_fence_still_holds() {
 /// that a clean result proves nothing about fencing.
 #[test]
 fn check_stops_at_the_first_violation_and_warns_about_bounds_that_prove_nothing() {
-    let t0 = Instant::now();
     let (code, out) = leaselab(&["check", "--lease-table", "unlogged", "--crash"]);
     assert_eq!(code, 1, "{out}");
     assert!(
@@ -230,7 +275,15 @@ fn check_stops_at_the_first_violation_and_warns_about_bounds_that_prove_nothing(
         out.contains("the search stopped at its first violation"),
         "{out}"
     );
-    assert!(t0.elapsed() < Duration::from_secs(60), "{:?}", t0.elapsed());
+    // Decided early: a few thousand of the bounds' 41 million states, not all of them.
+    let explored: u64 = out
+        .split("VIOLATION I1")
+        .nth(1)
+        .and_then(|r| r.split(" distinct states").next())
+        .and_then(|r| r.rsplit(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no state count\n{out}"));
+    assert!(explored < 1_000_000, "{explored} states\n{out}");
     let (code, out) = leaselab(&["check", "--max-ticks", "0"]);
     assert_eq!(code, 0, "{out}");
     assert!(
@@ -278,7 +331,7 @@ fn ctrl_c_during_a_search_prints_the_partial_result() {
     let mut err = child.stderr.take().expect("stderr");
     let mut seen = Vec::new();
     let mut buf = [0u8; 256];
-    while !String::from_utf8_lossy(&seen).contains("distinct states") {
+    while !String::from_utf8_lossy(&seen).contains(" queued), depth ") {
         let n = err.read(&mut buf).expect("reads stderr");
         assert!(
             n > 0,

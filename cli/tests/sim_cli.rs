@@ -629,3 +629,40 @@ fn a_resumed_sweep_goes_on_where_it_stopped_and_finds_the_same_failures() {
         "{third}"
     );
 }
+
+/// A single run draws the same short picture as every other command; `--events` adds the
+/// whole event log, `--quiet` leaves the picture out of a passing run.
+#[test]
+fn a_single_run_prints_its_picture_and_the_event_log_on_request() {
+    let (code, out) = leaselab(&["sim", "--seed", "7"]);
+    assert_eq!(code, 0, "{out}");
+    let header = out
+        .lines()
+        .find(|l| l.starts_with("timeline (") && l.ends_with(" events; the telling ones):"))
+        .unwrap_or_else(|| panic!("no picture\n{out}"));
+    let events: usize = header["timeline (".len()..]
+        .split(' ')
+        .next()
+        .and_then(|n| n.parse().ok())
+        .expect("an event count");
+    assert!(events > 1000, "{header}");
+    assert!(out.lines().count() < 50, "the whole log was printed\n{out}");
+    assert!(out.contains("(every event: add --events)"), "{out}");
+    let (code, all) = leaselab(&["sim", "--seed", "7", "--events"]);
+    assert_eq!(code, 0);
+    assert!(all.contains(&format!("events ({events}):")), "{all}");
+    assert!(
+        all.lines()
+            .any(|l| l.starts_with(&format!("  {events} t="))),
+        "the last event is missing"
+    );
+    assert!(all.contains(header) && !all.contains("add --events"));
+    let (code, quiet) = leaselab(&["sim", "--seed", "7", "--quiet"]);
+    assert_eq!(code, 0);
+    assert!(
+        !quiet.contains("timeline (") && quiet.contains("safety: I1 I2 I3"),
+        "{quiet}"
+    );
+    let (code, both) = leaselab(&["sim", "--seed", "7", "--quiet", "--events"]);
+    assert_eq!(code, 2, "{both}");
+}

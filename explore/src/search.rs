@@ -70,6 +70,8 @@ pub struct Progress {
     pub states: usize,
     /// Distinct states.
     pub unique: usize,
+    /// Distinct states not yet expanded (found, waiting for their successors).
+    pub queue: usize,
     /// Deepest path so far.
     pub depth: usize,
     /// Since the start.
@@ -125,6 +127,7 @@ pub fn run(o: &Options) -> Found {
 /// set (Ctrl-C), a cap of `o` is reached, or — unless `o.all` — at the first violation.
 pub fn run_with(o: &Options, stop: &AtomicBool, progress: &mut dyn FnMut(&Progress)) -> Found {
     let sys = LeaseSystem::new(o.bounds.clone());
+    let expanded = std::sync::Arc::clone(&sys.expanded);
     let holders = o.bounds.holders;
     let fixed_first = o.bounds.slow != (1, 1);
     let mut builder = sys.checker().threads(o.threads.max(1));
@@ -148,6 +151,7 @@ pub fn run_with(o: &Options, stop: &AtomicBool, progress: &mut dyn FnMut(&Progre
         stop,
         start,
         progress,
+        expanded: &expanded,
     };
     let (states, unique, depth, d, stopped) = match o.order {
         Order::Bfs => watch.drive(builder.spawn_bfs()),
@@ -184,6 +188,7 @@ struct Watch<'a> {
     stop: &'a AtomicBool,
     start: Instant,
     progress: &'a mut dyn FnMut(&Progress),
+    expanded: &'a std::sync::atomic::AtomicUsize,
 }
 
 impl Watch<'_> {
@@ -209,9 +214,11 @@ impl Watch<'_> {
             }
             if last.elapsed() >= Duration::from_secs(1) {
                 last = Instant::now();
+                let unique = c.unique_state_count();
                 (self.progress)(&Progress {
                     states: c.state_count(),
-                    unique: c.unique_state_count(),
+                    unique,
+                    queue: unique.saturating_sub(self.expanded.load(Ordering::Relaxed)),
                     depth: c.max_depth(),
                     elapsed: self.start.elapsed(),
                     memory_mb,

@@ -315,6 +315,9 @@ pub struct LeaseSystem {
     pub first_only: Option<std::sync::Arc<[std::sync::atomic::AtomicBool; 9]>>,
     /// The holders' names, made once (the rule functions take rows with names).
     names: Vec<Holder>,
+    /// States whose successors were asked for: stateright 0.31 reports distinct states but not
+    /// its queue, so a search's queue is its distinct states less these.
+    pub expanded: std::sync::Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl LeaseSystem {
@@ -324,6 +327,7 @@ impl LeaseSystem {
             names: names(&b),
             b,
             first_only: Some(std::sync::Arc::new(Default::default())),
+            expanded: Default::default(),
         }
     }
 
@@ -333,6 +337,7 @@ impl LeaseSystem {
             names: names(&b),
             b,
             first_only: None,
+            expanded: Default::default(),
         }
     }
 
@@ -787,6 +792,8 @@ impl Model for LeaseSystem {
     }
 
     fn actions(&self, s: &State, out: &mut Vec<Action>) {
+        self.expanded
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         // A broken state is a counterexample's end: nothing after it is explored.
         if s.broken != 0 {
             return;

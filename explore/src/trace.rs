@@ -73,7 +73,18 @@ impl Runner<'_> {
 /// Runs `actions` from the initial state on the model; returns the trace, judged by the
 /// checkers, or the first disagreement.
 pub fn to_trace(sys: &LeaseSystem, actions: &[Action], name: &str) -> Result<Trace, Disagreement> {
+    to_trace_steps(sys, actions, name).map(|(t, _)| t)
+}
+
+/// [`to_trace`], with how many of the trace's events each action wrote (a tick none, a crash
+/// four), so that a listing of the actions can point at the events.
+pub fn to_trace_steps(
+    sys: &LeaseSystem,
+    actions: &[Action],
+    name: &str,
+) -> Result<(Trace, Vec<usize>), Disagreement> {
     let b = &sys.b;
+    let mut counts = Vec::with_capacity(actions.len());
     let mut r = Runner {
         sys,
         w: World::new(config(b)),
@@ -262,10 +273,11 @@ pub fn to_trace(sys: &LeaseSystem, actions: &[Action], name: &str) -> Result<Tra
             });
         }
         s = n;
+        counts.push(got.len());
     }
     let mut t = Trace::new(name, config(b), r.w.history.clone());
     t.expect = check(&t.history).verdict();
-    Ok(t)
+    Ok((t, counts))
 }
 
 /// The checks the search's state at the end of `actions` says are broken, as the History
