@@ -33,6 +33,25 @@ fn timeline_of_f5_marks_the_violating_pair_in_at_most_12_lines() {
         out.contains("PAUSED for 2000 ms") && out.contains("token 1 expires"),
         "{out}"
     );
+    // The lesson's moment: the local check passed before the pause, then the holder's own
+    // deadline and the database's expiry went by while it slept — each a labelled row, in
+    // that order.
+    let row = |needle: &str| {
+        lines
+            .iter()
+            .position(|l| l.contains(needle))
+            .unwrap_or_else(|| panic!("no `{needle}` row\n{out}"))
+    };
+    let (check, pause, deadline, expiry) = (
+        row("3000 │ local check ✓ (deadline 4000)"),
+        row("PAUSED for 2000 ms"),
+        row("4000 │ token 1 deadline (own clock)"),
+        row("4300 │ token 1 expires (db clock)"),
+    );
+    assert!(
+        check < pause && pause < deadline && deadline < expiry,
+        "{out}"
+    );
     assert!(lines[lines.len() - 1].starts_with("✗ I3"), "{out}");
 }
 
@@ -183,12 +202,47 @@ fn html_of_f5_renders_in_chromium_with_the_stale_write_highlighted() {
     let Some(browser) = chromium() else { return };
     let dom = headless(browser, &page, &["--dump-dom"]);
     assert!(dom.contains("<svg"), "no picture drawn:\n{dom}");
-    assert_eq!(
-        dom.matches("class=\"mark accepted violating\"").count(),
-        2,
-        "the violating pair, both accepted:\n{dom}"
+    // The violating pair, both accepted, told apart: the stale write and the newer one it
+    // overtook, each with its own colour in the legend.
+    assert!(
+        dom.contains("<g class=\"mark accepted violating stale\" data-seq=\"17\">"),
+        "{dom}"
     );
-    assert!(dom.contains("data-seq=\"17\""), "{dom}");
+    assert!(
+        dom.contains("<g class=\"mark accepted violating newer\" data-seq=\"13\">"),
+        "{dom}"
+    );
+    for legend in [
+        "color:#d50000\">◉ stale write",
+        "color:#1565c0\">◉ the newer write it overtook",
+        "color:#2e7d32\">● accepted write",
+        "│ check ✓ local check passed",
+        "│ expires (database clock)",
+        "│ deadline (holder's own clock)",
+    ] {
+        assert!(dom.contains(legend), "legend `{legend}`: {dom}");
+    }
+    // The local check that passed, and both clocks' instants, drawn and labelled.
+    assert!(
+        dom.contains("<g class=\"check\" data-seq=\"10\">"),
+        "the passed check (#10): {dom}"
+    );
+    assert!(dom.contains(">check ✓</text>"), "{dom}");
+    assert!(
+        dom.contains("<g class=\"instant expiry\">") && dom.contains(">expires</text>"),
+        "{dom}"
+    );
+    assert!(
+        dom.contains("<g class=\"instant deadline\">") && dom.contains(">deadline</text>"),
+        "{dom}"
+    );
+    // Round axis ticks.
+    for t in ["0 ms", "1000 ms", "2000 ms", "5000 ms"] {
+        assert!(
+            dom.contains(&format!("class=\"tick\">{t}</text>")),
+            "tick {t}: {dom}"
+        );
+    }
     assert!(
         dom.contains(
             "<li>event #17: holder-a wrote summary with token 1 at 5000 ms — accepted</li>"

@@ -109,6 +109,21 @@ fn data(story: &Story, title: &str) -> String {
         })
         .collect();
     let _ = write!(d, "\"writes\":[{}],", ws.join(","));
+    let cs: Vec<String> = story
+        .moments
+        .iter()
+        .filter_map(|m| match &m.mark {
+            Mark::CheckPassed(h, deadline) => Some(format!(
+                "{{\"lane\":{},\"at\":{},\"seq\":{},\"deadline\":{}}}",
+                lane(h),
+                m.at.0,
+                m.seq,
+                deadline.0
+            )),
+            _ => None,
+        })
+        .collect();
+    let _ = write!(d, "\"checks\":[{}],", cs.join(","));
     let ms: Vec<String> = story
         .moments
         .iter()
@@ -137,8 +152,15 @@ svg text { font: 11px system-ui, sans-serif; }
 .pause { fill: #888; opacity: 0.25; }
 .mark.accepted circle { fill: #2e7d32; } .mark.rejected circle { fill: #fff; stroke: #555; stroke-width: 2; }
 .mark.maybe circle { fill: #bbb; }
-.mark.violating circle { stroke: #d50000; stroke-width: 4; }
-.mark.violating text { fill: #d50000; font-weight: 700; }
+.mark.violating circle { stroke-width: 4; }
+.mark.violating.stale circle { stroke: #d50000; }
+.mark.violating.stale text { fill: #d50000; font-weight: 700; }
+.mark.violating.newer circle { stroke: #1565c0; }
+.mark.violating.newer text { fill: #1565c0; font-weight: 700; }
+.check line { stroke: #2e7d32; stroke-width: 2; } .check text { fill: #2e7d32; }
+.instant line { stroke-width: 2; } .instant text { font-size: 10px; }
+.instant.expiry line { stroke: #4a78c2; } .instant.expiry text { fill: #4a78c2; }
+.instant.deadline line { stroke: #c77800; } .instant.deadline text { fill: #c77800; }
 .moment { stroke: #6a1b9a; stroke-dasharray: 4 3; }
 #legend span { display: inline-block; margin-right: 16px; }
 .sw { display: inline-block; width: 14px; height: 10px; margin-right: 4px; vertical-align: middle; }
@@ -162,11 +184,20 @@ const SCRIPT: &str = r#"
     (parent || svg).appendChild(e);
     return e;
   };
-  for (let i = 0; i <= 10; i++) {
-    const t = Math.round(d.end * i / 10);
+  // Axis ticks on round values: a step of 1, 2 or 5 times a power of ten, about ten of them.
+  const raw = Math.max(d.end, 1) / 10, pow = Math.pow(10, Math.floor(Math.log10(raw)));
+  const step = [1, 2, 5, 10].map(m => m * pow).find(v => v >= raw);
+  for (let t = 0; t <= d.end; t += step) {
     el('line', {x1: x(t), x2: x(t), y1: top - 8, y2: top + d.lanes.length * laneH, stroke: '#eee'});
-    el('text', {x: x(t), y: top - 12, 'text-anchor': 'middle'}, null, t + ' ms');
+    el('text', {x: x(t), y: top - 12, 'text-anchor': 'middle', class: 'tick'}, null, t + ' ms');
   }
+  const clipT = t => Math.min(t, d.end);
+  const instant = (cls, lane, at, y, label, tip) => {
+    const g = el('g', {class: 'instant ' + cls});
+    el('line', {x1: x(at), x2: x(at), y1: y - 4, y2: y + 4}, g);
+    el('text', {x: x(at) + 2, y: y + 13}, g, label);
+    el('title', {}, g, tip);
+  };
   d.lanes.forEach((name, i) => {
     const y = top + i * laneH;
     el('line', {x1: left, x2: left + width, y1: y + laneH, y2: y + laneH, stroke: '#ccc'});
@@ -181,24 +212,42 @@ const SCRIPT: &str = r#"
   d.holdings.forEach(h => {
     if (h.lane < 0) return;
     const y = top + h.lane * laneH;
-    const b = el('rect', {x: x(h.from), y: y + 10, width: Math.max(x(h.until) - x(h.from), 2), height: 12, class: 'db-lease'});
+    const until = clipT(h.until);
+    const b = el('rect', {x: x(h.from), y: y + 10, width: Math.max(x(until) - x(h.from), 2), height: 12, class: 'db-lease'});
     el('title', {}, b, 'token ' + h.token + ' held ' + h.from + '–' + h.until + ' ms by the database clock (' + h.end + ')');
-    const narrow = x(h.until) - x(h.from) < 56;
-    el('text', {x: narrow ? x(h.until) + 3 : x(h.from) + 3, y: y + 20, fill: narrow ? '#4a78c2' : '#fff'}, null, 'token ' + h.token);
+    const narrow = x(until) - x(h.from) < 56;
+    el('text', {x: narrow ? x(until) + 3 : x(h.from) + 3, y: y + 20, fill: narrow ? '#4a78c2' : '#fff'}, null, 'token ' + h.token);
+    if (h.end === 'expired') {
+      instant('expiry', h.lane, h.until, y + 16, 'expires', 'token ' + h.token + ' expires at ' + h.until + ' ms by the database clock');
+    }
     if (h.local !== null) {
-      const l = el('rect', {x: x(h.from), y: y + 25, width: Math.max(x(h.local) - x(h.from), 2), height: 5, class: 'local-lease'});
+      // The holder's own view ends at its deadline, or sooner when it released the lease.
+      const local = clipT(h.end === 'released' ? Math.min(h.local, h.until) : h.local);
+      const l = el('rect', {x: x(h.from), y: y + 25, width: Math.max(x(local) - x(h.from), 2), height: 5, class: 'local-lease'});
       el('title', {}, l, 'token ' + h.token + ': valid until ' + h.local + ' ms by ' + d.lanes[h.lane] + "'s own clock");
+      if (h.local <= d.end && !(h.end === 'released' && h.until < h.local)) {
+        instant('deadline', h.lane, h.local, y + 27, 'deadline', 'token ' + h.token + ': the deadline ' + h.local + ' ms by ' + d.lanes[h.lane] + "'s own clock");
+      }
     }
   });
   d.moments.forEach(m => {
     el('line', {x1: x(m.at), x2: x(m.at), y1: top, y2: top + d.lanes.length * laneH, class: 'moment'});
     el('text', {x: x(m.at) + 3, y: top + d.lanes.length * laneH + 14, fill: '#6a1b9a'}, null, m.text);
   });
+  d.checks.forEach(c => {
+    if (c.lane < 0) return;
+    const y = top + c.lane * laneH;
+    const g = el('g', {class: 'check', 'data-seq': c.seq});
+    el('line', {x1: x(c.at), x2: x(c.at), y1: y + 33, y2: y + 43}, g);
+    el('text', {x: x(c.at) + 2, y: y + 43}, g, 'check ✓');
+    el('title', {}, g, '#' + c.seq + ' local check passed at ' + c.at + ' ms: valid until ' + c.deadline + ' ms by ' + d.lanes[c.lane] + "'s own clock");
+  });
   const pair = document.getElementById('violating-pair');
   d.writes.forEach((w, n) => {
     if (w.lane < 0) return;
     const y = top + w.lane * laneH + 52 + (n % 2) * 14;
-    const g = el('g', {class: 'mark ' + w.verdict + (w.violating ? ' violating' : ''), 'data-seq': w.seq});
+    const role = w.violating ? (w.stale ? ' violating stale' : ' violating newer') : (w.stale ? ' stale' : '');
+    const g = el('g', {class: 'mark ' + w.verdict + role, 'data-seq': w.seq});
     el('circle', {cx: x(w.at), cy: y, r: 5}, g);
     const sign = w.verdict === 'accepted' ? '✓' : (w.verdict === 'rejected' ? '✗' : '?');
     el('text', {x: x(w.at) + 8, y: y + 4}, g, 't' + w.token + ' ' + sign + (w.stale ? ' stale' : ''));
@@ -221,7 +270,7 @@ pub fn render(story: &Story, title: &str) -> String {
     let mut s = String::new();
     let _ = write!(
         s,
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<h1>{}</h1>\n<div>fence: {}</div>\n<div id=\"verdict\"></div>\n<div id=\"picture\"></div>\n<div id=\"legend\"><span><i class=\"sw\" style=\"background:#4a78c2\"></i>lease held (database clock)</span><span><i class=\"sw\" style=\"background:#f0a030\"></i>lease valid (holder's own clock)</span><span><i class=\"sw\" style=\"background:#888;opacity:.35\"></i>paused</span><span>● accepted write</span><span>○ rejected write</span><span style=\"color:#d50000\">◉ violating write</span></div>\n<ul id=\"violating-pair\"></ul>\n<script type=\"application/json\" id=\"story\">{}</script>\n<script>{SCRIPT}</script>\n</body>\n</html>\n",
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<h1>{}</h1>\n<div>fence: {}</div>\n<div id=\"verdict\"></div>\n<div id=\"picture\"></div>\n<div id=\"legend\"><span><i class=\"sw\" style=\"background:#4a78c2\"></i>lease held (database clock)</span><span><i class=\"sw\" style=\"background:#f0a030\"></i>lease valid (holder's own clock)</span><span><i class=\"sw\" style=\"background:#888;opacity:.35\"></i>paused</span><span style=\"color:#2e7d32\">● accepted write</span><span>○ rejected write</span><span style=\"color:#d50000\">◉ stale write (an older token, after a newer one)</span><span style=\"color:#1565c0\">◉ the newer write it overtook</span><span style=\"color:#2e7d32\">│ check ✓ local check passed</span><span style=\"color:#4a78c2\">│ expires (database clock)</span><span style=\"color:#c77800\">│ deadline (holder's own clock)</span></div>\n<ul id=\"violating-pair\"></ul>\n<script type=\"application/json\" id=\"story\">{}</script>\n<script>{SCRIPT}</script>\n</body>\n</html>\n",
         text(title),
         text(title),
         text(story.config.fence.as_str()),

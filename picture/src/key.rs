@@ -15,6 +15,9 @@ pub enum Kind {
     Expire(Token),
     /// A holding was released.
     Release(Token),
+    /// The holder's own deadline for this token passed, by its own clock (placed on the
+    /// database clock's axis).
+    Deadline(Token),
     /// The holder stopped (`ms` long, `None` if it never resumed).
     Pause(Option<u64>),
     /// The holder ran again after `ms`.
@@ -115,8 +118,31 @@ pub fn all(story: &Story) -> Vec<KeyEvent> {
             ),
             End::Open => {}
         }
+        if let Some(d) = h.local_until.filter(|d| *d <= story.end) {
+            push(
+                d,
+                h.seq,
+                lane(&h.holder),
+                Kind::Deadline(h.token),
+                if Some(h) == own { 1 } else { 7 },
+            );
+        }
     }
+    // The last check the focus write's holder passed before it: what it believed.
+    let check_before = focus.and_then(|w| {
+        story
+            .moments
+            .iter()
+            .filter(|m| {
+                matches!(&m.mark, Mark::CheckPassed(h, _) if *h == w.holder) && m.seq < w.seq
+            })
+            .max_by_key(|m| m.seq)
+    });
     for p in &story.pauses {
+        if p.resumed && p.to == p.from {
+            // A pause of no length (a step that yields, not a stop) shows nothing.
+            continue;
+        }
         let key = Some(p) == pause_before;
         let r = if key { 1 } else { 4 };
         push(
@@ -155,6 +181,7 @@ pub fn all(story: &Story) -> Vec<KeyEvent> {
             Mark::Crash(_) | Mark::Restart(_) => (None, 2),
             Mark::Lost(h) => (lane(h), 3),
             Mark::RenewRefused(h, _) | Mark::CheckExpired(h) => (lane(h), 6),
+            Mark::CheckPassed(h, _) => (lane(h), if Some(m) == check_before { 1 } else { 8 }),
         };
         push(m.at, m.seq, l, Kind::Mark(m.mark.clone()), rank);
     }

@@ -54,6 +54,13 @@ pub fn render(story: &Story) -> String {
                     tok.0
                 );
             }
+            Kind::Deadline(tok) => {
+                let _ = writeln!(
+                    s,
+                    "    Note over {h}: t={t} token {} deadline passes (own clock)",
+                    tok.0
+                );
+            }
             Kind::Release(tok) => {
                 let _ = writeln!(s, "    {h}->>L: release token {} (t={t})", tok.0);
             }
@@ -92,6 +99,9 @@ pub fn render(story: &Story) -> String {
                     Mark::Lost(_) => "renew failed: lease lost".to_string(),
                     Mark::RenewRefused(_, tok) => format!("renew token {} refused", tok.0),
                     Mark::CheckExpired(_) => "local check: expired".to_string(),
+                    Mark::CheckPassed(_, d) => {
+                        format!("local check passed (deadline {} by its own clock)", d.0)
+                    }
                 };
                 let over = if k.lane.is_some() {
                     h

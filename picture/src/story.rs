@@ -107,6 +107,10 @@ pub enum Mark {
     RenewRefused(Holder, Token),
     /// The holder's local check said its deadline had passed.
     CheckExpired(Holder),
+    /// The holder's local check passed: by its own clock, its lease was valid until this
+    /// deadline. The check a stale write follows is the moment the lesson is about — it was
+    /// true when it ran.
+    CheckPassed(Holder, Millis),
 }
 
 /// A moment with its mark.
@@ -280,8 +284,12 @@ impl Story {
                     {
                         h.local_until = Some(h.local_until.map_or(shown, |x| x.max(shown)));
                     }
-                    if *o == Outcome::Expired {
-                        moments.push(mark(Mark::CheckExpired(e.actor.clone())));
+                    match o {
+                        Outcome::Expired => moments.push(mark(Mark::CheckExpired(e.actor.clone()))),
+                        Outcome::Valid => {
+                            moments.push(mark(Mark::CheckPassed(e.actor.clone(), *deadline)))
+                        }
+                        _ => {}
                     }
                 }
                 (Op::Crash { db }, _) => moments.push(mark(Mark::Crash(*db))),

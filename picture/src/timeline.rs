@@ -29,6 +29,7 @@ fn cell(k: &Kind) -> String {
         Kind::Grant(t) => format!("acquire → token {}", t.0),
         Kind::Expire(t) => format!("token {} expires (db clock)", t.0),
         Kind::Release(t) => format!("release token {}", t.0),
+        Kind::Deadline(t) => format!("token {} deadline (own clock)", t.0),
         Kind::Pause(Some(ms)) => format!("PAUSED for {ms} ms ┐"),
         Kind::Pause(None) => "PAUSED (never resumes) ┐".to_string(),
         Kind::Resume(ms) => format!("resumes after {ms} ms ┘"),
@@ -39,6 +40,7 @@ fn cell(k: &Kind) -> String {
             Mark::Lost(_) => "renew failed: lease lost".to_string(),
             Mark::RenewRefused(_, t) => format!("renew token {} refused", t.0),
             Mark::CheckExpired(_) => "local check: expired".to_string(),
+            Mark::CheckPassed(_, d) => format!("local check ✓ (deadline {})", d.0),
         },
     }
 }
