@@ -346,3 +346,70 @@ fn the_envelope_finds_the_boundary_unfenced_and_none_with_the_scope_fence() {
     let (_, out) = leaselab(&["envelope", "--fence", "off", "--lock-delay-ms", "1000"]);
     assert!(out.contains("pause    2502 ms"), "{out}");
 }
+
+/// A whole simulation run with two violating pairs 43 s apart: the timeline marks the skipped
+/// time with a gap row and shows both pairs; `explain` tells its bullets in time order and
+/// names every violating event the picture marks.
+#[test]
+fn a_whole_run_shows_its_gaps_and_every_violation_in_time_order() {
+    let trace = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("sim-3-off.trace");
+    let (code, out) = leaselab(&[
+        "sim",
+        "--seed",
+        "3",
+        "--fence",
+        "off",
+        "--quiet",
+        "--trace-out",
+        &trace.to_string_lossy(),
+    ]);
+    assert_eq!(code, 1, "{out}");
+    let t = trace.to_string_lossy();
+    let (_, picture) = leaselab(&["diagram", &t]);
+    let rows: Vec<(Option<u64>, &str)> = picture
+        .lines()
+        .skip(1)
+        .filter(|l| l.contains('│'))
+        .map(|l| (l.split('│').next().and_then(|t| t.trim().parse().ok()), l))
+        .collect();
+    let marked: Vec<u64> = picture
+        .lines()
+        .filter_map(|l| l.rsplit_once("◀ #").and_then(|(_, n)| n.parse().ok()))
+        .collect();
+    assert!(marked.len() >= 4, "two violating pairs:\n{picture}");
+    let mut gaps = 0;
+    for w in rows.windows(2) {
+        match (w[0].0, w[1].0) {
+            // The run is about 50 s long: a quarter of it is a gap.
+            (Some(a), Some(b)) => assert!(
+                b - a <= 15_000,
+                "{} s skipped without a gap row:\n{picture}",
+                (b - a) / 1000
+            ),
+            (Some(_), None) => {
+                assert!(w[1].1.contains("s later"), "{picture}");
+                gaps += 1;
+            }
+            _ => {}
+        }
+    }
+    assert!(gaps >= 1, "{picture}");
+    assert!(picture.lines().count() <= 12, "{picture}");
+    let (_, words) = leaselab(&["explain", &t]);
+    let times: Vec<u64> = words
+        .lines()
+        .filter_map(|l| l.strip_prefix("- t=")?.split(':').next()?.parse().ok())
+        .collect();
+    assert!(times.len() >= 3, "{words}");
+    assert!(
+        times.windows(2).all(|w| w[0] <= w[1]),
+        "out of time order: {times:?}\n{words}"
+    );
+    for seq in marked {
+        assert!(
+            words.contains(&format!("#{seq}")),
+            "#{seq} is not told:\n{words}"
+        );
+    }
+    assert!(words.contains(" more time"), "{words}");
+}

@@ -162,6 +162,9 @@ pub fn render(story: &Story, title: &str) -> String {
         if during.is_empty() && taken.is_empty() && focus_writer.as_ref() != Some(&p.holder) {
             continue;
         }
+        if until.is_some_and(|t| p.from > t) {
+            continue;
+        }
         let spot = p.after_check.map_or(String::new(), |d| {
             format!(", right after its local check passed (deadline t={d} on its own clock) and before its write,")
         });
@@ -184,41 +187,53 @@ pub fn render(story: &Story, title: &str) -> String {
         }
         told.push((p.from, format!("{line}.")));
     }
+    if let Some(w) = key::focus(story) {
+        told.push((w.at, focus_lines(story, w)));
+    }
+    // Stable: at one instant, the order the history has.
     told.sort_by_key(|(t, _)| *t);
     for (_, line) in told {
         let _ = writeln!(s, "{line}");
     }
-    match key::focus(story) {
-        None => {
-            let _ = writeln!(s, "- No holder wrote with a token older than one already granted: no write was stale.");
-        }
-        Some(w) => {
-            let newer = story
-                .holdings
-                .iter()
-                .filter(|h| h.token > w.token && h.seq < w.seq)
-                .min_by_key(|h| h.token);
-            let why_stale = newer.map_or(String::new(), |h| {
-                format!(
-                    ", but {} had been granted token {} at t={}",
-                    h.holder, h.token, h.from
-                )
-            });
-            let _ = writeln!(
-                s,
-                "- t={}: {} wrote {} with token {}{why_stale}: the write was stale (event #{}).",
-                w.at, w.holder, w.target, w.token, w.seq
-            );
-            let verdict = match w.verdict {
-                Verdict::Rejected => {
-                    "The resource REJECTED it: the floor already held a higher token, so the fence's condition matched no row and the write rolled back.".to_string()
-                }
-                Verdict::Accepted => format!("The resource ACCEPTED it: {}.", why_accepted(story, w)),
-                Verdict::Maybe => "Its commit may or may not have happened (the connection was lost during commit).".to_string(),
-            };
-            let _ = writeln!(s, "  {verdict}");
-        }
+    if key::focus(story).is_none() {
+        let _ = writeln!(
+            s,
+            "- No holder wrote with a token older than one already granted: no write was stale."
+        );
     }
+    verdict(story, &mut s);
+    s
+}
+
+/// The stale write the story is about, and what the resource did with it (two lines).
+fn focus_lines(story: &Story, w: &Write) -> String {
+    let newer = story
+        .holdings
+        .iter()
+        .filter(|h| h.token > w.token && h.seq < w.seq)
+        .min_by_key(|h| h.token);
+    let why_stale = newer.map_or(String::new(), |h| {
+        format!(
+            ", but {} had been granted token {} at t={}",
+            h.holder, h.token, h.from
+        )
+    });
+    let verdict = match w.verdict {
+        Verdict::Rejected => {
+            "The resource REJECTED it: the floor already held a higher token, so the fence's condition matched no row and the write rolled back.".to_string()
+        }
+        Verdict::Accepted => format!("The resource ACCEPTED it: {}.", why_accepted(story, w)),
+        Verdict::Maybe => "Its commit may or may not have happened (the connection was lost during commit).".to_string(),
+    };
+    format!(
+        "- t={}: {} wrote {} with token {}{why_stale}: the write was stale (event #{}).\n  {verdict}",
+        w.at, w.holder, w.target, w.token, w.seq
+    )
+}
+
+/// Every violation, grouped by check: the first in full, the others by their events, so a
+/// run that broke twice says so.
+fn verdict(story: &Story, s: &mut String) {
     if story.violations.is_empty() {
         let _ = writeln!(s, "Verdict: I1, I2, I3, acceptance and final all hold.");
     } else {
@@ -231,6 +246,25 @@ pub fn render(story: &Story, title: &str) -> String {
             }
             seen.push(v.check);
             let _ = writeln!(s, "- {} broke: {}", v.check, v.message);
+            let more: Vec<String> = story
+                .violations
+                .iter()
+                .filter(|x| x.check == v.check)
+                .skip(1)
+                .map(|x| {
+                    let ev: Vec<String> = x.events.iter().map(|e| format!("#{e}")).collect();
+                    format!("events {}", ev.join(" and "))
+                })
+                .collect();
+            if !more.is_empty() {
+                let _ = writeln!(
+                    s,
+                    "  and {} more time{}: {}",
+                    more.len(),
+                    if more.len() == 1 { "" } else { "s" },
+                    more.join("; ")
+                );
+            }
             let fix = safeguard(story, v.check);
             if !fixes.contains(&fix) {
                 fixes.push(fix);
@@ -240,5 +274,4 @@ pub fn render(story: &Story, title: &str) -> String {
             let _ = writeln!(s, "What would have stopped it: {fix}.");
         }
     }
-    s
 }

@@ -124,7 +124,8 @@ pub fn all(story: &Story) -> Vec<KeyEvent> {
                 h.seq,
                 lane(&h.holder),
                 Kind::Deadline(h.token),
-                if Some(h) == own { 1 } else { 7 },
+                // After the takeover: the newer grant is what made the write stale.
+                if Some(h) == own { 2 } else { 7 },
             );
         }
     }
