@@ -177,9 +177,13 @@ enum Cmd {
         /// Print a Mermaid `sequenceDiagram`.
         #[arg(long, conflicts_with = "html")]
         mermaid: bool,
-        /// Write an HTML page: lanes on a time axis, leases by both clocks, pauses, writes.
+        /// Write an HTML page: lanes on a time axis, leases by both clocks, pauses, writes;
+        /// a long run cropped to the span around its violating pair.
         #[arg(long, value_name = "OUT.html")]
         html: Option<PathBuf>,
+        /// With --html: draw the whole run, not the span around the violating pair.
+        #[arg(long, requires = "html")]
+        whole: bool,
     },
     /// Judge histories recorded from a real deployment (JSON lines: one invoke or completion
     /// per line, see docs/history-jsonl.md) with the checkers alone: I1, I2, I3, acceptance,
@@ -369,10 +373,12 @@ fn dispatch(cmd: Cmd) -> Exit {
             files,
             mermaid,
             html,
+            whole,
         } => {
             use leaselab::picture_cmd::{diagram, Form};
             let form = match (mermaid, html) {
                 (true, _) => Form::Mermaid,
+                (false, Some(out)) if whole => Form::HtmlWhole(out),
                 (false, Some(out)) => Form::Html(out),
                 (false, None) => Form::Timeline,
             };

@@ -101,8 +101,10 @@ pub enum Form {
     Timeline,
     /// A Mermaid `sequenceDiagram` on stdout.
     Mermaid,
-    /// A self-contained HTML page written to this file.
+    /// A self-contained HTML page written to this file, cropped to the violating pair.
     Html(std::path::PathBuf),
+    /// The same page over the whole run.
+    HtmlWhole(std::path::PathBuf),
 }
 
 fn title(t: &Trace) -> String {
@@ -122,8 +124,13 @@ pub fn diagram(paths: &[std::path::PathBuf], form: &Form) -> Result<String, Stri
     match form {
         Form::Timeline => Ok(timeline::render(&s)),
         Form::Mermaid => Ok(mermaid::render(&s)),
-        Form::Html(out) => {
-            std::fs::write(out, html::render(&s, &title(&t)))
+        Form::Html(out) | Form::HtmlWhole(out) => {
+            let page = if matches!(form, Form::HtmlWhole(_)) {
+                html::render_whole(&s, &title(&t))
+            } else {
+                html::render(&s, &title(&t))
+            };
+            std::fs::write(out, page)
                 .map_err(|e| format!("cannot write {}: {e}", out.display()))?;
             Ok(format!("wrote {}\n", out.display()))
         }

@@ -157,8 +157,15 @@ fn chromium() -> Option<&'static str> {
     None
 }
 
+/// Runs headless Chromium on `page`. Each page gets a profile of its own: tests run in
+/// parallel, and a second Chromium on a profile in use hands its work to the first and prints
+/// nothing.
 fn headless(browser: &str, page: &Path, extra: &[&str]) -> String {
-    let profile = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("chromium-profile");
+    let stem = page
+        .file_stem()
+        .map_or("page".into(), |s| s.to_string_lossy());
+    let profile =
+        PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("chromium-profile-{stem}"));
     let o = Command::new(browser)
         .args([
             "--headless",
@@ -238,10 +245,12 @@ fn html_of_f5_renders_in_chromium_with_the_stale_write_highlighted() {
     );
     // Round axis ticks.
     for t in ["0 ms", "1000 ms", "2000 ms", "5000 ms"] {
-        assert!(
-            dom.contains(&format!("class=\"tick\">{t}</text>")),
-            "tick {t}: {dom}"
-        );
+        let drawn = dom
+            .split("class=\"tick\"")
+            .skip(1)
+            .filter_map(|r| r.split("</text>").next())
+            .any(|l| l.ends_with(&format!(">{t}")));
+        assert!(drawn, "tick {t}: {dom}");
     }
     assert!(
         dom.contains(
@@ -412,4 +421,96 @@ fn a_whole_run_shows_its_gaps_and_every_violation_in_time_order() {
         );
     }
     assert!(words.contains(" more time"), "{words}");
+}
+
+/// The HTML page of a whole simulation run (1,264 steps) is cropped to the span around its
+/// first violating pair, both of whose marks are drawn inside the axis; every label was
+/// measured by the browser, and no two overlap. `--whole` draws the whole run.
+#[test]
+fn html_of_a_long_run_is_cropped_to_the_violating_pair_with_no_label_overlapping() {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let trace = dir.join("sim-3-off-html.trace");
+    let (code, out) = leaselab(&[
+        "sim",
+        "--seed",
+        "3",
+        "--fence",
+        "off",
+        "--quiet",
+        "--trace-out",
+        &trace.to_string_lossy(),
+    ]);
+    assert_eq!(code, 1, "{out}");
+    let page = dir.join("sim-3-off.html");
+    let (code, out) = leaselab(&[
+        "diagram",
+        &trace.to_string_lossy(),
+        "--html",
+        &page.to_string_lossy(),
+    ]);
+    assert_eq!(code, 0, "{out}");
+    let html = std::fs::read_to_string(&page).expect("page");
+    assert!(
+        html.contains("<div id=\"window\">showing t="),
+        "not cropped"
+    );
+    let whole = dir.join("sim-3-off-whole.html");
+    let (code, _) = leaselab(&[
+        "diagram",
+        &trace.to_string_lossy(),
+        "--html",
+        &whole.to_string_lossy(),
+        "--whole",
+    ]);
+    assert_eq!(code, 0);
+    assert!(!std::fs::read_to_string(&whole)
+        .expect("page")
+        .contains("id=\"window\""));
+    let Some(browser) = chromium() else { return };
+    let dom = headless(browser, &page, &["--dump-dom"]);
+    // The first violating pair (#40, the newer write; #50, the stale one), inside the axis.
+    for (seq, role) in [(40, "newer"), (50, "stale")] {
+        let at = dom
+            .find(&format!(
+                "class=\"mark accepted violating {role}\" data-seq=\"{seq}\""
+            ))
+            .unwrap_or_else(|| panic!("#{seq} not drawn:\n{dom}"));
+        let cx: f64 = dom[at..]
+            .split("cx=\"")
+            .nth(1)
+            .and_then(|r| r.split('"').next())
+            .and_then(|v| v.parse().ok())
+            .expect("a circle");
+        assert!((110.0..=1010.0).contains(&cx), "#{seq} at x={cx}");
+    }
+    let boxes: Vec<[f64; 4]> = dom
+        .split("data-box=\"")
+        .skip(1)
+        .map(|r| {
+            let v: Vec<f64> = r
+                .split('"')
+                .next()
+                .unwrap_or("")
+                .split(',')
+                .filter_map(|n| n.parse().ok())
+                .collect();
+            [v[0], v[1], v[2], v[3]]
+        })
+        .collect();
+    assert!(boxes.len() > 10, "{dom}");
+    assert_eq!(
+        boxes.len(),
+        dom.matches("<text").count(),
+        "a label the page did not place"
+    );
+    for (i, a) in boxes.iter().enumerate() {
+        for b in &boxes[i + 1..] {
+            // Rounded to whole pixels: touching is not overlapping.
+            let apart = a[0] + a[2] <= b[0] + 1.0
+                || b[0] + b[2] <= a[0] + 1.0
+                || a[1] + a[3] <= b[1] + 1.0
+                || b[1] + b[3] <= a[1] + 1.0;
+            assert!(apart, "labels overlap: {a:?} {b:?}");
+        }
+    }
 }

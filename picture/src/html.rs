@@ -5,6 +5,7 @@
 //! fetched: no fonts, no scripts, no images from elsewhere.
 
 use crate::story::{End, Mark, Story, Verdict};
+use leaselab_model::Millis;
 use std::fmt::Write as _;
 
 /// A JSON string literal that is also safe inside `<script>` (no `<`, `>` or `&` verbatim).
@@ -34,7 +35,7 @@ fn text(s: &str) -> String {
         .replace('>', "&gt;")
 }
 
-fn data(story: &Story, title: &str) -> String {
+fn data(story: &Story, title: &str, window: (u64, u64)) -> String {
     let lane = |h: &leaselab_model::Holder| {
         story
             .lanes
@@ -45,10 +46,12 @@ fn data(story: &Story, title: &str) -> String {
     let mut d = String::from("{");
     let _ = write!(
         d,
-        "\"title\":{},\"fence\":{},\"end\":{},\"verdict\":{},",
+        "\"title\":{},\"fence\":{},\"end\":{},\"from\":{},\"to\":{},\"verdict\":{},",
         js(title),
         js(story.config.fence.as_str()),
         story.end.0,
+        window.0,
+        window.1,
         js(&crate::timeline::verdict_line(story))
     );
     let lanes: Vec<String> = story.lanes.iter().map(|l| js(l.as_str())).collect();
@@ -172,11 +175,16 @@ const SCRIPT: &str = r#"
   const d = JSON.parse(document.getElementById('story').textContent);
   const NS = 'http://www.w3.org/2000/svg';
   const left = 110, width = 900, laneH = 90, top = 30;
-  const end = Math.max(d.end, 1) * 1.1;
-  const x = t => left + (t / end) * width;
+  // The window drawn: the whole run, or the span around the violating pair.
+  const span = Math.max(d.to - d.from, 1) * 1.08;
+  const x = t => left + ((t - d.from) / span) * width;
+  const inside = t => t >= d.from && t <= d.to;
+  const clipT = t => Math.max(d.from, Math.min(t, d.to));
   const svg = document.createElementNS(NS, 'svg');
   svg.setAttribute('width', left + width + 120);
   svg.setAttribute('height', top + d.lanes.length * laneH + 30);
+  // Attached first, so that labels can be measured as they are placed.
+  document.getElementById('picture').appendChild(svg);
   const el = (name, attrs, parent, txt) => {
     const e = document.createElementNS(NS, name);
     for (const k in attrs) e.setAttribute(k, attrs[k]);
@@ -184,81 +192,100 @@ const SCRIPT: &str = r#"
     (parent || svg).appendChild(e);
     return e;
   };
+  // Every label is placed where it overlaps no label placed before it: moved down a row at a
+  // time within its lane, or left out (its mark keeps the tooltip) when no row is free.
+  const placed = [];
+  const overlaps = (a, b) => a.x < b.x + b.width && b.x < a.x + a.width && a.y < b.y + b.height && b.y < a.y + a.height;
+  const place = (t, rows) => {
+    const y0 = Number(t.getAttribute('y'));
+    for (let r = 0; r < rows; r++) {
+      t.setAttribute('y', y0 + r * 12);
+      const b = t.getBBox();
+      if (!placed.some(p => overlaps(p, b))) {
+        placed.push({x: b.x, y: b.y, width: b.width, height: b.height});
+        t.setAttribute('data-box', [b.x, b.y, b.width, b.height].map(Math.round).join(','));
+        return true;
+      }
+    }
+    t.remove();
+    return false;
+  };
   // Axis ticks on round values: a step of 1, 2 or 5 times a power of ten, about ten of them.
-  const raw = Math.max(d.end, 1) / 10, pow = Math.pow(10, Math.floor(Math.log10(raw)));
+  const raw = Math.max(d.to - d.from, 1) / 10, pow = Math.pow(10, Math.floor(Math.log10(raw)));
   const step = [1, 2, 5, 10].map(m => m * pow).find(v => v >= raw);
-  for (let t = 0; t <= d.end; t += step) {
+  for (let t = Math.ceil(d.from / step) * step; t <= d.to; t += step) {
     el('line', {x1: x(t), x2: x(t), y1: top - 8, y2: top + d.lanes.length * laneH, stroke: '#eee'});
-    el('text', {x: x(t), y: top - 12, 'text-anchor': 'middle', class: 'tick'}, null, t + ' ms');
+    place(el('text', {x: x(t), y: top - 12, 'text-anchor': 'middle', class: 'tick'}, null, t + ' ms'), 1);
   }
-  const clipT = t => Math.min(t, d.end);
   const instant = (cls, lane, at, y, label, tip) => {
     const g = el('g', {class: 'instant ' + cls});
     el('line', {x1: x(at), x2: x(at), y1: y - 4, y2: y + 4}, g);
-    el('text', {x: x(at) + 2, y: y + 13}, g, label);
+    place(el('text', {x: x(at) + 2, y: y + 13}, g, label), 2);
     el('title', {}, g, tip);
   };
   d.lanes.forEach((name, i) => {
     const y = top + i * laneH;
     el('line', {x1: left, x2: left + width, y1: y + laneH, y2: y + laneH, stroke: '#ccc'});
-    el('text', {x: 4, y: y + 30, class: 'lane-name'}, null, name);
+    place(el('text', {x: 4, y: y + 30, class: 'lane-name'}, null, name), 1);
   });
   d.pauses.forEach(p => {
-    if (p.lane < 0) return;
+    if (p.lane < 0 || p.to < d.from || p.from > d.to) return;
     const y = top + p.lane * laneH;
-    const r = el('rect', {x: x(p.from), y: y + 2, width: Math.max(x(p.to) - x(p.from), 1), height: laneH - 4, class: 'pause'});
+    const r = el('rect', {x: x(clipT(p.from)), y: y + 2, width: Math.max(x(clipT(p.to)) - x(clipT(p.from)), 1), height: laneH - 4, class: 'pause'});
     el('title', {}, r, 'paused ' + p.from + '–' + p.to + ' ms');
   });
   d.holdings.forEach(h => {
-    if (h.lane < 0) return;
+    if (h.lane < 0 || h.until < d.from || h.from > d.to) return;
     const y = top + h.lane * laneH;
-    const until = clipT(h.until);
-    const b = el('rect', {x: x(h.from), y: y + 10, width: Math.max(x(until) - x(h.from), 2), height: 12, class: 'db-lease'});
+    const from = clipT(h.from), until = clipT(h.until);
+    const b = el('rect', {x: x(from), y: y + 10, width: Math.max(x(until) - x(from), 2), height: 12, class: 'db-lease'});
     el('title', {}, b, 'token ' + h.token + ' held ' + h.from + '–' + h.until + ' ms by the database clock (' + h.end + ')');
-    const narrow = x(until) - x(h.from) < 56;
-    el('text', {x: narrow ? x(until) + 3 : x(h.from) + 3, y: y + 20, fill: narrow ? '#4a78c2' : '#fff'}, null, 'token ' + h.token);
-    if (h.end === 'expired') {
+    const narrow = x(until) - x(from) < 56;
+    place(el('text', {x: narrow ? x(until) + 3 : x(from) + 3, y: y + 20, fill: narrow ? '#4a78c2' : '#fff'}, null, 'token ' + h.token), 1);
+    if (h.end === 'expired' && inside(h.until)) {
       instant('expiry', h.lane, h.until, y + 16, 'expires', 'token ' + h.token + ' expires at ' + h.until + ' ms by the database clock');
     }
     if (h.local !== null) {
       // The holder's own view ends at its deadline, or sooner when it released the lease.
       const local = clipT(h.end === 'released' ? Math.min(h.local, h.until) : h.local);
-      const l = el('rect', {x: x(h.from), y: y + 25, width: Math.max(x(local) - x(h.from), 2), height: 5, class: 'local-lease'});
+      const l = el('rect', {x: x(from), y: y + 25, width: Math.max(x(local) - x(from), 2), height: 5, class: 'local-lease'});
       el('title', {}, l, 'token ' + h.token + ': valid until ' + h.local + ' ms by ' + d.lanes[h.lane] + "'s own clock");
-      if (h.local <= d.end && !(h.end === 'released' && h.until < h.local)) {
+      if (inside(h.local) && !(h.end === 'released' && h.until < h.local)) {
         instant('deadline', h.lane, h.local, y + 27, 'deadline', 'token ' + h.token + ': the deadline ' + h.local + ' ms by ' + d.lanes[h.lane] + "'s own clock");
       }
     }
   });
   d.moments.forEach(m => {
+    if (!inside(m.at)) return;
     el('line', {x1: x(m.at), x2: x(m.at), y1: top, y2: top + d.lanes.length * laneH, class: 'moment'});
-    el('text', {x: x(m.at) + 3, y: top + d.lanes.length * laneH + 14, fill: '#6a1b9a'}, null, m.text);
+    place(el('text', {x: x(m.at) + 3, y: top + d.lanes.length * laneH + 14, fill: '#6a1b9a'}, null, m.text), 1);
   });
   d.checks.forEach(c => {
-    if (c.lane < 0) return;
+    if (c.lane < 0 || !inside(c.at)) return;
     const y = top + c.lane * laneH;
     const g = el('g', {class: 'check', 'data-seq': c.seq});
     el('line', {x1: x(c.at), x2: x(c.at), y1: y + 33, y2: y + 43}, g);
-    el('text', {x: x(c.at) + 2, y: y + 43}, g, 'check ✓');
+    place(el('text', {x: x(c.at) + 2, y: y + 43}, g, 'check ✓'), 1);
     el('title', {}, g, '#' + c.seq + ' local check passed at ' + c.at + ' ms: valid until ' + c.deadline + ' ms by ' + d.lanes[c.lane] + "'s own clock");
   });
   const pair = document.getElementById('violating-pair');
-  d.writes.forEach((w, n) => {
-    if (w.lane < 0) return;
-    const y = top + w.lane * laneH + 52 + (n % 2) * 14;
-    const role = w.violating ? (w.stale ? ' violating stale' : ' violating newer') : (w.stale ? ' stale' : '');
-    const g = el('g', {class: 'mark ' + w.verdict + role, 'data-seq': w.seq});
-    el('circle', {cx: x(w.at), cy: y, r: 5}, g);
-    const sign = w.verdict === 'accepted' ? '✓' : (w.verdict === 'rejected' ? '✗' : '?');
-    el('text', {x: x(w.at) + 8, y: y + 4}, g, 't' + w.token + ' ' + sign + (w.stale ? ' stale' : ''));
-    el('title', {}, g, '#' + w.seq + ' write ' + w.target + ' token ' + w.token + ' ' + w.verdict + ' at ' + w.at + ' ms');
+  // The violating writes first, so that theirs are the labels that get a place.
+  const order = d.writes.map((w, n) => [w, n]).sort((a, b) => (b[0].violating - a[0].violating) || (a[1] - b[1]));
+  order.forEach(([w, n]) => {
     if (w.violating) {
       const li = document.createElement('li');
       li.textContent = 'event #' + w.seq + ': ' + d.lanes[w.lane] + ' wrote ' + w.target + ' with token ' + w.token + ' at ' + w.at + ' ms — ' + w.verdict;
       pair.appendChild(li);
     }
+    if (w.lane < 0 || !inside(w.at)) return;
+    const y = top + w.lane * laneH + 56;
+    const role = w.violating ? (w.stale ? ' violating stale' : ' violating newer') : (w.stale ? ' stale' : '');
+    const g = el('g', {class: 'mark ' + w.verdict + role, 'data-seq': w.seq});
+    el('circle', {cx: x(w.at), cy: y, r: 5}, g);
+    const sign = w.verdict === 'accepted' ? '✓' : (w.verdict === 'rejected' ? '✗' : '?');
+    place(el('text', {x: x(w.at) + 8, y: y + 4}, g, 't' + w.token + ' ' + sign + (w.stale ? ' stale' : '')), 3);
+    el('title', {}, g, '#' + w.seq + ' write ' + w.target + ' token ' + w.token + ' ' + w.verdict + ' at ' + w.at + ' ms');
   });
-  document.getElementById('picture').appendChild(svg);
   const v = document.getElementById('verdict');
   v.textContent = d.verdict;
   v.className = d.verdict.startsWith('✗') ? 'bad' : 'good';
@@ -267,14 +294,31 @@ const SCRIPT: &str = r#"
 
 /// The page for `story`, titled `title`.
 pub fn render(story: &Story, title: &str) -> String {
+    page(story, title, crate::key::window(story))
+}
+
+/// The page for `story` over the whole run, however long.
+pub fn render_whole(story: &Story, title: &str) -> String {
+    page(story, title, None)
+}
+
+fn page(story: &Story, title: &str, window: Option<(Millis, Millis)>) -> String {
+    let shown = window.map_or((0, story.end.0), |(a, b)| (a.0, b.0));
+    let crop = match window {
+        Some((a, b)) => format!(
+            "<div id=\"window\">showing t={}–{} ms of a run of {} ms, around the violating pair (the whole run: add --whole)</div>\n",
+            a.0, b.0, story.end.0
+        ),
+        None => String::new(),
+    };
     let mut s = String::new();
     let _ = write!(
         s,
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<h1>{}</h1>\n<div>fence: {}</div>\n<div id=\"verdict\"></div>\n<div id=\"picture\"></div>\n<div id=\"legend\"><span><i class=\"sw\" style=\"background:#4a78c2\"></i>lease held (database clock)</span><span><i class=\"sw\" style=\"background:#f0a030\"></i>lease valid (holder's own clock)</span><span><i class=\"sw\" style=\"background:#888;opacity:.35\"></i>paused</span><span style=\"color:#2e7d32\">● accepted write</span><span>○ rejected write</span><span style=\"color:#d50000\">◉ stale write (an older token, after a newer one)</span><span style=\"color:#1565c0\">◉ the newer write it overtook</span><span style=\"color:#2e7d32\">│ check ✓ local check passed</span><span style=\"color:#4a78c2\">│ expires (database clock)</span><span style=\"color:#c77800\">│ deadline (holder's own clock)</span></div>\n<ul id=\"violating-pair\"></ul>\n<script type=\"application/json\" id=\"story\">{}</script>\n<script>{SCRIPT}</script>\n</body>\n</html>\n",
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<h1>{}</h1>\n<div>fence: {}</div>\n<div id=\"verdict\"></div>\n{crop}<div id=\"picture\"></div>\n<div id=\"legend\"><span><i class=\"sw\" style=\"background:#4a78c2\"></i>lease held (database clock)</span><span><i class=\"sw\" style=\"background:#f0a030\"></i>lease valid (holder's own clock)</span><span><i class=\"sw\" style=\"background:#888;opacity:.35\"></i>paused</span><span style=\"color:#2e7d32\">● accepted write</span><span>○ rejected write</span><span style=\"color:#d50000\">◉ stale write (an older token, after a newer one)</span><span style=\"color:#1565c0\">◉ the newer write it overtook</span><span style=\"color:#2e7d32\">│ check ✓ local check passed</span><span style=\"color:#4a78c2\">│ expires (database clock)</span><span style=\"color:#c77800\">│ deadline (holder's own clock)</span></div>\n<ul id=\"violating-pair\"></ul>\n<script type=\"application/json\" id=\"story\">{}</script>\n<script>{SCRIPT}</script>\n</body>\n</html>\n",
         text(title),
         text(title),
         text(story.config.fence.as_str()),
-        data(story, title)
+        data(story, title, shown)
     );
     s
 }

@@ -51,6 +51,45 @@ pub fn focus(story: &Story) -> Option<&Write> {
         .or_else(|| story.writes.iter().find(|w| w.stale))
 }
 
+/// The span a picture crops to: from the first moment that explains the focus write (the
+/// grant it carried, the check it passed, the pause, the newer grant) to the last write of its
+/// violating pair, padded by a tenth on each side. `None` when that is most of the run anyway,
+/// or nothing is stale.
+pub fn window(story: &Story) -> Option<(Millis, Millis)> {
+    let w = focus(story)?;
+    let mut from = w.at;
+    let mut to = w.at;
+    let mut take = |t: Millis| {
+        from = from.min(t);
+        to = to.max(t);
+    };
+    for h in &story.holdings {
+        if (h.holder == w.holder && h.token == w.token) || (h.token > w.token && h.seq < w.seq) {
+            take(h.from);
+        }
+    }
+    for p in &story.pauses {
+        if p.holder == w.holder && p.from <= w.at && w.at <= p.to {
+            take(p.from);
+        }
+    }
+    for v in story
+        .violations
+        .iter()
+        .filter(|v| v.events.contains(&w.seq))
+    {
+        for x in story.writes.iter().filter(|x| v.events.contains(&x.seq)) {
+            take(x.at);
+        }
+    }
+    let pad = Millis(((to.0 - from.0) / 10).max(100));
+    let (from, to) = (
+        Millis(from.0.saturating_sub(pad.0)),
+        Millis((to.0 + pad.0).min(story.end.0)),
+    );
+    (to.0 - from.0 < story.end.0 / 2).then_some((from, to))
+}
+
 /// Every key event of `story`, ranked, in time order.
 pub fn all(story: &Story) -> Vec<KeyEvent> {
     let lane = |h: &leaselab_model::Holder| story.lanes.iter().position(|l| l == h);
