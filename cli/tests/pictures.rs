@@ -514,3 +514,37 @@ fn html_of_a_long_run_is_cropped_to_the_violating_pair_with_no_label_overlapping
         }
     }
 }
+
+/// F6a is told by its race: both floor reads pass, B's write raises the floor to 2, A's stale
+/// write is marked stale and the floor goes back to 1 — with no pause of zero length; F6b's
+/// B-first order shows A's fence waiting and then refused as stale.
+#[test]
+fn f6_shows_the_floor_reads_the_regression_and_the_wait() {
+    let (code, out) = leaselab(&["diagram", "traces/F6a.trace"]);
+    assert_eq!(code, 0, "{out}");
+    let order = [
+        "reads floor: t1 ≥ it, passes",
+        "reads floor: t2 ≥ it, passes",
+        "write summary t2 ✓ accepted",
+        "── floor is 2 ──",
+        "write summary t1 ✓ accepted STALE",
+        "── floor is 1: it went back from 2 ──",
+    ];
+    let at: Vec<usize> = order
+        .iter()
+        .map(|n| out.find(n).unwrap_or_else(|| panic!("no `{n}`\n{out}")))
+        .collect();
+    assert!(at.windows(2).all(|w| w[0] < w[1]), "{out}");
+    assert!(!out.contains("PAUSED for 0 ms"), "{out}");
+    let (_, words) = leaselab(&["explain", "traces/F6a.trace"]);
+    assert!(
+        words.contains("but holder-b's write with token 2 had already been accepted (event #4)")
+            && !words.contains("paused for 0 ms"),
+        "{words}"
+    );
+    let (code, out) = leaselab(&["diagram", "traces/F6b-b-first.trace"]);
+    assert_eq!(code, 0, "{out}");
+    let wait = out.find("waits for a row lock").expect("the wait");
+    let refused = out.find("fence t1 ✗ rejected STALE").expect("the refusal");
+    assert!(wait < refused, "{out}");
+}

@@ -162,7 +162,7 @@ pub fn render(story: &Story, title: &str) -> String {
         if during.is_empty() && taken.is_empty() && focus_writer.as_ref() != Some(&p.holder) {
             continue;
         }
-        if until.is_some_and(|t| p.from > t) {
+        if until.is_some_and(|t| p.from > t) || (p.resumed && p.to == p.from) {
             continue;
         }
         let spot = p.after_check.map_or(String::new(), |d| {
@@ -212,12 +212,22 @@ fn focus_lines(story: &Story, w: &Write) -> String {
         .iter()
         .filter(|h| h.token > w.token && h.seq < w.seq)
         .min_by_key(|h| h.token);
-    let why_stale = newer.map_or(String::new(), |h| {
-        format!(
+    let overtaken = story
+        .writes
+        .iter()
+        .filter(|x| x.verdict == Verdict::Accepted && x.token > w.token && x.seq < w.seq)
+        .min_by_key(|x| x.seq);
+    let why_stale = match (newer, overtaken) {
+        (Some(h), _) => format!(
             ", but {} had been granted token {} at t={}",
             h.holder, h.token, h.from
-        )
-    });
+        ),
+        (None, Some(x)) => format!(
+            ", but {}'s write with token {} had already been accepted (event #{})",
+            x.holder, x.token, x.seq
+        ),
+        (None, None) => String::new(),
+    };
     let verdict = match w.verdict {
         Verdict::Rejected => {
             "The resource REJECTED it: the floor already held a higher token, so the fence's condition matched no row and the write rolled back.".to_string()

@@ -222,6 +222,9 @@ pub fn all(story: &Story) -> Vec<KeyEvent> {
             Mark::Lost(h) => (lane(h), 3),
             Mark::RenewRefused(h, _) | Mark::CheckExpired(h) => (lane(h), 6),
             Mark::CheckPassed(h, _) => (lane(h), if Some(m) == check_before { 1 } else { 8 }),
+            Mark::FloorCheckPassed(h, _) => (lane(h), 1),
+            Mark::Waits(h) => (lane(h), 2),
+            Mark::Floor(_, back) => (None, if back.is_some() { 0 } else { 7 }),
         };
         push(m.at, m.seq, l, Kind::Mark(m.mark.clone()), rank);
     }

@@ -102,6 +102,17 @@ pub fn render(story: &Story) -> String {
                     Mark::CheckPassed(_, d) => {
                         format!("local check passed (deadline {} by its own clock)", d.0)
                     }
+                    Mark::FloorCheckPassed(_, tok) => {
+                        format!(
+                            "reads the floor: token {} is not below it, passes (no lock)",
+                            tok.0
+                        )
+                    }
+                    Mark::Waits(_) => "its statement waits for a row lock".to_string(),
+                    Mark::Floor(tok, None) => format!("the floor is {}", tok.0),
+                    Mark::Floor(tok, Some(high)) => {
+                        format!("the floor is {}: it went back from {}", tok.0, high.0)
+                    }
                 };
                 let over = if k.lane.is_some() {
                     h

@@ -111,6 +111,14 @@ pub enum Mark {
     /// deadline. The check a stale write follows is the moment the lesson is about — it was
     /// true when it ran.
     CheckPassed(Holder, Millis),
+    /// Check-then-write's fence step: the holder read the floor and found its token not
+    /// below it — a read that takes no lock, so another writer can pass the same check.
+    FloorCheckPassed(Holder, Token),
+    /// The holder's statement waits for a row lock another transaction holds.
+    Waits(Holder),
+    /// A read of the floor found this value; the second value is the higher one an earlier
+    /// read found, when the floor went back.
+    Floor(Token, Option<Token>),
 }
 
 /// A moment with its mark.
@@ -231,6 +239,11 @@ impl Story {
         let mut pauses: Vec<Pause> = Vec::new();
         let mut moments = Vec::new();
         let mut writes = Vec::new();
+        // Statements that wait for a lock, by (actor, connection, database), until collected.
+        type Key = (Holder, Option<leaselab_model::ConnId>, Option<DbName>);
+        let mut waiting: Vec<(Key, Op)> = Vec::new();
+        // The highest floor any read has found so far.
+        let mut floor_seen: Option<Token> = None;
         // Each holder's last passed check, cleared by anything else it does.
         let mut last_check: Vec<(Holder, Option<Millis>)> = Vec::new();
         for e in &history.events {
@@ -251,7 +264,23 @@ impl Story {
                 seq: e.seq,
                 mark: m,
             };
-            match (&e.op, &e.outcome) {
+            // An `await` reports the statement that waited: judge that statement.
+            let key = (e.actor.clone(), e.conn.clone(), e.op.db());
+            let op = match (&e.op, &e.outcome) {
+                (_, Outcome::Blocked) => {
+                    waiting.retain(|(k, _)| *k != key);
+                    waiting.push((key, e.op.clone()));
+                    moments.push(mark(Mark::Waits(e.actor.clone())));
+                    continue;
+                }
+                (Op::Await { .. }, Outcome::Error(r)) if r == "still-blocked" => continue,
+                (Op::Await { .. }, _) => match waiting.iter().position(|(k, _)| *k == key) {
+                    Some(i) => waiting.remove(i).1,
+                    None => e.op.clone(),
+                },
+                _ => e.op.clone(),
+            };
+            match (&op, &e.outcome) {
                 (Op::Pause, _) => pauses.push(Pause {
                     holder: e.actor.clone(),
                     from: e.at,
@@ -291,6 +320,16 @@ impl Story {
                         }
                         _ => {}
                     }
+                }
+                (Op::Fence { token, .. }, Outcome::Passed)
+                    if config.fence == leaselab_model::FenceMode::CheckThenWrite =>
+                {
+                    moments.push(mark(Mark::FloorCheckPassed(e.actor.clone(), *token)))
+                }
+                (Op::ReadFloor { .. }, Outcome::Floor(Some(t))) => {
+                    let back = floor_seen.filter(|high| high > t);
+                    floor_seen = floor_seen.max(Some(*t));
+                    moments.push(mark(Mark::Floor(*t, back)));
                 }
                 (Op::Crash { db }, _) => moments.push(mark(Mark::Crash(*db))),
                 (Op::Restart { db }, _) => moments.push(mark(Mark::Restart(*db))),
@@ -341,8 +380,17 @@ impl Story {
             });
         }
         writes.sort_by_key(|w| w.seq);
+        // Stale: a higher token had been granted before it — or, where the run shows no
+        // grants (a resource-only case such as F6), the resource had already accepted a write
+        // with a higher token.
+        let accepted: Vec<(Token, u64)> = writes
+            .iter()
+            .filter(|w| w.verdict == Verdict::Accepted)
+            .map(|w| (w.token, w.seq))
+            .collect();
         for w in &mut writes {
-            w.stale = holdings.iter().any(|h| h.token > w.token && h.seq < w.seq);
+            w.stale = holdings.iter().any(|h| h.token > w.token && h.seq < w.seq)
+                || accepted.iter().any(|(t, seq)| *t > w.token && *seq < w.seq);
             w.violating = violating.contains(&w.seq);
         }
         Story {

@@ -17,7 +17,12 @@ pub fn write_cell(w: &Write) -> String {
         Verdict::Rejected => "✗ rejected",
         Verdict::Maybe => "? maybe",
     };
-    let mut s = format!("write {} t{} {v}", w.target, w.token.0);
+    // A write refused at its fence named no part yet: "fence t1 ✗ rejected" fits a lane.
+    let mut s = if w.target.ends_with(" (fence)") {
+        format!("fence t{} {v}", w.token.0)
+    } else {
+        format!("write {} t{} {v}", w.target, w.token.0)
+    };
     if w.stale {
         s.push_str(" STALE");
     }
@@ -41,6 +46,12 @@ fn cell(k: &Kind) -> String {
             Mark::RenewRefused(_, t) => format!("renew token {} refused", t.0),
             Mark::CheckExpired(_) => "local check: expired".to_string(),
             Mark::CheckPassed(_, d) => format!("local check ✓ (deadline {})", d.0),
+            Mark::FloorCheckPassed(_, t) => format!("reads floor: t{} ≥ it, passes", t.0),
+            Mark::Waits(_) => "waits for a row lock…".to_string(),
+            Mark::Floor(t, None) => format!("── floor is {} ──", t.0),
+            Mark::Floor(t, Some(high)) => {
+                format!("── floor is {}: it went back from {} ──", t.0, high.0)
+            }
         },
     }
 }

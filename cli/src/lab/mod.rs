@@ -240,7 +240,13 @@ impl Lab {
             self.note(format!("[{name}] sometimes: {}", fired.join(" ")));
         }
         let story = leaselab_picture::Story::new(&world.history, &world.model.config(), &report);
-        let telling = !story.violations.is_empty() || story.writes.iter().any(|w| w.stale);
+        // A violation, a stale write, or a statement that waited for a lock (F6b's lesson).
+        let telling = !story.violations.is_empty()
+            || story.writes.iter().any(|w| w.stale)
+            || story
+                .moments
+                .iter()
+                .any(|m| matches!(m.mark, leaselab_picture::story::Mark::Waits(_)));
         if want != got || (self.pictures && telling) {
             self.line(format!("timeline [{name}]:"));
             for l in leaselab_picture::timeline::render(&story).lines() {
