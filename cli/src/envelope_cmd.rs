@@ -29,8 +29,8 @@ pub fn run(fence: FenceMode, margin: bool, lock_delay_ms: u64) -> (String, Vec<B
     );
     let _ = writeln!(
         s,
-        "{:<8} {:<44} {:<24} {:>5} {:>9}  broke",
-        "probe", "a stale write got through at", "largest size that held", "runs", "attempts"
+        "{:<8} {:<44} {:<24} {:>5} {:>12}  broke",
+        "probe", "a stale write got through at", "nearest size that held", "runs", "stale writes"
     );
     for b in &found {
         let unit = b.probe.unit();
@@ -78,24 +78,58 @@ pub fn run(fence: FenceMode, margin: bool, lock_delay_ms: u64) -> (String, Vec<B
             }
         };
         let held = held.map_or("-".to_string(), |h| format!("{h} {unit}"));
-        // Stale writes the run of the boundary (or the largest size) attempted: a fence that
-        // holds refuses them all.
-        let attempts = b
-            .run
-            .report
-            .sometimes
-            .get(leaselab_checkers::sometimes::STALE_WRITE_ATTEMPTED);
+        // Stale writes in the run shown (the boundary, or the harshest size tried), as the
+        // pictures mark them: accepted or refused.
+        let story =
+            leaselab_picture::Story::new(&b.run.trace.history, &b.run.trace.config, &b.run.report);
+        let stale = story.writes.iter().filter(|w| w.stale).count();
         let _ = writeln!(
             s,
-            "{:<8} {:<44} {:<24} {:>5} {:>9}  {checks}",
+            "{:<8} {:<44} {:<24} {:>5} {:>12}  {checks}",
             b.probe.as_str(),
             at,
             held,
             b.tried.len(),
-            attempts
+            stale
         );
     }
+    if let Some(b) = found
+        .iter()
+        .find(|b| b.probe == Probe::Skew && b.found.is_some())
+    {
+        if let Some(ppm) = b.found {
+            let left = 1_000_000u64.saturating_sub(ppm).max(1);
+            let _ = writeln!(
+                s,
+                "({ppm} ppm slow: holder-a's clock counts {} ms per real second, so its deadline passes {:.1} times later than it believes)",
+                (left + 500) / 1000,
+                1_000_000.0 / left as f64
+            );
+        }
+    }
+    let _ = writeln!(s, "{}", takeaway(fence, &found));
     (s, found)
+}
+
+/// The one line to remember from the table.
+fn takeaway(fence: FenceMode, found: &[Boundary]) -> String {
+    let broke: Vec<String> = found
+        .iter()
+        .filter_map(|b| {
+            b.found
+                .map(|v| format!("{} {v} {}", b.probe.as_str(), b.probe.unit()))
+        })
+        .collect();
+    if broke.is_empty() {
+        format!(
+            "takeaway: with fence={fence} no size tried let a stale write through — the fence refused every stale write the holders sent, however long the pause or slow the clock"
+        )
+    } else {
+        format!(
+            "takeaway: with fence={fence} a stale write got through ({}): a lease and a local deadline only narrow the window; the scope fence closes it (leaselab envelope --fence scope)",
+            broke.join(", ")
+        )
+    }
 }
 
 /// The boundary case the pictures show: the first probe that broke, else the pause probe.

@@ -218,6 +218,16 @@ enum Cmd {
     /// The safety envelope: the smallest pause and the smallest clock-rate skew (and, with
     /// --margin, the largest safety margin) that let a stale write through, by bisection over
     /// simulation runs. With the scope fence: none at every size tried.
+    ///
+    /// The table's columns: `a stale write got through at` — the boundary size (a pause of
+    /// holder-a, its clock running slow, or its safety margin under a slow clock); `nearest
+    /// size that held` — the size on the safe side of it that the search tried (for a pause or
+    /// a skew the largest, for a margin the smallest); `runs` — simulation runs the bisection
+    /// took; `stale writes` — in the run shown, writes sent with a token older than one
+    /// already granted or accepted, whatever the resource did with them (a fence that holds
+    /// refuses them all); `broke` — the checks that run broke. A skew in ppm slow is how many
+    /// millionths of each second the holder's clock loses: 750000 ppm slow counts 250 ms per
+    /// real second, so its deadline comes four times too late.
     Envelope {
         /// The resource's fence.
         #[arg(long, value_enum, default_value_t = FenceMode::Off)]

@@ -345,10 +345,30 @@ fn the_envelope_finds_the_boundary_unfenced_and_none_with_the_scope_fence() {
     }
     let (code, out) = leaselab(&["envelope", "--fence", "scope", "--margin"]);
     assert_eq!(code, 0, "{out}");
-    let rows: Vec<&str> = out.lines().skip(2).collect();
+    let rows: Vec<&str> = out
+        .lines()
+        .filter(|l| {
+            ["pause ", "skew ", "margin "]
+                .iter()
+                .any(|p| l.starts_with(p))
+        })
+        .collect();
     assert_eq!(rows.len(), 3, "{out}");
     assert!(
         rows.iter().all(|r| r.contains("none (tried 13 sizes")),
+        "{out}"
+    );
+    // Stale writes were sent and refused: the column says how many, the takeaway says why.
+    let sent: Vec<u64> = rows
+        .iter()
+        .filter_map(|r| r.split_whitespace().rev().nth(1)?.parse().ok())
+        .collect();
+    assert!(sent.len() == 3 && sent.iter().all(|n| *n > 0), "{out}");
+    assert!(
+        out.lines()
+            .last()
+            .is_some_and(|l| l
+                .starts_with("takeaway: with fence=scope no size tried let a stale write through")),
         "{out}"
     );
     // The lock-delay moves the pause boundary by the delay, no more.
