@@ -116,7 +116,7 @@ fn data(story: &Story, title: &str, window: (u64, u64)) -> String {
         .moments
         .iter()
         .filter_map(|m| match &m.mark {
-            Mark::CheckPassed(h, deadline) => Some(format!(
+            Mark::CheckPassed(h, deadline, _) => Some(format!(
                 "{{\"lane\":{},\"at\":{},\"seq\":{},\"deadline\":{}}}",
                 lane(h),
                 m.at.0,

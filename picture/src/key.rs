@@ -157,7 +157,7 @@ pub fn all(story: &Story) -> Vec<KeyEvent> {
             ),
             End::Open => {}
         }
-        if let Some(d) = h.local_until.filter(|d| *d <= story.end) {
+        if let Some(d) = h.local_until {
             push(
                 d,
                 h.seq,
@@ -174,7 +174,7 @@ pub fn all(story: &Story) -> Vec<KeyEvent> {
             .moments
             .iter()
             .filter(|m| {
-                matches!(&m.mark, Mark::CheckPassed(h, _) if *h == w.holder) && m.seq < w.seq
+                matches!(&m.mark, Mark::CheckPassed(h, ..) if *h == w.holder) && m.seq < w.seq
             })
             .max_by_key(|m| m.seq)
     });
@@ -221,7 +221,7 @@ pub fn all(story: &Story) -> Vec<KeyEvent> {
             Mark::Crash(_) | Mark::Restart(_) => (None, 2),
             Mark::Lost(h) => (lane(h), 3),
             Mark::RenewRefused(h, _) | Mark::CheckExpired(h) => (lane(h), 6),
-            Mark::CheckPassed(h, _) => (lane(h), if Some(m) == check_before { 1 } else { 8 }),
+            Mark::CheckPassed(h, ..) => (lane(h), if Some(m) == check_before { 1 } else { 8 }),
             Mark::FloorCheckPassed(h, _) => (lane(h), 1),
             Mark::Waits(h) => (lane(h), 2),
             Mark::Floor(_, back) => (None, if back.is_some() { 0 } else { 7 }),

@@ -99,9 +99,13 @@ pub fn render(story: &Story) -> String {
                     Mark::Lost(_) => "renew failed: lease lost".to_string(),
                     Mark::RenewRefused(_, tok) => format!("renew token {} refused", tok.0),
                     Mark::CheckExpired(_) => "local check: expired".to_string(),
-                    Mark::CheckPassed(_, d) => {
+                    Mark::CheckPassed(_, d, None) => {
                         format!("local check passed (deadline {} by its own clock)", d.0)
                     }
+                    Mark::CheckPassed(_, d, Some(own)) => format!(
+                        "local check passed: its own clock read {}, deadline {}",
+                        own.0, d.0
+                    ),
                     Mark::FloorCheckPassed(_, tok) => {
                         format!(
                             "reads the floor: token {} is not below it, passes (no lock)",

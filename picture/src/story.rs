@@ -109,8 +109,8 @@ pub enum Mark {
     CheckExpired(Holder),
     /// The holder's local check passed: by its own clock, its lease was valid until this
     /// deadline. The check a stale write follows is the moment the lesson is about — it was
-    /// true when it ran.
-    CheckPassed(Holder, Millis),
+    /// true when it ran. With the holder's clock reading when it is not the database's.
+    CheckPassed(Holder, Millis, Option<Millis>),
     /// Check-then-write's fence step: the holder read the floor and found its token not
     /// below it — a read that takes no lock, so another writer can pass the same check.
     FloorCheckPassed(Holder, Token),
@@ -315,9 +315,11 @@ impl Story {
                     }
                     match o {
                         Outcome::Expired => moments.push(mark(Mark::CheckExpired(e.actor.clone()))),
-                        Outcome::Valid => {
-                            moments.push(mark(Mark::CheckPassed(e.actor.clone(), *deadline)))
-                        }
+                        Outcome::Valid => moments.push(mark(Mark::CheckPassed(
+                            e.actor.clone(),
+                            *deadline,
+                            (e.local != e.at).then_some(e.local),
+                        ))),
                         _ => {}
                     }
                 }
@@ -413,6 +415,20 @@ impl Story {
         self.pauses
             .iter()
             .find(|p| &p.holder == holder && p.from <= t && t < p.to)
+    }
+
+    /// Whether a holder's local check passed after the database had expired its lease: it
+    /// believed it held a lease nobody granted it any more (a stepped or slow clock, G3).
+    pub fn believed_after_expiry(&self) -> bool {
+        self.moments.iter().any(|m| match &m.mark {
+            Mark::CheckPassed(h, ..) => self
+                .holdings
+                .iter()
+                .rev()
+                .find(|x| x.holder == *h && x.from <= m.at)
+                .is_some_and(|x| x.end == End::Expired && x.until < m.at),
+            _ => false,
+        })
     }
 
     /// The stale write a violation names (the lower-token one), if any: the write a learner

@@ -45,7 +45,10 @@ fn cell(k: &Kind) -> String {
             Mark::Lost(_) => "renew failed: lease lost".to_string(),
             Mark::RenewRefused(_, t) => format!("renew token {} refused", t.0),
             Mark::CheckExpired(_) => "local check: expired".to_string(),
-            Mark::CheckPassed(_, d) => format!("local check ✓ (deadline {})", d.0),
+            Mark::CheckPassed(_, d, None) => format!("local check ✓ (deadline {})", d.0),
+            Mark::CheckPassed(_, d, Some(own)) => {
+                format!("local check ✓ (own clock {} ≤ {})", own.0, d.0)
+            }
             Mark::FloorCheckPassed(_, t) => format!("reads floor: t{} ≥ it, passes", t.0),
             Mark::Waits(_) => "waits for a row lock…".to_string(),
             Mark::Floor(t, None) => format!("── floor is {} ──", t.0),

@@ -131,7 +131,7 @@ fn g3(lab: &mut Lab) {
         _ => 0,
     };
     let mono = LocalDeadline::from_request_start(Millis(0), 100, 0);
-    w.advance(150);
+    w.advance(250);
     let server_now = w.now().0 as i64;
     // ... then NTP steps the client's wall clock back 200 ms.
     let client_now = server_now - 200;
@@ -142,10 +142,17 @@ fn g3(lab: &mut Lab) {
         w.now(),
         mono,
     );
+    // The wall-clock check as the history records it: its clock reads 50 at server time 250.
+    w.exec_at_local(
+        leaselab_model::Holder::new(A),
+        None,
+        Op::check(Millis(client_deadline as u64)),
+        Millis(client_now as u64),
+    );
     let server_valid = matches!(w.run("lab", Op::read_lease()), Outcome::Lease(Some(r)) if !r.expires_at.is_expired_at(w.now()));
     lab.expect(
         "wall-clock deadline after an NTP step back",
-        s("clientDeadline=100 serverNow=150 clientNow=-50 clientThinksValid=true serverSaysValid=false"),
+        s("clientDeadline=100 serverNow=250 clientNow=50 clientThinksValid=true serverSaysValid=false"),
         format!("clientDeadline={client_deadline} serverNow={server_now} clientNow={client_now} clientThinksValid={thinks} serverSaysValid={server_valid}"),
     );
     let by_mono = client_thinks_valid(

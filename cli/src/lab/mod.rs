@@ -240,9 +240,11 @@ impl Lab {
             self.note(format!("[{name}] sometimes: {}", fired.join(" ")));
         }
         let story = leaselab_picture::Story::new(&world.history, &world.model.config(), &report);
-        // A violation, a stale write, or a statement that waited for a lock (F6b's lesson).
+        // A violation, a stale write, a check passed after expiry (G3), or a statement that
+        // waited for a lock (F6b's lesson).
         let telling = !story.violations.is_empty()
             || story.writes.iter().any(|w| w.stale)
+            || story.believed_after_expiry()
             || story
                 .moments
                 .iter()
