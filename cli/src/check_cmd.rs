@@ -78,6 +78,39 @@ pub fn can_serve(addr: &str) -> Result<(), String> {
         .map_err(|e| format!("--serve {addr}: cannot listen there: {e}"))
 }
 
+/// What `check --serve` prints before it serves: the address, and — found first by a
+/// breadth-first search of the same bounds (at most 20 million states) — the address that
+/// opens the shortest counterexample, or how to look for one.
+pub fn serve_intro(bounds: &leaselab_explore::system::Bounds, addr: &str) -> String {
+    let mut o = Options::new(bounds.clone(), Order::Bfs);
+    o.max_states = Some(20_000_000);
+    let f = search::run_with(&o, crate::interrupt::flag(), &mut |_| {});
+    let mut s = format!("stateright Explorer for these bounds: http://{addr}/ (Ctrl-C stops it)\n");
+    let sys = LeaseSystem::for_explorer(bounds.clone());
+    match f.violations.iter().min_by_key(|(_, a)| a.len()) {
+        Some((name, actions)) => match sys.explorer_path(actions) {
+            Some(path) => {
+                let _ = writeln!(
+                    s,
+                    "the shortest counterexample ({name}, {} steps) opens at: http://{addr}/{path}\n  each step lists the action, what it returned and the state after it (times in ms); the last state says BROKEN: {name}",
+                    actions.len()
+                );
+            }
+            None => {
+                let _ = writeln!(s, "(the search's counterexample is not a path of the Explorer: a defect, please report it)");
+            }
+        },
+        None => {
+            let _ = writeln!(
+                s,
+                "no violation within these bounds{}: click a state to see its successors, or \"Run to completion\" to let the Explorer search",
+                if f.stopped.is_some() { " in the first 20 million states" } else { "" }
+            );
+        }
+    }
+    s
+}
+
 /// Progress on stderr about once a second while a search runs: rewritten in place on a
 /// terminal, a line each otherwise.
 fn show(p: &Progress) {

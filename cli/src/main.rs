@@ -445,7 +445,7 @@ fn dispatch(cmd: Cmd) -> Exit {
                     eprintln!("leaselab check: {e}");
                     return Exit::Usage;
                 }
-                println!("stateright Explorer for these bounds: http://{addr}/ (Ctrl-C stops it)");
+                print!("{}", leaselab::check_cmd::serve_intro(&bounds, &addr));
                 leaselab_explore::search::serve(&bounds, &addr);
                 return Exit::Clean;
             }

@@ -218,10 +218,29 @@ fn the_explorer_serves_its_status_on_loopback() {
             "--serve",
             &addr,
         ])
-        .stdout(Stdio::null())
+        .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
         .expect("starts");
+    // Before serving, it prints where the shortest counterexample opens.
+    let mut out = child.stdout.take().expect("stdout");
+    let mut printed = String::new();
+    let mut buf = [0u8; 512];
+    while !printed.contains("the last state says") {
+        let n = out.read(&mut buf).expect("reads stdout");
+        assert!(n > 0, "ended early: {printed}");
+        printed.push_str(&String::from_utf8_lossy(&buf[..n]));
+    }
+    let path = printed
+        .split(&format!("http://{addr}/#/steps"))
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no path: {printed}"))
+        .to_string();
+    assert!(
+        printed.contains("the shortest counterexample (I3, 25 steps) opens at"),
+        "{printed}"
+    );
     let start = Instant::now();
     let mut status = None;
     while start.elapsed() < Duration::from_secs(30) {
@@ -234,6 +253,19 @@ fn the_explorer_serves_its_status_on_loopback() {
         std::thread::sleep(Duration::from_millis(100));
     }
     let index = get(port, "/");
+    // The path is the Explorer's own: its last step, asked of the Explorer, is the broken
+    // state, told with holder names and milliseconds.
+    assert_eq!(path.matches('/').count(), 26, "init and 25 steps: {path}");
+    let (before, last) = path.rsplit_once('/').expect("a last step");
+    let steps = get(port, &format!("/.states{before}")).expect("the Explorer answers");
+    let step = steps
+        .split("{\"action\"")
+        .find(|x| x.contains(&format!("\"actionIndex\":{last}}}")))
+        .unwrap_or_else(|| panic!("no step {last}: {steps}"));
+    assert!(
+        step.contains("holder-a commit") && step.contains("BROKEN: I3") && step.contains(" ms"),
+        "{step}"
+    );
     let _ = child.kill();
     let _ = child.wait();
     let status = status.expect("the Explorer answered /.status");

@@ -7,6 +7,8 @@
 //! - [`system`]: the explored state (a compact view) and its transitions, decided by the
 //!   model's rule functions; stateright's `Model`.
 //! - [`search`]: BFS/DFS, threads, symmetry reduction, what a search found.
+//! - [`view`]: what the Explorer shows — named actions, states in milliseconds, the address
+//!   of a path.
 //! - [`trace`]: a counterexample run again on the model itself, step by step, as a trace that
 //!   `leaselab replay`, `leaselab diff` and the History checkers take.
 
@@ -15,3 +17,4 @@
 pub mod search;
 pub mod system;
 pub mod trace;
+pub mod view;

@@ -810,6 +810,18 @@ impl Model for LeaseSystem {
         self.step(s, a).map(|(n, _)| n)
     }
 
+    fn format_action(&self, a: &Action) -> String {
+        self.action_text(*a)
+    }
+
+    /// The Explorer shows this beside each step: what it returned and the state after it.
+    fn format_step(&self, last: &State, a: Action) -> Option<String> {
+        let (next, said) = self.step(last, a)?;
+        let said = self.said_text(said);
+        let sep = if said.is_empty() { "" } else { " → " };
+        Some(format!("{said}{sep}{}", self.state_text(&next)))
+    }
+
     fn properties(&self) -> Vec<Property<Self>> {
         let mut v = vec![
             Property::always("I1", |m: &Self, s: &State| {
