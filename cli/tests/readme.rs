@@ -120,3 +120,20 @@ fn every_readme_command_runs_as_written() {
         scratch.display()
     );
 }
+
+/// Every picture the README and EXERCISES.md show is committed.
+#[test]
+fn every_picture_the_docs_show_exists() {
+    let root = common::root();
+    let mut n = 0;
+    for doc in ["README.md", "EXERCISES.md"] {
+        let text = std::fs::read_to_string(root.join(doc)).expect("doc");
+        for link in text.split("](").skip(1).filter_map(|r| r.split(')').next()) {
+            if link.ends_with(".png") {
+                assert!(root.join(link).is_file(), "{doc}: {link} is missing");
+                n += 1;
+            }
+        }
+    }
+    assert!(n >= 6, "{n} pictures");
+}

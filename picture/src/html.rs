@@ -43,15 +43,33 @@ fn data(story: &Story, title: &str, window: (u64, u64)) -> String {
             .position(|l| l == h)
             .map_or(-1, |i| i as i64)
     };
+    // A run that happens at one instant (the lab's resource-only cases, F6) is laid out by
+    // event number instead of time: otherwise every mark sits on the same spot.
+    let last_seq = story
+        .writes
+        .iter()
+        .map(|w| w.seq)
+        .chain(story.moments.iter().map(|m| m.seq))
+        .chain(story.holdings.iter().map(|h| h.seq))
+        .max()
+        .unwrap_or(0);
+    let ordinal = story.end.0 == 0 && last_seq > 1;
+    let pos = |at: Millis, seq: u64| if ordinal { seq } else { at.0 };
+    let (end, window) = if ordinal {
+        (last_seq + 1, (0, last_seq + 1))
+    } else {
+        (story.end.0, window)
+    };
     let mut d = String::from("{");
     let _ = write!(
         d,
-        "\"title\":{},\"fence\":{},\"end\":{},\"from\":{},\"to\":{},\"verdict\":{},",
+        "\"title\":{},\"fence\":{},\"end\":{},\"from\":{},\"to\":{},\"axis\":{},\"verdict\":{},",
         js(title),
         js(story.config.fence.as_str()),
-        story.end.0,
+        end,
         window.0,
         window.1,
+        js(if ordinal { "event" } else { "ms" }),
         js(&crate::timeline::verdict_line(story))
     );
     let lanes: Vec<String> = story.lanes.iter().map(|l| js(l.as_str())).collect();
@@ -64,14 +82,15 @@ fn data(story: &Story, title: &str, window: (u64, u64)) -> String {
                 "{{\"lane\":{},\"token\":{},\"from\":{},\"until\":{},\"end\":{},\"local\":{}}}",
                 lane(&h.holder),
                 h.token.0,
-                h.from.0,
-                h.until.0,
+                pos(h.from, h.seq),
+                if ordinal { end } else { h.until.0 },
                 js(match h.end {
                     End::Released => "released",
                     End::Expired => "expired",
                     End::Open => "open",
                 }),
                 h.local_until
+                    .filter(|_| !ordinal)
                     .map_or("null".to_string(), |x| x.0.to_string())
             )
         })
@@ -84,8 +103,12 @@ fn data(story: &Story, title: &str, window: (u64, u64)) -> String {
             format!(
                 "{{\"lane\":{},\"from\":{},\"to\":{}}}",
                 lane(&p.holder),
-                p.from.0,
-                p.to.0
+                pos(p.from, p.seqs.0),
+                if ordinal && p.seqs.1 == 0 {
+                    end
+                } else {
+                    pos(p.to, p.seqs.1)
+                }
             )
         })
         .collect();
@@ -99,7 +122,7 @@ fn data(story: &Story, title: &str, window: (u64, u64)) -> String {
                 lane(&w.holder),
                 w.token.0,
                 js(&w.target),
-                w.at.0,
+                pos(w.at, w.seq),
                 w.seq,
                 js(match w.verdict {
                     Verdict::Accepted => "accepted",
@@ -117,11 +140,31 @@ fn data(story: &Story, title: &str, window: (u64, u64)) -> String {
         .iter()
         .filter_map(|m| match &m.mark {
             Mark::CheckPassed(h, deadline, _) => Some(format!(
-                "{{\"lane\":{},\"at\":{},\"seq\":{},\"deadline\":{}}}",
+                "{{\"lane\":{},\"at\":{},\"seq\":{},\"label\":\"check ✓\",\"tip\":{}}}",
                 lane(h),
-                m.at.0,
+                pos(m.at, m.seq),
                 m.seq,
-                deadline.0
+                js(&format!(
+                    "local check passed at {} ms: valid until {} ms by {h}'s own clock",
+                    m.at.0, deadline.0
+                ))
+            )),
+            Mark::FloorCheckPassed(h, token) => Some(format!(
+                "{{\"lane\":{},\"at\":{},\"seq\":{},\"label\":\"reads floor ✓\",\"tip\":{}}}",
+                lane(h),
+                pos(m.at, m.seq),
+                m.seq,
+                js(&format!(
+                    "{h} read the floor: token {} is not below it (a read, no lock)",
+                    token.0
+                ))
+            )),
+            Mark::Waits(h) => Some(format!(
+                "{{\"lane\":{},\"at\":{},\"seq\":{},\"label\":\"waits…\",\"tip\":{}}}",
+                lane(h),
+                pos(m.at, m.seq),
+                m.seq,
+                js(&format!("{h}'s statement waits for a row lock"))
             )),
             _ => None,
         })
@@ -135,9 +178,15 @@ fn data(story: &Story, title: &str, window: (u64, u64)) -> String {
                 Mark::Crash(db) => format!("{} db crash", db.as_str()),
                 Mark::Restart(db) => format!("{} db restart", db.as_str()),
                 Mark::Lost(h) => format!("{h}: lease lost"),
+                Mark::Floor(t, None) => format!("floor {}", t.0),
+                Mark::Floor(t, Some(high)) => format!("floor back to {} (was {})", t.0, high.0),
                 _ => return None,
             };
-            Some(format!("{{\"at\":{},\"text\":{}}}", m.at.0, js(&t)))
+            Some(format!(
+                "{{\"at\":{},\"text\":{}}}",
+                pos(m.at, m.seq),
+                js(&t)
+            ))
         })
         .collect();
     let _ = write!(d, "\"moments\":[{}]}}", ms.join(","));
@@ -212,10 +261,10 @@ const SCRIPT: &str = r#"
   };
   // Axis ticks on round values: a step of 1, 2 or 5 times a power of ten, about ten of them.
   const raw = Math.max(d.to - d.from, 1) / 10, pow = Math.pow(10, Math.floor(Math.log10(raw)));
-  const step = [1, 2, 5, 10].map(m => m * pow).find(v => v >= raw);
+  const step = Math.max([1, 2, 5, 10].map(m => m * pow).find(v => v >= raw), d.axis === 'event' ? 1 : 0);
   for (let t = Math.ceil(d.from / step) * step; t <= d.to; t += step) {
     el('line', {x1: x(t), x2: x(t), y1: top - 8, y2: top + d.lanes.length * laneH, stroke: '#eee'});
-    place(el('text', {x: x(t), y: top - 12, 'text-anchor': 'middle', class: 'tick'}, null, t + ' ms'), 1);
+    place(el('text', {x: x(t), y: top - 12, 'text-anchor': 'middle', class: 'tick'}, null, d.axis === 'event' ? '#' + t : t + ' ms'), 1);
   }
   const instant = (cls, lane, at, y, label, tip) => {
     const g = el('g', {class: 'instant ' + cls});
@@ -265,8 +314,8 @@ const SCRIPT: &str = r#"
     const y = top + c.lane * laneH;
     const g = el('g', {class: 'check', 'data-seq': c.seq});
     el('line', {x1: x(c.at), x2: x(c.at), y1: y + 33, y2: y + 43}, g);
-    place(el('text', {x: x(c.at) + 2, y: y + 43}, g, 'check ✓'), 1);
-    el('title', {}, g, '#' + c.seq + ' local check passed at ' + c.at + ' ms: valid until ' + c.deadline + ' ms by ' + d.lanes[c.lane] + "'s own clock");
+    place(el('text', {x: x(c.at) + 2, y: y + 43}, g, c.label), 1);
+    el('title', {}, g, '#' + c.seq + ' ' + c.tip);
   });
   const pair = document.getElementById('violating-pair');
   // The violating writes first, so that theirs are the labels that get a place.
@@ -274,7 +323,7 @@ const SCRIPT: &str = r#"
   order.forEach(([w, n]) => {
     if (w.violating) {
       const li = document.createElement('li');
-      li.textContent = 'event #' + w.seq + ': ' + d.lanes[w.lane] + ' wrote ' + w.target + ' with token ' + w.token + ' at ' + w.at + ' ms — ' + w.verdict;
+      li.textContent = 'event #' + w.seq + ': ' + d.lanes[w.lane] + ' wrote ' + w.target + ' with token ' + w.token + (d.axis === 'event' ? '' : ' at ' + w.at + ' ms') + ' — ' + w.verdict;
       pair.appendChild(li);
     }
     if (w.lane < 0 || !inside(w.at)) return;
@@ -284,7 +333,7 @@ const SCRIPT: &str = r#"
     el('circle', {cx: x(w.at), cy: y, r: 5}, g);
     const sign = w.verdict === 'accepted' ? '✓' : (w.verdict === 'rejected' ? '✗' : '?');
     place(el('text', {x: x(w.at) + 8, y: y + 4}, g, 't' + w.token + ' ' + sign + (w.stale ? ' stale' : '')), 3);
-    el('title', {}, g, '#' + w.seq + ' write ' + w.target + ' token ' + w.token + ' ' + w.verdict + ' at ' + w.at + ' ms');
+    el('title', {}, g, '#' + w.seq + ' write ' + w.target + ' token ' + w.token + ' ' + w.verdict + (d.axis === 'event' ? '' : ' at ' + w.at + ' ms'));
   });
   const v = document.getElementById('verdict');
   v.textContent = d.verdict;

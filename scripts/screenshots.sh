@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Regenerates the screenshots under docs/pictures/ that the README and EXERCISES.md show:
+# F5, F6a, a whole and a shrunk simulation failure, the envelope's boundary case, and the
+# Explorer on the shortest counterexample. Needs Debian's `chromium`; run from anywhere.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+# LEASELAB_BIN=PATH uses a binary already built.
+bin="${LEASELAB_BIN:-}"
+if [ -z "$bin" ]; then
+  cargo build --release -q -p leaselab
+  bin="$PWD/target/release/leaselab"
+fi
+out="$PWD/docs/pictures"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"; [ -n "${explorer:-}" ] && kill "$explorer" 2>/dev/null || true' EXIT
+mkdir -p "$out"
+shot() { # shot PAGE-OR-URL OUT.png HEIGHT
+  chromium --headless --no-sandbox --disable-gpu --disable-background-networking \
+    --no-first-run --hide-scrollbars --user-data-dir="$work/profile" \
+    --virtual-time-budget=5000 --window-size=1200,"$3" --screenshot="$2" "$1" 2>/dev/null
+}
+"$bin" diagram traces/F5.trace --html "$work/F5.html" >/dev/null
+shot "$work/F5.html" "$out/F5.png" 430
+"$bin" diagram traces/F6a.trace --html "$work/F6a.html" >/dev/null
+shot "$work/F6a.html" "$out/F6a.png" 430
+(cd "$work" && "$bin" sim --seed 3 --fence off --quiet --trace-out sim-3.trace >/dev/null || true)
+"$bin" diagram "$work/sim-3.trace" --html "$work/sim-3.html" >/dev/null
+shot "$work/sim-3.html" "$out/sim-3-whole-run.png" 450
+(cd "$work" && "$bin" sim --seeds 3..4 --fence off --out sweep >/dev/null || true)
+shrunk="$(find "$work/sweep" -name 'seed-3.shrunk.trace' | head -1)"
+"$bin" diagram "$shrunk" --html "$work/sim-3-shrunk.html" >/dev/null
+shot "$work/sim-3-shrunk.html" "$out/sim-3-shrunk.png" 430
+"$bin" envelope --fence off --html "$work/envelope.html" >/dev/null
+shot "$work/envelope.html" "$out/envelope-boundary.png" 430
+port=39417
+"$bin" check --fence off --max-ticks 16 --serve "127.0.0.1:$port" >"$work/serve.out" 2>&1 &
+explorer=$!
+for _ in $(seq 1 100); do grep -q "opens at" "$work/serve.out" && break; sleep 0.2; done
+url="$(grep -o "http://127.0.0.1:$port/#/steps[0-9/]*" "$work/serve.out")"
+shot "$url" "$out/explorer.png" 900
+echo "wrote $(ls "$out" | wc -l) pictures to docs/pictures/"
