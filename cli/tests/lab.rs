@@ -27,7 +27,13 @@ fn all_thirteen_cases_pass() {
             "case {id} missing"
         );
     }
-    assert!(res.text.ends_with("SUMMARY passed=13 failed=0\n"));
+    assert!(
+        res.text.ends_with(
+            "SUMMARY passed=13 failed=0\n(6 negative controls broke what they target, as they must — so they passed: F5 (I3,acceptance,final), F6a (I3,acceptance,final), F7-row (I3,acceptance), F8-unlogged (I2,acceptance), F9-a-first (acceptance), G2-off (I3,acceptance,final))\n"
+        ),
+        "{}",
+        res.text
+    );
     assert!(!res.text.contains("FAIL"), "{}", res.text);
 }
 

@@ -116,6 +116,8 @@ pub struct Lab {
     /// Print the timeline of every run with a stale write or a violation (one case asked for
     /// with `--case`); a failed run always prints its timeline.
     pub pictures: bool,
+    /// Negative controls that broke what they target, as they must: `F5 (I3,acceptance,final)`.
+    pub controls: Vec<String>,
 }
 
 impl Lab {
@@ -206,6 +208,9 @@ impl Lab {
             }
         };
         if want == got {
+            if !want.is_empty() {
+                self.controls.push(format!("{name} ({})", names(&want)));
+            }
             if want.is_empty() {
                 self.line(format!(
                     "ok   [{name}] checkers: I1 I2 I3 acceptance final all hold"
@@ -319,6 +324,7 @@ pub fn run_select(
         pg: pg.map(|p| Rc::new(RefCell::new(p))),
         real,
         pictures: only.is_some(),
+        controls: Vec::new(),
         ..Lab::default()
     };
     let mut text = String::new();
@@ -355,6 +361,30 @@ pub fn run_select(
         ));
     } else {
         text.push_str(&format!("SUMMARY passed={passed} failed={failed}\n"));
+    }
+    if !lab.controls.is_empty() {
+        text.push_str(&format!(
+            "({} negative control{} broke what {} target{}, as {} must — so {} passed: {})\n",
+            lab.controls.len(),
+            if lab.controls.len() == 1 { "" } else { "s" },
+            if lab.controls.len() == 1 {
+                "it"
+            } else {
+                "they"
+            },
+            if lab.controls.len() == 1 { "s" } else { "" },
+            if lab.controls.len() == 1 {
+                "it"
+            } else {
+                "they"
+            },
+            if lab.controls.len() == 1 {
+                "it"
+            } else {
+                "they"
+            },
+            lab.controls.join(", ")
+        ));
     }
     Ok(LabResult {
         text,
