@@ -362,7 +362,7 @@ fn proves_nothing(o: &Options, f: &Found) -> Option<String> {
     let attempted = f
         .sometimes
         .iter()
-        .any(|(n, d)| *n == "stale write attempted" && d.is_some());
+        .any(|(n, d)| *n == leaselab_checkers::sometimes::STALE_WRITE_ATTEMPTED && d.is_some());
     if attempted {
         return None;
     }

@@ -153,15 +153,15 @@ fn the_scope_fence_is_clean_within_the_test_bound_and_every_sometimes_is_reached
         "a sometimes property was not reached:\n{out}"
     );
     for s in [
-        "stale write attempted (in ",
+        "stale-write-attempted (in ",
         "takeover (in ",
-        "pause between check and write (in ",
+        "pause-between-check-and-write (in ",
     ] {
         assert!(out.contains(s), "{out}");
     }
     let (code, out) = leaselab(&["check", "--fence", "scope", "--crash", "--max-ticks", "12"]);
     assert_eq!(code, 0, "{out}");
-    assert!(out.contains("crash-restart (in "), "{out}");
+    assert!(out.contains("db-restart (in "), "{out}");
 }
 
 #[test]

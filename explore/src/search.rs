@@ -166,7 +166,7 @@ pub fn run_with(o: &Options, stop: &AtomicBool, progress: &mut dyn FnMut(&Progre
     }
     let sometimes = SOMETIMES
         .iter()
-        .filter(|(n, _)| *n != "crash-restart" || o.bounds.crash)
+        .filter(|(n, _)| *n != leaselab_checkers::sometimes::DB_RESTART || o.bounds.crash)
         .map(|(n, _)| (*n, d.get(n).map(Vec::len)))
         .collect();
     let stopped_at_violation = !o.all && !violations.is_empty() && stopped.is_none();

@@ -16,6 +16,7 @@
 //! A pause is a holder that is not scheduled while time ticks (its renewer too); skew is a
 //! holder whose clock advances at another rate ([`Bounds::slow`]).
 
+use leaselab_checkers::sometimes;
 use leaselab_model::client::LocalDeadline;
 use leaselab_model::{rules, Expiry, FenceMode, Holder, LeaseDurability, LeaseRow, Millis, Token};
 use stateright::{Model, Property};
@@ -233,12 +234,13 @@ pub mod broke {
     ];
 }
 
-/// The `sometimes` properties: name and bit of [`State::seen`].
+/// The `sometimes` properties, named as the History checkers name them: name and bit of
+/// [`State::seen`].
 pub const SOMETIMES: [(&str, u8); 4] = [
-    ("stale write attempted", 1),
-    ("takeover", 2),
-    ("pause between check and write", 4),
-    ("crash-restart", 8),
+    (sometimes::STALE_WRITE_ATTEMPTED, 1),
+    (sometimes::TAKEOVER, 2),
+    (sometimes::PAUSE_BETWEEN_CHECK_AND_WRITE, 4),
+    (sometimes::DB_RESTART, 8),
 ];
 
 /// One step.
@@ -839,19 +841,20 @@ impl Model for LeaseSystem {
             Property::always("progress", |m: &Self, s: &State| {
                 !m.decides(3, s.broken & broke::PROGRESS != 0)
             }),
-            Property::sometimes("stale write attempted", |m: &Self, s: &State| {
+            Property::sometimes(sometimes::STALE_WRITE_ATTEMPTED, |m: &Self, s: &State| {
                 m.decides(4, s.seen & 1 != 0)
             }),
-            Property::sometimes("takeover", |m: &Self, s: &State| {
+            Property::sometimes(sometimes::TAKEOVER, |m: &Self, s: &State| {
                 m.decides(5, s.seen & 2 != 0)
             }),
-            Property::sometimes("pause between check and write", |m: &Self, s: &State| {
-                m.decides(6, s.seen & 4 != 0)
-            }),
+            Property::sometimes(
+                sometimes::PAUSE_BETWEEN_CHECK_AND_WRITE,
+                |m: &Self, s: &State| m.decides(6, s.seen & 4 != 0),
+            ),
         ];
         if self.b.crash {
             v.push(Property::sometimes(
-                "crash-restart",
+                sometimes::DB_RESTART,
                 |m: &Self, s: &State| m.decides(7, s.seen & 8 != 0),
             ));
         }

@@ -82,10 +82,10 @@ fn the_scope_fence_is_clean_and_every_sometimes_is_reached() {
     assert_eq!(
         reached,
         [
-            ("stale write attempted", Some(19)),
+            ("stale-write-attempted", Some(19)),
             ("takeover", Some(11)),
-            ("pause between check and write", Some(3)),
-            ("crash-restart", Some(1)),
+            ("pause-between-check-and-write", Some(3)),
+            ("db-restart", Some(1)),
         ]
     );
     // Without the crash action, no crash is reported reachable, nor asked for.
@@ -93,7 +93,7 @@ fn the_scope_fence_is_clean_and_every_sometimes_is_reached() {
         max_ticks: 4,
         ..Bounds::default()
     });
-    assert!(f.sometimes.iter().all(|(n, _)| *n != "crash-restart"));
+    assert!(f.sometimes.iter().all(|(n, _)| *n != "db-restart"));
 }
 
 #[test]
@@ -108,7 +108,7 @@ fn a_bound_on_time_bounds_the_search() {
     });
     assert!(small.unique < large.unique);
     // Too short for a lease to expire: no takeover, no stale write.
-    assert_eq!(small.sometimes[0], ("stale write attempted", None));
+    assert_eq!(small.sometimes[0], ("stale-write-attempted", None));
 }
 
 #[test]
