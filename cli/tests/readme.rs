@@ -137,3 +137,89 @@ fn every_picture_the_docs_show_exists() {
     }
     assert!(n >= 6, "{n} pictures");
 }
+
+/// Every relative link of the repository's Markdown files resolves to a file, and every
+/// `docs/….md`, `README.md`, `EXERCISES.md` or `BENCHMARKS.md` a source comment names exists:
+/// a doc that points nowhere is found here, not by a reader.
+#[test]
+fn every_doc_link_resolves() {
+    let root = common::root();
+    let mut docs: Vec<PathBuf> = [
+        "README.md",
+        "EXERCISES.md",
+        "BENCHMARKS.md",
+        "traces/README.md",
+    ]
+    .iter()
+    .map(|d| root.join(d))
+    .collect();
+    for e in std::fs::read_dir(root.join("docs"))
+        .expect("docs/")
+        .flatten()
+    {
+        if e.path().extension().is_some_and(|x| x == "md") {
+            docs.push(e.path());
+        }
+    }
+    let mut links = 0;
+    for doc in &docs {
+        let text =
+            std::fs::read_to_string(doc).unwrap_or_else(|e| panic!("{}: {e}", doc.display()));
+        let dir = doc.parent().expect("a folder");
+        for link in text.split("](").skip(1).filter_map(|r| r.split(')').next()) {
+            let target = link.split('#').next().unwrap_or("");
+            if target.is_empty() || target.contains("://") || target.starts_with("mailto:") {
+                continue;
+            }
+            assert!(
+                dir.join(target).exists(),
+                "{}: link `{link}` resolves to nothing",
+                doc.display()
+            );
+            links += 1;
+        }
+    }
+    assert!(links > 10, "{links} links");
+    // Source comments that name a document of the repository.
+    let mut named = 0;
+    let mut stack = vec![root.clone()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            let name = e.file_name().to_string_lossy().into_owned();
+            if p.is_dir() {
+                if !name.starts_with('.') && name != "target" && name != "fuzz" {
+                    stack.push(p);
+                }
+                continue;
+            }
+            // This file names the documents it looks for.
+            if p.extension().is_none_or(|x| x != "rs") || p.ends_with("cli/tests/readme.rs") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&p).unwrap_or_default();
+            for word in text.split(|c: char| c.is_whitespace() || "`()[],;:'\"".contains(c)) {
+                let word = word.trim_end_matches('.');
+                let is_doc = word.ends_with(".md")
+                    && (word.starts_with("docs/")
+                        || [
+                            "README.md",
+                            "EXERCISES.md",
+                            "BENCHMARKS.md",
+                            "DESIGN.md",
+                            "CASES.md",
+                        ]
+                        .contains(&word));
+                if is_doc {
+                    assert!(
+                        root.join(word).exists(),
+                        "{}: names `{word}`, which is not in the repository",
+                        p.display()
+                    );
+                    named += 1;
+                }
+            }
+        }
+    }
+    assert!(named > 5, "{named} names");
+}
