@@ -22,11 +22,11 @@ fn timeline_of_f5_marks_the_violating_pair_in_at_most_12_lines() {
     let marked: Vec<&&str> = lines.iter().filter(|l| l.contains('◀')).collect();
     assert_eq!(marked.len(), 2, "the violating pair: {out}");
     assert!(
-        marked[0].contains("#13") && marked[0].contains("t2 ✓ accepted"),
+        marked[0].contains("#13") && marked[0].contains("token 2 ✓ accepted"),
         "{out}"
     );
     assert!(
-        marked[1].contains("#17") && marked[1].contains("t1 ✓ accepted STALE"),
+        marked[1].contains("#17") && marked[1].contains("token 1 ✓ accepted STALE"),
         "{out}"
     );
     assert!(
@@ -86,6 +86,10 @@ fn mermaid_of_f5_is_a_sequence_diagram_with_the_stale_write_boxed() {
         "L-->>H1: granted token 2",
         "Note over H0: t=3000 PAUSED (2000 ms)",
         "H0->>R: write summary token 1 (t=5000) STALE",
+        // The lesson's instants: the check that passed, the holder's deadline, the expiry.
+        "Note over H0: t=3000 local check passed (deadline 4000 by its own clock)",
+        "Note over H0: t=4000 token 1 deadline passes (own clock)",
+        "Note over L: t=4300 token 1 expires (db clock)",
     ] {
         assert!(out.contains(want), "missing `{want}`:\n{out}");
     }
@@ -543,11 +547,11 @@ fn f6_shows_the_floor_reads_the_regression_and_the_wait() {
     let (code, out) = leaselab(&["diagram", "traces/F6a.trace"]);
     assert_eq!(code, 0, "{out}");
     let order = [
-        "reads floor: t1 ≥ it, passes",
-        "reads floor: t2 ≥ it, passes",
-        "write summary t2 ✓ accepted",
+        "reads floor: token 1 ≥ it, passes",
+        "reads floor: token 2 ≥ it, passes",
+        "write summary token 2 ✓ accepted",
         "── floor is 2 ──",
-        "write summary t1 ✓ accepted STALE",
+        "write summary token 1 ✓ accepted STALE",
         "── floor is 1: it went back from 2 ──",
     ];
     let at: Vec<usize> = order
@@ -565,6 +569,8 @@ fn f6_shows_the_floor_reads_the_regression_and_the_wait() {
     let (code, out) = leaselab(&["diagram", "traces/F6b-b-first.trace"]);
     assert_eq!(code, 0, "{out}");
     let wait = out.find("waits for a row lock").expect("the wait");
-    let refused = out.find("fence t1 ✗ rejected STALE").expect("the refusal");
+    let refused = out
+        .find("fence token 1 ✗ rejected STALE")
+        .expect("the refusal");
     assert!(wait < refused, "{out}");
 }

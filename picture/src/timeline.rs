@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 /// The most lines a timeline takes, header and verdict included.
 pub const MAX_LINES: usize = 12;
 
-const LANE: usize = 34;
+const LANE: usize = 38;
 
 /// How a write shows in a lane.
 pub fn write_cell(w: &Write) -> String {
@@ -17,11 +17,11 @@ pub fn write_cell(w: &Write) -> String {
         Verdict::Rejected => "✗ rejected",
         Verdict::Maybe => "? maybe",
     };
-    // A write refused at its fence named no part yet: "fence t1 ✗ rejected" fits a lane.
+    // A write refused at its fence named no part yet: "fence token 1 ✗ rejected" fits a lane.
     let mut s = if w.target.ends_with(" (fence)") {
-        format!("fence t{} {v}", w.token.0)
+        format!("fence token {} {v}", w.token.0)
     } else {
-        format!("write {} t{} {v}", w.target, w.token.0)
+        format!("write {} token {} {v}", w.target, w.token.0)
     };
     if w.stale {
         s.push_str(" STALE");
@@ -49,7 +49,7 @@ fn cell(k: &Kind) -> String {
             Mark::CheckPassed(_, d, Some(own)) => {
                 format!("local check ✓ (own clock {} ≤ {})", own.0, d.0)
             }
-            Mark::FloorCheckPassed(_, t) => format!("reads floor: t{} ≥ it, passes", t.0),
+            Mark::FloorCheckPassed(_, t) => format!("reads floor: token {} ≥ it, passes", t.0),
             Mark::Waits(_) => "waits for a row lock…".to_string(),
             Mark::Floor(t, None) => format!("── floor is {} ──", t.0),
             Mark::Floor(t, Some(high)) => {
