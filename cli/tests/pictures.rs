@@ -380,12 +380,10 @@ fn the_envelope_finds_the_boundary_unfenced_and_none_with_the_scope_fence() {
     assert!(out.contains("pause    2502 ms"), "{out}");
 }
 
-/// A whole simulation run with two violating pairs 43 s apart: the timeline marks the skipped
-/// time with a gap row and shows both pairs; `explain` tells its bullets in time order and
-/// names every violating event the picture marks.
-#[test]
-fn a_whole_run_shows_its_gaps_and_every_violation_in_time_order() {
-    let trace = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("sim-3-off.trace");
+/// Writes the whole run of `sim --seed 3 --fence off` (1,264 steps, two violating pairs 43 s
+/// apart) to `name` under the test's scratch folder.
+fn seed_3_unfenced(name: &str) -> PathBuf {
+    let trace = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
     let (code, out) = leaselab(&[
         "sim",
         "--seed",
@@ -397,6 +395,15 @@ fn a_whole_run_shows_its_gaps_and_every_violation_in_time_order() {
         &trace.to_string_lossy(),
     ]);
     assert_eq!(code, 1, "{out}");
+    trace
+}
+
+/// A whole simulation run with two violating pairs 43 s apart: the timeline marks the skipped
+/// time with a gap row and shows both pairs; `explain` tells its bullets in time order and
+/// names every violating event the picture marks.
+#[test]
+fn a_whole_run_shows_its_gaps_and_every_violation_in_time_order() {
+    let trace = seed_3_unfenced("sim-3-off.trace");
     let t = trace.to_string_lossy();
     let (_, picture) = leaselab(&["diagram", &t]);
     let rows: Vec<(Option<u64>, &str)> = picture
@@ -453,18 +460,7 @@ fn a_whole_run_shows_its_gaps_and_every_violation_in_time_order() {
 #[test]
 fn html_of_a_long_run_is_cropped_to_the_violating_pair_with_no_label_overlapping() {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
-    let trace = dir.join("sim-3-off-html.trace");
-    let (code, out) = leaselab(&[
-        "sim",
-        "--seed",
-        "3",
-        "--fence",
-        "off",
-        "--quiet",
-        "--trace-out",
-        &trace.to_string_lossy(),
-    ]);
-    assert_eq!(code, 1, "{out}");
+    let trace = seed_3_unfenced("sim-3-off-html.trace");
     let page = dir.join("sim-3-off.html");
     let (code, out) = leaselab(&[
         "diagram",
