@@ -266,6 +266,22 @@ fn the_explorer_serves_its_status_on_loopback() {
         step.contains("holder-a commit") && step.contains("BROKEN: I3") && step.contains(" ms"),
         "{step}"
     );
+    // Opened in a browser as a learner would: the page lists the 25 actions by holder and
+    // shows the broken state.
+    if let Some(browser) = common::chromium("check::explorer_in_a_browser") {
+        let url = format!("http://{addr}/#/steps{path}");
+        let dom = common::headless(
+            browser,
+            &url,
+            "explorer",
+            &["--virtual-time-budget=10000", "--dump-dom"],
+        );
+        assert!(
+            dom.contains("holder-a acquire") && dom.contains("tick (+100 ms)"),
+            "the path of actions: {dom}"
+        );
+        assert!(dom.contains("BROKEN: I3"), "the broken state: {dom}");
+    }
     let _ = child.kill();
     let _ = child.wait();
     let status = status.expect("the Explorer answered /.status");

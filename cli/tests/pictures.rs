@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 mod common;
-use common::{leaselab, root};
+use common::{chromium, headless, leaselab, root};
 
 #[test]
 fn timeline_of_f5_marks_the_violating_pair_in_at_most_12_lines() {
@@ -131,61 +131,6 @@ fn a_missing_trace_is_an_input_error_naming_the_file() {
     assert!(out.contains("traces/no-such.trace"), "{out}");
 }
 
-/// Whether the browser test can run; with `LEASELAB_REQUIRE_CHROMIUM=1` (CI) its absence fails.
-fn chromium() -> Option<&'static str> {
-    for c in ["chromium", "chromium-browser"] {
-        if Command::new(c)
-            .arg("--version")
-            .output()
-            .is_ok_and(|o| o.status.success())
-        {
-            return Some(c);
-        }
-    }
-    let msg = "chromium not found: install the Debian package `chromium`";
-    println!("{msg}");
-    assert!(std::env::var("LEASELAB_REQUIRE_CHROMIUM").is_err(), "{msg}");
-    if let Ok(log) = std::env::var("LEASELAB_SKIP_LOG") {
-        use std::io::Write as _;
-        if let Ok(mut f) = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(log)
-        {
-            let _ = writeln!(
-                f,
-                "pictures::html_of_f5_renders_in_chromium: skipped, {msg}"
-            );
-        }
-    }
-    None
-}
-
-/// Runs headless Chromium on `page`. Each page gets a profile of its own: tests run in
-/// parallel, and a second Chromium on a profile in use hands its work to the first and prints
-/// nothing.
-fn headless(browser: &str, page: &Path, extra: &[&str]) -> String {
-    let stem = page
-        .file_stem()
-        .map_or("page".into(), |s| s.to_string_lossy());
-    let profile =
-        PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("chromium-profile-{stem}"));
-    let o = Command::new(browser)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-background-networking",
-            "--no-first-run",
-        ])
-        .arg(format!("--user-data-dir={}", profile.display()))
-        .args(extra)
-        .arg(page)
-        .output()
-        .expect("chromium runs");
-    String::from_utf8_lossy(&o.stdout).to_string()
-}
-
 #[test]
 fn html_of_f5_renders_in_chromium_with_the_stale_write_highlighted() {
     let page = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("F5.html");
@@ -210,8 +155,15 @@ fn html_of_f5_renders_in_chromium_with_the_stale_write_highlighted() {
         !html.contains("class=\"mark"),
         "marks must come from the script"
     );
-    let Some(browser) = chromium() else { return };
-    let dom = headless(browser, &page, &["--dump-dom"]);
+    let Some(browser) = chromium("pictures::html") else {
+        return;
+    };
+    let dom = headless(
+        browser,
+        &page.to_string_lossy(),
+        &page_stem(&page),
+        &["--dump-dom"],
+    );
     assert!(dom.contains("<svg"), "no picture drawn:\n{dom}");
     // The violating pair, both accepted, told apart: the stale write and the newer one it
     // overtook, each with its own colour in the legend.
@@ -486,8 +438,15 @@ fn html_of_a_long_run_is_cropped_to_the_violating_pair_with_no_label_overlapping
     assert!(!std::fs::read_to_string(&whole)
         .expect("page")
         .contains("id=\"window\""));
-    let Some(browser) = chromium() else { return };
-    let dom = headless(browser, &page, &["--dump-dom"]);
+    let Some(browser) = chromium("pictures::html") else {
+        return;
+    };
+    let dom = headless(
+        browser,
+        &page.to_string_lossy(),
+        &page_stem(&page),
+        &["--dump-dom"],
+    );
     // The first violating pair (#40, the newer write; #50, the stale one), inside the axis.
     for (seq, role) in [(40, "newer"), (50, "stale")] {
         let at = dom
@@ -569,4 +528,9 @@ fn f6_shows_the_floor_reads_the_regression_and_the_wait() {
         .find("fence token 1 ✗ rejected STALE")
         .expect("the refusal");
     assert!(wait < refused, "{out}");
+}
+
+fn page_stem(page: &Path) -> String {
+    page.file_stem()
+        .map_or("page".into(), |s| s.to_string_lossy().into_owned())
 }
