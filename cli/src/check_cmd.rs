@@ -84,7 +84,15 @@ pub fn can_serve(addr: &str) -> Result<(), String> {
 pub fn serve_intro(bounds: &leaselab_explore::system::Bounds, addr: &str) -> String {
     let mut o = Options::new(bounds.clone(), Order::Bfs);
     o.max_states = Some(20_000_000);
-    let f = search::run_with(&o, crate::interrupt::flag(), &mut |_| {});
+    eprintln!("searching for the shortest counterexample first (progress about once a second)");
+    let mut shown = false;
+    let f = search::run_with(&o, crate::interrupt::flag(), &mut |p| {
+        shown = true;
+        show(p)
+    });
+    if shown && std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+        eprintln!();
+    }
     let mut s = format!("stateright Explorer for these bounds: http://{addr}/ (Ctrl-C stops it)\n");
     let sys = LeaseSystem::for_explorer(bounds.clone());
     match f.violations.iter().min_by_key(|(_, a)| a.len()) {
