@@ -8,7 +8,7 @@ use leaselab_explore::system::Action;
 use leaselab_explore::system::LeaseSystem;
 use leaselab_explore::trace::{search_verdict, to_trace_steps};
 use std::fmt::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// The one-line description of a search's bounds.
 pub fn describe(o: &Options) -> String {
@@ -61,6 +61,136 @@ pub fn command(o: &Options) -> String {
         c.push_str(&format!(" --skew {}/{}", b.slow.0, b.slow.1));
     }
     c
+}
+
+/// `leaselab check`'s arguments.
+#[derive(clap::Args, Debug)]
+pub struct CheckArgs {
+    /// The resource's fence.
+    #[arg(long, value_enum, default_value_t = leaselab_model::FenceMode::Scope)]
+    pub fence: leaselab_model::FenceMode,
+    /// Holders (1–3; 3 uses depth-first search with symmetry reduction unless --bfs).
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u8).range(1..=3))]
+    pub holders: u8,
+    /// The last tick database time may reach (a tick is 100 ms; the TTL is 15 ticks, so a lease can expire from --max-ticks 16 on).
+    #[arg(long, default_value_t = leaselab_explore::system::Bounds::default().max_ticks)]
+    pub max_ticks: u8,
+    /// A crash-restart of both databases is an action (at most one).
+    #[arg(long)]
+    pub crash: bool,
+    /// The lease table's durability (unlogged with --crash: the I2 negative control).
+    #[arg(long, value_enum, default_value_t = leaselab_model::LeaseDurability::Logged)]
+    pub lease_table: leaselab_model::LeaseDurability,
+    /// Breadth-first (default for 1–2 holders): every counterexample is a shortest one.
+    #[arg(long, conflicts_with = "dfs")]
+    pub bfs: bool,
+    /// Depth-first (default for 3 holders, with symmetry reduction).
+    #[arg(long)]
+    pub dfs: bool,
+    /// Worker threads.
+    #[arg(long, default_value_t = 1)]
+    pub threads: usize,
+    /// Parts each job writes (1 or 2).
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u8).range(1..=2))]
+    pub parts: u8,
+    /// holder-a's clock runs at N/D of the database clock's rate (e.g. 1/2: half as fast;
+    /// its renewer and local deadline stretch).
+    #[arg(long, value_name = "N/D", value_parser = parse_rate)]
+    pub skew: Option<(u8, u8)>,
+    /// Write the shortest counterexample as a trace.
+    #[arg(long, value_name = "FILE")]
+    pub trace_out: Option<PathBuf>,
+    /// Open stateright's Explorer on ADDR (e.g. 127.0.0.1:3000) instead of searching.
+    #[arg(long, value_name = "ADDR", conflicts_with_all = ["trace_out", "all", "max_states", "max_memory_mb", "threads"])]
+    pub serve: Option<String>,
+    /// Explore every state and report every property (default: stop at the first
+    /// violation, as TLC does).
+    #[arg(long)]
+    pub all: bool,
+    /// Stop after this many states (generated, with repeats); the result then says the
+    /// search was cut short.
+    #[arg(long, value_name = "N")]
+    pub max_states: Option<usize>,
+    /// Stop when the process's resident memory passes this many MiB.
+    #[arg(long, value_name = "MIB")]
+    pub max_memory_mb: Option<u64>,
+}
+
+/// Runs `leaselab check` as its arguments say: the Explorer with `--serve`, else the search.
+pub fn main(a: CheckArgs) -> Exit {
+    let CheckArgs {
+        fence,
+        holders,
+        max_ticks,
+        crash,
+        lease_table,
+        bfs,
+        dfs,
+        threads,
+        parts,
+        skew,
+        trace_out,
+        serve,
+        all,
+        max_states,
+        max_memory_mb,
+    } = a;
+    let bounds = leaselab_explore::system::Bounds {
+        holders: holders as usize,
+        fence,
+        lease_table,
+        crash,
+        max_ticks,
+        parts,
+        slow: skew.unwrap_or((1, 1)),
+        ..Default::default()
+    };
+    if let Some(addr) = serve {
+        if let Err(e) = can_serve(&addr) {
+            eprintln!("leaselab check: {e}");
+            return Exit::Usage;
+        }
+        print!("{}", serve_intro(&bounds, &addr));
+        leaselab_explore::search::serve(&bounds, &addr);
+        return Exit::Clean;
+    }
+    let order = if dfs || (holders == 3 && !bfs) {
+        Order::Dfs
+    } else {
+        Order::Bfs
+    };
+    let o = Options {
+        threads,
+        symmetry: order == Order::Dfs && holders > 1,
+        all,
+        max_states,
+        max_memory_mb,
+        ..Options::new(bounds, order)
+    };
+    match run(&o, trace_out.as_deref()) {
+        Ok((text, exit)) => {
+            print!("{text}");
+            exit
+        }
+        Err(e) => {
+            eprintln!("leaselab check: {e}");
+            Exit::Usage
+        }
+    }
+}
+
+/// `N/D` with 1 <= N, D <= 10: a clock rate as a fraction.
+pub fn parse_rate(s: &str) -> Result<(u8, u8), String> {
+    let (n, d) = s
+        .split_once('/')
+        .ok_or_else(|| format!("`{s}`: expected N/D, e.g. 1/2"))?;
+    let num = |x: &str| -> Result<u8, String> {
+        x.parse::<u8>()
+            .ok()
+            .filter(|v| (1..=10).contains(v))
+            .ok_or_else(|| format!("`{x}` in `{s}`: expected a whole number from 1 to 10"))
+    };
+    Ok((num(n)?, num(d)?))
 }
 
 /// Whether `--serve ADDR` can work: an address that parses, and a port free to listen on. One

@@ -52,7 +52,7 @@ enum Cmd {
         beyond: bool,
     },
     /// Simulate holders and databases under seeded faults: one seed, or a sweep.
-    Sim(SimArgs),
+    Sim(leaselab::sim_cmd::SimArgs),
     /// Replay traces (or simulation seeds) against the model and a real PostgreSQL, step by
     /// step; report the first divergence. Starts its own throwaway clusters.
     Diff {
@@ -250,56 +250,7 @@ enum Cmd {
     /// Exhaustive model checking (stateright): every interleaving of the holders' job-loop
     /// steps, clock ticks and crashes within the bounds; a violation's shortest counterexample
     /// as a trace (exit 1).
-    Check {
-        /// The resource's fence.
-        #[arg(long, value_enum, default_value_t = FenceMode::Scope)]
-        fence: FenceMode,
-        /// Holders (1–3; 3 uses depth-first search with symmetry reduction unless --bfs).
-        #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u8).range(1..=3))]
-        holders: u8,
-        /// The last tick database time may reach (a tick is 100 ms; the TTL is 15 ticks, so a lease can expire from --max-ticks 16 on).
-        #[arg(long, default_value_t = leaselab_explore::system::Bounds::default().max_ticks)]
-        max_ticks: u8,
-        /// A crash-restart of both databases is an action (at most one).
-        #[arg(long)]
-        crash: bool,
-        /// The lease table's durability (unlogged with --crash: the I2 negative control).
-        #[arg(long, value_enum, default_value_t = leaselab_model::LeaseDurability::Logged)]
-        lease_table: leaselab_model::LeaseDurability,
-        /// Breadth-first (default for 1–2 holders): every counterexample is a shortest one.
-        #[arg(long, conflicts_with = "dfs")]
-        bfs: bool,
-        /// Depth-first (default for 3 holders, with symmetry reduction).
-        #[arg(long)]
-        dfs: bool,
-        /// Worker threads.
-        #[arg(long, default_value_t = 1)]
-        threads: usize,
-        /// Parts each job writes (1 or 2).
-        #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u8).range(1..=2))]
-        parts: u8,
-        /// holder-a's clock runs at N/D of the database clock's rate (e.g. 1/2: half as fast;
-        /// its renewer and local deadline stretch).
-        #[arg(long, value_name = "N/D", value_parser = parse_rate)]
-        skew: Option<(u8, u8)>,
-        /// Write the shortest counterexample as a trace.
-        #[arg(long, value_name = "FILE")]
-        trace_out: Option<PathBuf>,
-        /// Open stateright's Explorer on ADDR (e.g. 127.0.0.1:3000) instead of searching.
-        #[arg(long, value_name = "ADDR", conflicts_with_all = ["trace_out", "all", "max_states", "max_memory_mb", "threads"])]
-        serve: Option<String>,
-        /// Explore every state and report every property (default: stop at the first
-        /// violation, as TLC does).
-        #[arg(long)]
-        all: bool,
-        /// Stop after this many states (generated, with repeats); the result then says the
-        /// search was cut short.
-        #[arg(long, value_name = "N")]
-        max_states: Option<usize>,
-        /// Stop when the process's resident memory passes this many MiB.
-        #[arg(long, value_name = "MIB")]
-        max_memory_mb: Option<u64>,
-    },
+    Check(leaselab::check_cmd::CheckArgs),
     /// Re-execute traces against the model; non-zero exit on a divergence or unexpected verdict.
     Replay {
         /// Trace files.
@@ -412,67 +363,7 @@ fn dispatch(cmd: Cmd) -> Exit {
             }
             print_or_fail("envelope", said)
         }
-        Cmd::Check {
-            fence,
-            holders,
-            max_ticks,
-            crash,
-            lease_table,
-            bfs,
-            dfs,
-            threads,
-            parts,
-            skew,
-            trace_out,
-            serve,
-            all,
-            max_states,
-            max_memory_mb,
-        } => {
-            use leaselab_explore::search::{Options, Order};
-            let bounds = leaselab_explore::system::Bounds {
-                holders: holders as usize,
-                fence,
-                lease_table,
-                crash,
-                max_ticks,
-                parts,
-                slow: skew.unwrap_or((1, 1)),
-                ..Default::default()
-            };
-            if let Some(addr) = serve {
-                if let Err(e) = leaselab::check_cmd::can_serve(&addr) {
-                    eprintln!("leaselab check: {e}");
-                    return Exit::Usage;
-                }
-                print!("{}", leaselab::check_cmd::serve_intro(&bounds, &addr));
-                leaselab_explore::search::serve(&bounds, &addr);
-                return Exit::Clean;
-            }
-            let order = if dfs || (holders == 3 && !bfs) {
-                Order::Dfs
-            } else {
-                Order::Bfs
-            };
-            let o = Options {
-                threads,
-                symmetry: order == Order::Dfs && holders > 1,
-                all,
-                max_states,
-                max_memory_mb,
-                ..Options::new(bounds, order)
-            };
-            match leaselab::check_cmd::run(&o, trace_out.as_deref()) {
-                Ok((text, exit)) => {
-                    print!("{text}");
-                    exit
-                }
-                Err(e) => {
-                    eprintln!("leaselab check: {e}");
-                    Exit::Usage
-                }
-            }
-        }
+        Cmd::Check(a) => leaselab::check_cmd::main(a),
         Cmd::Judge { files, merge } => {
             let j = leaselab::judge_cmd::judge(&files, merge);
             print!("{}", j.text);
@@ -587,13 +478,7 @@ fn dispatch(cmd: Cmd) -> Exit {
                 }
             }
         }
-        Cmd::Sim(args) => match run_sim(args) {
-            Ok(e) => e,
-            Err(e) => {
-                eprintln!("leaselab sim: {e}");
-                Exit::Usage
-            }
-        },
+        Cmd::Sim(args) => leaselab::sim_cmd::main(args),
     }
 }
 
@@ -611,8 +496,8 @@ fn install_interrupt(cmd: &Cmd) {
         Cmd::Diff { .. } => ("diff", OnFirst::Finish("trace")),
         Cmd::Audit { .. } => ("audit", OnFirst::Finish("schedule")),
         Cmd::Lab { .. } => ("lab", OnFirst::Finish("case")),
-        Cmd::Check { serve: Some(_), .. } => ("check", OnFirst::Exit),
-        Cmd::Check { .. } => ("check", OnFirst::Finish("search")),
+        Cmd::Check(a) if a.serve.is_some() => ("check", OnFirst::Exit),
+        Cmd::Check(_) => ("check", OnFirst::Finish("search")),
         Cmd::Replay { .. } => ("replay", OnFirst::Exit),
         Cmd::Holder { .. } => ("holder", OnFirst::Exit),
         Cmd::Diagram { .. } => ("diagram", OnFirst::Exit),
@@ -622,20 +507,6 @@ fn install_interrupt(cmd: &Cmd) {
         Cmd::Envelope { .. } => ("envelope", OnFirst::Exit),
     };
     install(name, first);
-}
-
-/// `N/D` with 1 <= N, D <= 10: a clock rate as a fraction.
-fn parse_rate(s: &str) -> Result<(u8, u8), String> {
-    let (n, d) = s
-        .split_once('/')
-        .ok_or_else(|| format!("`{s}`: expected N/D, e.g. 1/2"))?;
-    let num = |x: &str| -> Result<u8, String> {
-        x.parse::<u8>()
-            .ok()
-            .filter(|v| (1..=10).contains(v))
-            .ok_or_else(|| format!("`{x}` in `{s}`: expected a whole number from 1 to 10"))
-    };
-    Ok((num(n)?, num(d)?))
 }
 
 fn print_or_fail(cmd: &str, r: Result<String, String>) -> Exit {
@@ -741,126 +612,5 @@ fn run_replay(files: &[PathBuf]) -> Exit {
         Exit::Violation
     } else {
         Exit::Clean
-    }
-}
-
-#[derive(clap::Args)]
-struct SimArgs {
-    /// Run one seed and print its timeline.
-    #[arg(long, conflicts_with_all = ["seeds", "from_trace"])]
-    seed: Option<u64>,
-    /// Sweep a range of seeds, A..B (B exclusive; `A..` runs on until stopped).
-    #[arg(long, value_name = "A..B", value_parser = leaselab::sim_cmd::parse_range,
-          conflicts_with = "from_trace")]
-    seeds: Option<(u64, u64)>,
-    /// Run the setup a trace file carries (settings, holders, fault plan — a shrunk plan too):
-    /// the holders run again, unlike `replay`. Its driver unless --driver is given.
-    #[arg(long, value_name = "FILE", conflicts_with_all = RunArgs::IDS)]
-    from_trace: Option<PathBuf>,
-    /// How the run is set up.
-    #[command(flatten)]
-    run: RunArgs,
-    /// fast (discrete-event) or turmoil [default: fast; with --from-trace, the trace's].
-    #[arg(long, value_enum)]
-    driver: Option<Driver>,
-    /// Run every N-th seed from K (K/N), so a sweep splits across machines.
-    #[arg(long, value_name = "K/N", default_value = "0/1", value_parser = leaselab::sim_cmd::parse_shard)]
-    shard: (u64, u64),
-    /// Write the single run's trace to FILE.
-    #[arg(long, value_name = "FILE")]
-    trace_out: Option<PathBuf>,
-    /// Folder for failing traces of a sweep (each sweep writes into its own sub-folder, with a
-    /// MANIFEST of what it found).
-    #[arg(long, default_value = "sim-failures", value_name = "DIR")]
-    out: PathBuf,
-    /// Do not shrink failing seeds.
-    #[arg(long)]
-    no_shrink: bool,
-    /// Single run: print settings and verdict only, no timeline (a failing run still draws
-    /// its picture).
-    #[arg(long, conflicts_with_all = ["seeds", "events"])]
-    quiet: bool,
-    /// Single run: print every event of the history as well as the timeline picture.
-    #[arg(long, conflicts_with = "seeds")]
-    events: bool,
-    /// Worker threads for a sweep [default: one per core]. The result and the saved traces
-    /// are the same for any number; only the wall time changes.
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
-    jobs: Option<u64>,
-    /// A sweep stops cleanly after N failing seeds (the summary says so, with the command
-    /// that goes on from there).
-    #[arg(long, value_name = "N", requires = "seeds", value_parser = clap::value_parser!(u64).range(1..))]
-    max_failures: Option<u64>,
-    /// A sweep stops cleanly once its traces take this many bytes on disk.
-    #[arg(long, value_name = "BYTES", requires = "seeds", value_parser = clap::value_parser!(u64).range(1..))]
-    max_trace_bytes: Option<u64>,
-    /// Go on with an earlier run of this same sweep (same command, same --out) from the
-    /// resume point its MANIFEST recorded, keeping its failures; a complete one is not run
-    /// again; one with no status (killed) starts afresh. For retried batch jobs.
-    #[arg(long, requires = "seeds")]
-    resume: bool,
-}
-
-/// Runs `sim`; returns the exit class.
-fn run_sim(a: SimArgs) -> Result<Exit, String> {
-    use leaselab::sim_cmd::{one, Source};
-    let single = |setup: leaselab_sim::Setup, driver, source| -> Result<Exit, String> {
-        let detail = match (a.quiet, a.events) {
-            (true, _) => leaselab::sim_cmd::Detail::Quiet,
-            (_, true) => leaselab::sim_cmd::Detail::Events,
-            _ => leaselab::sim_cmd::Detail::Picture,
-        };
-        let (text, run) = one(setup, driver, detail, source);
-        print!("{text}");
-        if let Some(f) = &a.trace_out {
-            std::fs::write(f, run.trace.to_text())
-                .map_err(|e| format!("cannot write {}: {e}", f.display()))?;
-            println!("trace: {}", f.display());
-        }
-        Ok(leaselab::sim_cmd::exit_of(&run))
-    };
-    if let Some(file) = &a.from_trace {
-        let text = std::fs::read_to_string(file)
-            .map_err(|e| format!("{}: cannot read: {e}", file.display()))?;
-        let t = leaselab_sim::Setup::from_trace_text(&text, &file.display().to_string())
-            .map_err(|e| e.to_string())?;
-        let driver = a.driver.unwrap_or(t.driver);
-        return single(t.setup, driver, Source::Trace(file, t.driver));
-    }
-    let opts = a.run.options()?;
-    let driver = a.driver.unwrap_or(Driver::Fast);
-    match (a.seed, a.seeds) {
-        (Some(seed), _) => single(
-            leaselab_sim::Setup::derive(seed, &opts),
-            driver,
-            Source::Seed,
-        ),
-        (None, Some((start, end))) => {
-            let seeds = leaselab_sim::sweep::Seeds {
-                start,
-                end,
-                shard: a.shard,
-            };
-            let jobs = match a.jobs {
-                Some(j) => usize::try_from(j).map_err(|e| format!("--jobs: {e}"))?,
-                None => leaselab_sim::sweep::default_jobs(),
-            };
-            leaselab::sim_cmd::many(
-                seeds,
-                &opts,
-                driver,
-                leaselab::sim_cmd::Sweep {
-                    out: &a.out,
-                    shrink: !a.no_shrink,
-                    jobs,
-                    caps: leaselab::sim_cmd::Caps {
-                        max_failures: a.max_failures,
-                        max_trace_bytes: a.max_trace_bytes,
-                    },
-                    resume: a.resume,
-                },
-            )
-        }
-        (None, None) => Err("give --seed N, --seeds A..B or --from-trace FILE".into()),
     }
 }

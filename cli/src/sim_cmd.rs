@@ -1,7 +1,7 @@
 //! `leaselab sim`: one seed (or one trace's setup) with its timeline, or a sweep that streams
 //! its failures to disk, shows live progress and stops cleanly on Ctrl-C.
 
-use crate::args::Exit;
+use crate::args::{Exit, RunArgs};
 use leaselab_checkers::sometimes;
 use leaselab_sim::sweep::{sweep_streaming, Failure, Seeds, SweepSpec, Tally};
 use leaselab_sim::{run_setup, Driver, Setup, SimOptions, SimRun};
@@ -620,4 +620,136 @@ pub fn many(
     } else {
         Exit::Clean
     })
+}
+
+/// `leaselab sim`'s arguments.
+#[derive(clap::Args)]
+pub struct SimArgs {
+    /// Run one seed and print its timeline.
+    #[arg(long, conflicts_with_all = ["seeds", "from_trace"])]
+    pub seed: Option<u64>,
+    /// Sweep a range of seeds, A..B (B exclusive; `A..` runs on until stopped).
+    #[arg(long, value_name = "A..B", value_parser = parse_range,
+          conflicts_with = "from_trace")]
+    pub seeds: Option<(u64, u64)>,
+    /// Run the setup a trace file carries (settings, holders, fault plan — a shrunk plan too):
+    /// the holders run again, unlike `replay`. Its driver unless --driver is given.
+    #[arg(long, value_name = "FILE", conflicts_with_all = RunArgs::IDS)]
+    pub from_trace: Option<PathBuf>,
+    /// How the run is set up.
+    #[command(flatten)]
+    pub run: RunArgs,
+    /// fast (discrete-event) or turmoil [default: fast; with --from-trace, the trace's].
+    #[arg(long, value_enum)]
+    pub driver: Option<Driver>,
+    /// Run every N-th seed from K (K/N), so a sweep splits across machines.
+    #[arg(long, value_name = "K/N", default_value = "0/1", value_parser = parse_shard)]
+    pub shard: (u64, u64),
+    /// Write the single run's trace to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub trace_out: Option<PathBuf>,
+    /// Folder for failing traces of a sweep (each sweep writes into its own sub-folder, with a
+    /// MANIFEST of what it found).
+    #[arg(long, default_value = "sim-failures", value_name = "DIR")]
+    pub out: PathBuf,
+    /// Do not shrink failing seeds.
+    #[arg(long)]
+    pub no_shrink: bool,
+    /// Single run: print settings and verdict only, no timeline (a failing run still draws
+    /// its picture).
+    #[arg(long, conflicts_with_all = ["seeds", "events"])]
+    pub quiet: bool,
+    /// Single run: print every event of the history as well as the timeline picture.
+    #[arg(long, conflicts_with = "seeds")]
+    pub events: bool,
+    /// Worker threads for a sweep [default: one per core]. The result and the saved traces
+    /// are the same for any number; only the wall time changes.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub jobs: Option<u64>,
+    /// A sweep stops cleanly after N failing seeds (the summary says so, with the command
+    /// that goes on from there).
+    #[arg(long, value_name = "N", requires = "seeds", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_failures: Option<u64>,
+    /// A sweep stops cleanly once its traces take this many bytes on disk.
+    #[arg(long, value_name = "BYTES", requires = "seeds", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_trace_bytes: Option<u64>,
+    /// Go on with an earlier run of this same sweep (same command, same --out) from the
+    /// resume point its MANIFEST recorded, keeping its failures; a complete one is not run
+    /// again; one with no status (killed) starts afresh. For retried batch jobs.
+    #[arg(long, requires = "seeds")]
+    pub resume: bool,
+}
+
+/// Runs `leaselab sim` as its arguments say: one seed, a trace's setup, or a sweep.
+pub fn main(a: SimArgs) -> Exit {
+    match run(a) {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("leaselab sim: {e}");
+            Exit::Usage
+        }
+    }
+}
+
+fn run(a: SimArgs) -> Result<Exit, String> {
+    use {one, Source};
+    let single = |setup: leaselab_sim::Setup, driver, source| -> Result<Exit, String> {
+        let detail = match (a.quiet, a.events) {
+            (true, _) => Detail::Quiet,
+            (_, true) => Detail::Events,
+            _ => Detail::Picture,
+        };
+        let (text, run) = one(setup, driver, detail, source);
+        print!("{text}");
+        if let Some(f) = &a.trace_out {
+            std::fs::write(f, run.trace.to_text())
+                .map_err(|e| format!("cannot write {}: {e}", f.display()))?;
+            println!("trace: {}", f.display());
+        }
+        Ok(exit_of(&run))
+    };
+    if let Some(file) = &a.from_trace {
+        let text = std::fs::read_to_string(file)
+            .map_err(|e| format!("{}: cannot read: {e}", file.display()))?;
+        let t = leaselab_sim::Setup::from_trace_text(&text, &file.display().to_string())
+            .map_err(|e| e.to_string())?;
+        let driver = a.driver.unwrap_or(t.driver);
+        return single(t.setup, driver, Source::Trace(file, t.driver));
+    }
+    let opts = a.run.options()?;
+    let driver = a.driver.unwrap_or(Driver::Fast);
+    match (a.seed, a.seeds) {
+        (Some(seed), _) => single(
+            leaselab_sim::Setup::derive(seed, &opts),
+            driver,
+            Source::Seed,
+        ),
+        (None, Some((start, end))) => {
+            let seeds = leaselab_sim::sweep::Seeds {
+                start,
+                end,
+                shard: a.shard,
+            };
+            let jobs = match a.jobs {
+                Some(j) => usize::try_from(j).map_err(|e| format!("--jobs: {e}"))?,
+                None => leaselab_sim::sweep::default_jobs(),
+            };
+            many(
+                seeds,
+                &opts,
+                driver,
+                Sweep {
+                    out: &a.out,
+                    shrink: !a.no_shrink,
+                    jobs,
+                    caps: Caps {
+                        max_failures: a.max_failures,
+                        max_trace_bytes: a.max_trace_bytes,
+                    },
+                    resume: a.resume,
+                },
+            )
+        }
+        (None, None) => Err("give --seed N, --seeds A..B or --from-trace FILE".into()),
+    }
 }
