@@ -36,6 +36,7 @@ pub fn install(command: &'static str, first: OnFirst) {
             _ => {
                 ABANDONING.store(true, Ordering::SeqCst);
                 eprintln!("\nleaselab {command}: interrupted");
+                leaselab_pg::real::kill_holders();
                 leaselab_pg::cluster::stop_all();
                 if let Err(e) = crate::summary::finish(Exit::Interrupted) {
                     eprintln!("leaselab {command}: {e}");

@@ -235,3 +235,97 @@ fn clusters_of_a_killed_run_are_reaped_by_the_next_run() {
         dir.display()
     );
 }
+
+/// `(pid, state)` of every process whose command line names `dir` and `word`.
+fn processes_naming(dir: &Path, word: &str) -> Vec<(u32, char)> {
+    let needle = format!("{}/", dir.display());
+    let mut found = Vec::new();
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(cmd) = std::fs::read(e.path().join("cmdline")) else {
+            continue;
+        };
+        let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+        if !(cmd.contains(&needle) && cmd.contains(word)) {
+            continue;
+        }
+        // `/proc/PID/stat`: "pid (comm) S …" — the state follows the last ')'.
+        let state = std::fs::read_to_string(e.path().join("stat"))
+            .ok()
+            .and_then(|s| {
+                s.rsplit_once(')')
+                    .and_then(|(_, r)| r.trim().chars().next())
+            })
+            .unwrap_or('?');
+        found.push((pid, state));
+    }
+    found
+}
+
+/// Abandoned (two SIGTERMs) while F4's holder-a is stopped with SIGSTOP: the lab kills its
+/// holder processes too — a stopped one would otherwise wait for ever — and leaves no server.
+#[test]
+fn abandoning_the_lab_while_a_holder_is_stopped_leaves_no_process() {
+    if !postgres_for_test("cli::abandoning_the_lab_while_a_holder_is_stopped") {
+        return;
+    }
+    let dir = scratch("lab-stopped-holder");
+    let d = dir.display().to_string();
+    let mut child = start(
+        &["lab", "--backend", "pg", "--case", "F4", "--pg-dir", &d],
+        &dir,
+    );
+    let t0 = Instant::now();
+    loop {
+        let stopped = processes_naming(&dir, "holder")
+            .iter()
+            .any(|(_, state)| *state == 'T');
+        if stopped {
+            break;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(180),
+            "holder-a was never stopped"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    signal(&child, "-TERM");
+    std::thread::sleep(Duration::from_millis(50));
+    signal(&child, "-TERM");
+    // Not `wait_with_output`: a holder left behind keeps the inherited stderr open.
+    let t0 = Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().expect("try_wait") {
+            break st;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "the lab did not stop"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(5));
+    // The holders are gone (a killed process may take a moment to be reaped by init).
+    let t0 = Instant::now();
+    while !processes_naming(&dir, "holder").is_empty() && t0.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let left = processes_naming(&dir, "holder");
+    for (pid, _) in &left {
+        let _ = Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status();
+    }
+    assert_eq!(
+        left,
+        Vec::<(u32, char)>::new(),
+        "holder processes outlived the lab"
+    );
+    assert_eq!(
+        servers_under(&dir),
+        Vec::<String>::new(),
+        "servers left running"
+    );
+}

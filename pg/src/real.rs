@@ -429,6 +429,57 @@ impl Records {
     }
 }
 
+/// The holder processes this process started and has not reaped. None may outlive the run:
+/// one stopped with SIGSTOP would wait for ever. An abandoned run kills them
+/// ([`kill_holders`]); a run that returns early drops its [`HolderProc`]s, which kill theirs.
+static HOLDERS: std::sync::Mutex<Vec<u32>> = std::sync::Mutex::new(Vec::new());
+
+fn holders() -> std::sync::MutexGuard<'static, Vec<u32>> {
+    HOLDERS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Kills every holder process this process started and has not reaped (SIGKILL ends a stopped
+/// process too). For a run abandoned by a second Ctrl-C, whose own code will not run again.
+pub fn kill_holders() {
+    let pids = std::mem::take(&mut *holders());
+    for pid in pids {
+        let _ = Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .stderr(Stdio::null())
+            .status();
+    }
+}
+
+/// A running holder process: reaped by [`HolderProc::wait`], killed and reaped when dropped
+/// first (an error part-way, with the process perhaps stopped).
+struct HolderProc(Child);
+
+impl HolderProc {
+    fn id(&self) -> u32 {
+        self.0.id()
+    }
+
+    /// Waits for a holder that runs to its end (not stopped). Unregistered first: once reaped,
+    /// its pid may belong to another process, which [`kill_holders`] must never signal.
+    fn wait(mut self) {
+        holders().retain(|p| *p != self.0.id());
+        let _ = self.0.wait();
+    }
+}
+
+impl Drop for HolderProc {
+    fn drop(&mut self) {
+        let id = self.0.id();
+        if holders().contains(&id) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+            holders().retain(|p| *p != id);
+        }
+    }
+}
+
 fn spawn_holder(
     exe: &Path,
     role: &str,
@@ -448,10 +499,13 @@ fn spawn_holder(
             .arg(r.file(name))
             .args(["--clock-origin-ms", &r.origin_ms.to_string()]);
     }
-    cmd.stdin(Stdio::piped())
+    let child = cmd
+        .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
-        .ctx(&format!("spawn {}", exe.display()))
+        .ctx(&format!("spawn {}", exe.display()))?;
+    holders().push(child.id());
+    Ok(child)
 }
 
 fn next_line(r: &mut BufReader<ChildStdout>) -> Result<String, RealError> {
@@ -487,15 +541,10 @@ pub fn pause_experiment(
     };
     let records = records.as_ref();
     let mut a = spawn_holder(exe, "a", "holder-a", lease, res, fenced, records)?;
-    let mut a_in = a
-        .stdin
-        .take()
-        .ok_or_else(|| RealError::Unexpected("no stdin".into()))?;
-    let mut a_out = BufReader::new(
-        a.stdout
-            .take()
-            .ok_or_else(|| RealError::Unexpected("no stdout".into()))?,
-    );
+    let (a_in, a_out) = (a.stdin.take(), a.stdout.take());
+    let a = HolderProc(a);
+    let mut a_in = a_in.ok_or_else(|| RealError::Unexpected("no stdin".into()))?;
+    let mut a_out = BufReader::new(a_out.ok_or_else(|| RealError::Unexpected("no stdout".into()))?);
     rep.a_acquired = next_line(&mut a_out)?;
     // Renewals must keep the lease for 3000 ms (two TTLs).
     std::thread::sleep(Duration::from_millis(3000));
@@ -540,22 +589,20 @@ pub fn pause_experiment(
         std::thread::sleep(Duration::from_millis(20));
     }
     let mut b = spawn_holder(exe, "b", "holder-b", lease, res, fenced, records)?;
-    let mut b_out = BufReader::new(
-        b.stdout
-            .take()
-            .ok_or_else(|| RealError::Unexpected("no stdout".into()))?,
-    );
+    let b_out = b.stdout.take();
+    let b = HolderProc(b);
+    let mut b_out = BufReader::new(b_out.ok_or_else(|| RealError::Unexpected("no stdout".into()))?);
     while let Ok(l) = next_line(&mut b_out) {
         rep.b_lines.push(l);
     }
-    let _ = b.wait();
+    b.wait();
     // Release line, then SIGCONT.
     writeln!(a_in, "release").ctx("stdin")?;
     signal(a.id(), "-CONT")?;
     while let Ok(l) = next_line(&mut a_out) {
         rep.a_after.push(l);
     }
-    let _ = a.wait();
+    a.wait();
     let observer = Recording::open(
         records.map(|r| r.file("observer")).as_deref(),
         "observer",
