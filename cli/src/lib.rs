@@ -1,8 +1,9 @@
 //! # leaselab (the binary's library half)
 //!
 //! - [`args`]: the argument set of a simulation run, value enums, exit codes.
-//! - [`lab`]: the cases F1–F9 and G1–G4 of the README on the model, with their output and traces.
-//! - [`replay`]: re-executes a trace against the model and re-judges it.
+//! - [`lab`]: the cases F1–F9 and G1–G4 of the README on the model, with their output and traces;
+//!   [`lab_cmd`]: `leaselab lab`'s arguments and what it prints and writes.
+//! - [`replay`]: `leaselab replay`: re-executes a trace against the model and re-judges it.
 //! - [`sim_cmd`]: `leaselab sim`.
 //! - [`diff_cmd`]: `leaselab diff` against PostgreSQL.
 //! - [`summary`]: `--json FILE`, one JSON object saying how a run ended.
@@ -28,6 +29,7 @@ pub mod envelope_cmd;
 pub mod interrupt;
 pub mod judge_cmd;
 pub mod lab;
+pub mod lab_cmd;
 pub mod picture_cmd;
 pub mod replay;
 pub mod sim_cmd;

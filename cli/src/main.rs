@@ -1,8 +1,7 @@
 //! `leaselab`: run the lab cases, replay traces.
 
 use clap::{Parser, Subcommand};
-use leaselab::args::{BackendArg, Exit, RunArgs};
-use leaselab::{lab, replay};
+use leaselab::args::{Exit, RunArgs};
 use leaselab_model::FenceMode;
 use leaselab_sim::Driver;
 use std::path::PathBuf;
@@ -27,30 +26,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Cmd {
     /// Run the cases F1–F9 and G1–G4 on the in-memory model.
-    Lab {
-        /// Run one case only (e.g. F4).
-        #[arg(long)]
-        case: Option<String>,
-        /// Replace the scope fence in the cases that use it: scope, strict, scope-upsert, row, check-then-write, off.
-        #[arg(long)]
-        fence: Option<FenceMode>,
-        /// Write each run's trace to DIR/<name>.trace.
-        #[arg(long, value_name = "DIR")]
-        trace_out: Option<PathBuf>,
-        /// Print table 26-1 from the outcomes this run observed.
-        #[arg(long)]
-        table: bool,
-        /// Where the cases run.
-        #[arg(long, value_enum, default_value_t = BackendArg::Model)]
-        backend: BackendArg,
-        /// Where the throwaway clusters live (`--backend pg`), and the histories F4's and F5's
-        /// real processes record (DIR/records/F4, DIR/records/F5).
-        #[arg(long, default_value = "target/leaselab-pg", value_name = "DIR")]
-        pg_dir: PathBuf,
-        /// Also run the cases beyond the sources (X1–X7).
-        #[arg(long)]
-        beyond: bool,
-    },
+    Lab(leaselab::lab_cmd::LabArgs),
     /// Simulate holders and databases under seeded faults: one seed, or a sweep.
     Sim(leaselab::sim_cmd::SimArgs),
     /// Replay traces (or simulation seeds) against the model and a real PostgreSQL, step by
@@ -304,32 +280,8 @@ fn main() -> ExitCode {
 /// Runs one command; its exit class.
 fn dispatch(cmd: Cmd) -> Exit {
     match cmd {
-        Cmd::Lab {
-            case,
-            fence,
-            trace_out,
-            table,
-            backend,
-            pg_dir,
-            beyond,
-        } => {
-            let pg = match backend {
-                BackendArg::Model => None,
-                BackendArg::Pg => match leaselab_pg::PgBackend::throwaway(&pg_dir) {
-                    Ok(p) => Some(p),
-                    Err(e) => {
-                        eprintln!("leaselab lab: {e}");
-                        return Exit::Usage;
-                    }
-                },
-            };
-            let real = std::env::current_exe().ok().map(|exe| lab::RealProcs {
-                exe,
-                records: pg_dir.join("records"),
-            });
-            run_lab(case.as_deref(), beyond, fence, trace_out, table, pg, real)
-        }
-        Cmd::Replay { files } => run_replay(&files),
+        Cmd::Lab(a) => leaselab::lab_cmd::main(a),
+        Cmd::Replay { files } => leaselab::replay::main(&files),
         Cmd::Diagram {
             files,
             mermaid,
@@ -495,7 +447,7 @@ fn install_interrupt(cmd: &Cmd) {
         } => ("diff", OnFirst::Finish("seed")),
         Cmd::Diff { .. } => ("diff", OnFirst::Finish("trace")),
         Cmd::Audit { .. } => ("audit", OnFirst::Finish("schedule")),
-        Cmd::Lab { .. } => ("lab", OnFirst::Finish("case")),
+        Cmd::Lab(_) => ("lab", OnFirst::Finish("case")),
         Cmd::Check(a) if a.serve.is_some() => ("check", OnFirst::Exit),
         Cmd::Check(_) => ("check", OnFirst::Finish("search")),
         Cmd::Replay { .. } => ("replay", OnFirst::Exit),
@@ -519,98 +471,5 @@ fn print_or_fail(cmd: &str, r: Result<String, String>) -> Exit {
             eprintln!("leaselab {cmd}: {e}");
             Exit::Usage
         }
-    }
-}
-
-fn run_lab(
-    case: Option<&str>,
-    beyond: bool,
-    fence: Option<FenceMode>,
-    out: Option<PathBuf>,
-    table: bool,
-    pg: Option<leaselab_pg::PgBackend>,
-    real: Option<lab::RealProcs>,
-) -> Exit {
-    if pg.is_some() {
-        println!("BACKEND postgres: the source SQL on two throwaway clusters (lease26, res26), virtual now()\n");
-    }
-    let res = match lab::run_select(case, beyond, fence, pg, real) {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("leaselab lab: {e}");
-            return Exit::Usage;
-        }
-    };
-    print!("{}", res.text);
-    if table {
-        println!();
-        print!("{}", lab::table::render(&res.observed));
-    }
-    if let Some(dir) = out {
-        if let Err(e) = std::fs::create_dir_all(&dir) {
-            eprintln!("leaselab lab: cannot create {}: {e}", dir.display());
-            return Exit::Usage;
-        }
-        for r in &res.runs {
-            let path = dir.join(format!("{}.trace", r.trace.name));
-            if let Err(e) = std::fs::write(&path, r.trace.to_text()) {
-                eprintln!("leaselab lab: cannot write {}: {e}", path.display());
-                return Exit::Usage;
-            }
-        }
-        println!("wrote {} traces to {}", res.runs.len(), dir.display());
-    }
-    if res.failed > 0 {
-        Exit::Violation
-    } else if res.interrupted {
-        Exit::Interrupted
-    } else {
-        Exit::Clean
-    }
-}
-
-/// Replays every file; the exit class is the worst one met (input error, divergence, changed
-/// verdict).
-fn run_replay(files: &[PathBuf]) -> Exit {
-    let (mut ok, mut bad) = (0, 0);
-    let (mut unreadable, mut diverged, mut verdict) = (false, false, false);
-    for f in files {
-        match replay::replay_file(f) {
-            Ok(r) => {
-                println!("REPLAY {} :: {}", f.display(), r.describe());
-                if r.ok() {
-                    ok += 1;
-                } else {
-                    if let Ok(t) = leaselab::picture_cmd::read_trace(f) {
-                        println!("  timeline of the recording:");
-                        print!(
-                            "{}",
-                            leaselab::picture_cmd::timeline_of(&t.history, &t.config, "    ")
-                        );
-                    }
-                    bad += 1;
-                    if r.divergences.is_empty() {
-                        verdict = true;
-                    } else {
-                        diverged = true;
-                    }
-                }
-            }
-            Err(e) => {
-                println!("REPLAY {} :: ERROR {e}", f.display());
-                bad += 1;
-                unreadable = true;
-            }
-        }
-    }
-    println!("SUMMARY replayed={ok} failed={bad}");
-    if unreadable {
-        Exit::Usage
-    } else if diverged {
-        Exit::Divergence
-    } else if verdict {
-        Exit::Violation
-    } else {
-        Exit::Clean
     }
 }

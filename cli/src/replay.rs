@@ -13,3 +13,50 @@ pub fn replay_file(path: &Path) -> Result<Comparison, String> {
     let trace = Trace::parse(&text, &path.display().to_string()).map_err(|e| e.to_string())?;
     Ok(replay(&trace))
 }
+
+/// `leaselab replay FILE…`: replays every file; the exit class is the worst one met (input
+/// error, divergence, changed verdict).
+pub fn main(files: &[std::path::PathBuf]) -> crate::args::Exit {
+    use crate::args::Exit;
+    let (mut ok, mut bad) = (0, 0);
+    let (mut unreadable, mut diverged, mut verdict) = (false, false, false);
+    for f in files {
+        match replay_file(f) {
+            Ok(r) => {
+                println!("REPLAY {} :: {}", f.display(), r.describe());
+                if r.ok() {
+                    ok += 1;
+                } else {
+                    if let Ok(t) = crate::picture_cmd::read_trace(f) {
+                        println!("  timeline of the recording:");
+                        print!(
+                            "{}",
+                            crate::picture_cmd::timeline_of(&t.history, &t.config, "    ")
+                        );
+                    }
+                    bad += 1;
+                    if r.divergences.is_empty() {
+                        verdict = true;
+                    } else {
+                        diverged = true;
+                    }
+                }
+            }
+            Err(e) => {
+                println!("REPLAY {} :: ERROR {e}", f.display());
+                bad += 1;
+                unreadable = true;
+            }
+        }
+    }
+    println!("SUMMARY replayed={ok} failed={bad}");
+    if unreadable {
+        Exit::Usage
+    } else if diverged {
+        Exit::Divergence
+    } else if verdict {
+        Exit::Violation
+    } else {
+        Exit::Clean
+    }
+}
