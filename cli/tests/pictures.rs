@@ -158,12 +158,7 @@ fn html_of_f5_renders_in_chromium_with_the_stale_write_highlighted() {
     let Some(browser) = chromium("pictures::html") else {
         return;
     };
-    let dom = headless(
-        browser,
-        &page.to_string_lossy(),
-        &page_stem(&page),
-        &["--dump-dom"],
-    );
+    let dom = dom_of(browser, &page);
     assert!(dom.contains("<svg"), "no picture drawn:\n{dom}");
     // The violating pair, both accepted, told apart: the stale write and the newer one it
     // overtook, each with its own colour in the legend.
@@ -441,12 +436,7 @@ fn html_of_a_long_run_is_cropped_to_the_violating_pair_with_no_label_overlapping
     let Some(browser) = chromium("pictures::html") else {
         return;
     };
-    let dom = headless(
-        browser,
-        &page.to_string_lossy(),
-        &page_stem(&page),
-        &["--dump-dom"],
-    );
+    let dom = dom_of(browser, &page);
     // The first violating pair (#40, the newer write; #50, the stale one), inside the axis.
     for (seq, role) in [(40, "newer"), (50, "stale")] {
         let at = dom
@@ -530,7 +520,10 @@ fn f6_shows_the_floor_reads_the_regression_and_the_wait() {
     assert!(wait < refused, "{out}");
 }
 
-fn page_stem(page: &Path) -> String {
-    page.file_stem()
-        .map_or("page".into(), |s| s.to_string_lossy().into_owned())
+/// The DOM of `page` once its script has drawn it, in a Chromium profile named after the page.
+fn dom_of(browser: &str, page: &Path) -> String {
+    let stem = page
+        .file_stem()
+        .map_or("page".into(), |s| s.to_string_lossy().into_owned());
+    headless(browser, &page.to_string_lossy(), &stem, &["--dump-dom"])
 }

@@ -15,7 +15,7 @@ use std::collections::BinaryHeap;
 use std::hint::black_box;
 use std::time::{Duration, Instant, UNIX_EPOCH};
 
-/// The bare event loop FACTS.md measured (a binary heap and one ChaCha8 draw per event, nothing
+/// The bare event loop of the floor measurement (a binary heap and one ChaCha8 draw per event, nothing
 /// else: no holder, no database model, no history, no checkers), run for exactly as many events
 /// as the fast driver's queue delivered for the same seed, with that seed's latency range and a
 /// queue as deep as the driver's. No simulator of this scenario can beat it, so it is the fast
