@@ -17,9 +17,9 @@ BIN=$(realpath "$BIN")
 rm -rf "$OUT" && mkdir -p "$OUT"
 OUT=$(realpath "$OUT")
 
-# Drops what changes from run to run: wall times, rates, memory.
+# Drops what changes from run to run: wall times, rates, memory, where OUT is.
 steady() {
-  sed -E -e 's/[0-9]+(\.[0-9]+)? ?(ms|s|µs|MiB|states\/s)\b/<t>/g' -e '/elapsed|took|wall/d'
+  sed -E -e "s#$OUT#OUT#g" -e 's/[0-9]+(\.[0-9]+)? ?(ms|s|µs|MiB|states\/s)\b/<t>/g' -e '/elapsed|took|wall/d'
 }
 run() { # run NAME ARGS… — stdout and exit status of one command
   local name=$1
