@@ -7,6 +7,7 @@
 //! that complete in one event have a window of one position. A checker reports "A before B"
 //! only when A's window ends before B's begins — the Jepsen stance on concurrent operations.
 
+use leaselab_model::Reason;
 use leaselab_model::{
     DbName, Event, History, Holder, LeaseName, Millis, Op, Outcome, Part, Scope, Token,
 };
@@ -348,7 +349,7 @@ pub fn derive_with(h: &History, res_transactions: bool, wrong: Option<WrongFacts
             let lost_result = !matches!(
                 e.op,
                 Op::Await { .. } | Op::Disconnect { .. } | Op::Crash { .. } | Op::Restart { .. }
-            ) && !matches!(&e.outcome, Outcome::Error(r) if r == "busy")
+            ) && !matches!(&e.outcome, Outcome::Error(Reason::Busy))
                 && e.outcome != Outcome::Unavailable;
             if lost_result {
                 if let Some(p) = blocked.remove(&(d, conn)) {
@@ -371,7 +372,7 @@ pub fn derive_with(h: &History, res_transactions: bool, wrong: Option<WrongFacts
                     | Op::Disconnect { .. }
                     | Op::Crash { .. }
                     | Op::Restart { .. }
-            ) && !matches!(&e.outcome, Outcome::Error(r) if r == "busy" || r == "conn-lost")
+            ) && !matches!(&e.outcome, Outcome::Error(Reason::Busy | Reason::ConnLost))
                 && e.outcome != Outcome::Unavailable;
             if sent {
                 if let Some(t) = txns.get_mut(&(d, conn)).filter(|t| t.open) {
@@ -383,12 +384,12 @@ pub fn derive_with(h: &History, res_transactions: bool, wrong: Option<WrongFacts
             }
         }
         // `busy`: the connection's statement still waits; this one was never sent.
-        if matches!(&e.outcome, Outcome::Error(r) if r == "busy") {
+        if matches!(&e.outcome, Outcome::Error(Reason::Busy)) {
             continue;
         }
         match (&e.op, &e.outcome) {
             // `still-blocked`: the statement is still waiting; a later `await` resolves it.
-            (Op::Await { .. }, Outcome::Error(r)) if r == "still-blocked" => {}
+            (Op::Await { .. }, Outcome::Error(Reason::StillBlocked)) => {}
             (Op::Await { db }, out) => {
                 if let Some(p) = blocked.remove(&(*db, conn)) {
                     let w = if wrong == Some(WrongFacts::ReplyOrder) {
@@ -401,7 +402,7 @@ pub fn derive_with(h: &History, res_transactions: bool, wrong: Option<WrongFacts
                     };
                     let t = txns.entry((*db, conn)).or_default();
                     note_unknown(&mut f, p.op, out, p.since, e.seq);
-                    if t.open && matches!(out, Outcome::Error(r) if r.starts_with("sqlstate-")) {
+                    if t.open && matches!(out, Outcome::Error(r) if r.is_sql_error()) {
                         abort(&mut f, t, &mut drafts, *db, conn);
                     } else {
                         note_own(t, p.op, p.actor, out);
@@ -505,10 +506,7 @@ pub fn derive_with(h: &History, res_transactions: bool, wrong: Option<WrongFacts
             }
             (op, out) => {
                 let t = txns.entry((db.unwrap_or(DbName::Res), conn)).or_default();
-                if db.is_some()
-                    && t.open
-                    && matches!(out, Outcome::Error(r) if r.starts_with("sqlstate-"))
-                {
+                if db.is_some() && t.open && matches!(out, Outcome::Error(r) if r.is_sql_error()) {
                     abort(&mut f, t, &mut drafts, db.unwrap_or(DbName::Res), conn);
                 } else {
                     note_unknown(&mut f, op, out, e.seq, e.seq);
@@ -533,14 +531,12 @@ pub fn derive_with(h: &History, res_transactions: bool, wrong: Option<WrongFacts
                 }
             }
         }
-        if let (Outcome::Error(r), Some(db)) = (&e.outcome, db) {
-            if r == "conn-lost" {
-                if let Some(t) = txns.remove(&(db, conn)) {
-                    discard(&mut f, &t, db);
-                }
-                if db == DbName::Res {
-                    drafts.remove(conn);
-                }
+        if let (Outcome::Error(Reason::ConnLost), Some(db)) = (&e.outcome, db) {
+            if let Some(t) = txns.remove(&(db, conn)) {
+                discard(&mut f, &t, db);
+            }
+            if db == DbName::Res {
+                drafts.remove(conn);
             }
         }
     }

@@ -14,6 +14,7 @@
 
 use crate::verdict::Violation;
 use crate::Report;
+use leaselab_model::Reason;
 use leaselab_model::{Expiry, History, Millis, Op, Outcome};
 use std::collections::BTreeSet;
 
@@ -81,7 +82,9 @@ fn resolution(h: &History, u: Unknown, applied: bool) -> Option<(usize, Outcome)
         (Op::Renew { ttl_ms, .. }, true) => Outcome::Renewed {
             expires: Expiry::At(Millis(answer.at.0.saturating_add(*ttl_ms))),
         },
-        (Op::Renew { .. } | Op::Release { .. }, false) => Outcome::Error("not applied".into()),
+        (Op::Renew { .. } | Op::Release { .. }, false) => {
+            Outcome::Error(Reason::Other("not applied".into()))
+        }
         _ => return None,
     };
     Some((i, outcome))

@@ -3,6 +3,7 @@
 
 use leaselab_checkers::{check, sometimes, Check};
 use leaselab_model::prelude::*;
+use leaselab_model::Reason;
 
 #[test]
 fn i1_fires_when_an_unlogged_table_forgets_a_live_lease() {
@@ -229,7 +230,7 @@ fn an_awaited_statement_took_effect_after_it_blocked_and_still_blocked_resolves_
     ); // #3
     assert_eq!(
         w.run("holder-b", Op::await_(DbName::Res)),
-        Outcome::Error("still-blocked".into())
+        Outcome::Error(Reason::StillBlocked)
     ); // #4
     w.run_on("holder-a", "t", Op::commit(DbName::Res)); // #5
     assert_eq!(
@@ -253,13 +254,13 @@ fn a_finished_statement_is_busy_until_collected_and_counted_once() {
     let mut w = write_blocked_on_the_floor();
     assert_eq!(
         w.run("holder-b", Op::read_floor()),
-        Outcome::Error("busy".into())
+        Outcome::Error(Reason::Busy)
     );
     w.run_on("holder-a", "t", Op::commit(DbName::Res));
     // The write finished; its client sends another statement instead of collecting it.
     assert_eq!(
         w.run("holder-b", Op::read_floor()),
-        Outcome::Error("busy".into())
+        Outcome::Error(Reason::Busy)
     );
     let f = facts_of(&w);
     assert!(f.writes.is_empty(), "{:?}", f.writes);
@@ -275,7 +276,7 @@ fn a_finished_statement_is_busy_until_collected_and_counted_once() {
     // Collected once: a second await finds nothing.
     assert_eq!(
         w.run("holder-b", Op::await_(DbName::Res)),
-        Outcome::Error("not-blocked".into())
+        Outcome::Error(Reason::NotBlocked)
     );
     assert_eq!(facts_of(&w).writes.len(), 1);
 }
@@ -300,7 +301,7 @@ fn an_error_collected_by_await_aborts_the_transaction() {
     w.run_on("holder-a", "ta", Op::commit(DbName::Res));
     assert_eq!(
         w.run_on("holder-b", "tb", Op::await_(DbName::Res)),
-        Outcome::Error("sqlstate-40001".into())
+        Outcome::Error(Reason::SERIALIZATION_FAILURE)
     );
     assert_eq!(
         w.run_on("holder-b", "tb", Op::commit(DbName::Res)),
@@ -352,7 +353,7 @@ fn a_statement_refused_as_busy_leaves_the_waiting_one_to_its_await() {
     let mut w = write_blocked_on_the_floor();
     assert_eq!(
         w.run("holder-b", Op::read_floor()),
-        Outcome::Error("busy".into())
+        Outcome::Error(Reason::Busy)
     );
     w.run_on("holder-a", "t", Op::commit(DbName::Res));
     assert_eq!(
@@ -404,7 +405,7 @@ fn a_commit_whose_answer_was_lost_makes_its_writes_maybe_unless_the_transaction_
         (
             "holder-a",
             Op::upsert("detail", "y", 1),
-            Outcome::Error("sqlstate-40001".into()),
+            Outcome::Error(Reason::SERIALIZATION_FAILURE),
         ),
         ("holder-a", Op::commit(DbName::Res), lost()),
     ]);
@@ -437,7 +438,7 @@ fn a_lease_transaction_counts_at_its_commit_and_a_lost_connection_ends_it() {
         (
             "holder-a",
             Op::read_lease(),
-            Outcome::Error("conn-lost".into()),
+            Outcome::Error(Reason::ConnLost),
         ),
         ("holder-a", Op::begin(DbName::Lease), Outcome::Ok),
         ("holder-a", Op::commit(DbName::Lease), Outcome::Ok),
@@ -446,7 +447,7 @@ fn a_lease_transaction_counts_at_its_commit_and_a_lost_connection_ends_it() {
         (
             "holder-b",
             Op::read_floor(),
-            Outcome::Error("conn-lost".into()),
+            Outcome::Error(Reason::ConnLost),
         ),
         ("holder-b", Op::begin(DbName::Res), Outcome::Ok),
         ("holder-b", Op::commit(DbName::Res), Outcome::Ok),
@@ -608,7 +609,7 @@ fn a_repeatable_read_lease_read_sees_the_snapshot_of_its_first_statement() {
     );
     assert_eq!(
         w.run_on("holder-b", "tb", Op::await_(DbName::Lease)),
-        Outcome::Error("not-blocked".into())
+        Outcome::Error(Reason::NotBlocked)
     );
     w.run("holder-a", Op::acquire("holder-a", 1000));
     assert!(matches!(
@@ -898,7 +899,7 @@ fn an_unknown_release_makes_an_overlap_possible_not_certain() {
     );
     // Known either way, nothing is left to resolve.
     assert!(!check(&history(Outcome::Released)).violated(Check::I1));
-    let refused = history(Outcome::Error("not applied".into()));
+    let refused = history(Outcome::Error(Reason::Other("not applied".into())));
     assert!(check(&refused).violated(Check::I1));
     assert!(leaselab_checkers::unknown::unknowns(&refused).is_empty());
 }
@@ -960,7 +961,7 @@ fn unknown_operations_are_every_kind_nobody_heard_back_from() {
     let lease = DbName::Lease;
     let h = hand(&[
         ("a", Op::write("summary", "a", 1), Outcome::Blocked), // #1
-        ("a", Op::await_(res), Outcome::Error("still-blocked".into())), // #2
+        ("a", Op::await_(res), Outcome::Error(Reason::StillBlocked)), // #2
         ("a", Op::Disconnect { db: res }, Outcome::Ok),        // #3: #1 dropped
         ("b", Op::renew("b", 2, 100), Outcome::Blocked),       // #4
         ("b", Op::read_lease(), Outcome::Lease(None)),         // #5: #4 never collected

@@ -5,7 +5,7 @@
 
 use leaselab_checkers::facts::derive;
 use leaselab_checkers::sometimes::{self, count, Counts};
-use leaselab_model::{DbName, Expiry, History, Holder, Millis, Op, Outcome, Token};
+use leaselab_model::{DbName, Expiry, History, Holder, Millis, Op, Outcome, Reason, Token};
 
 fn history(events: &[(&str, u64, u64, Op, Outcome)]) -> History {
     let mut h = History::default();
@@ -72,7 +72,7 @@ fn every_property_counts_exactly_its_occurrences() {
             1760,
             1760,
             Op::Restart { db: DbName::Res },
-            Outcome::Error("not-down".into()),
+            Outcome::Error(Reason::NotDown),
         ),
         (
             "b",

@@ -9,6 +9,7 @@
 //! fence, a logged lease table, versioned publishes) no such schedule may violate a check.
 
 use leaselab_model::names::{defaults, holder_name as holder};
+use leaselab_model::Reason;
 use leaselab_model::{Config, DbName, Op, Outcome, World};
 use proptest::prelude::*;
 
@@ -237,11 +238,10 @@ impl Harness {
                 self.sessions[sn(s)] = match (now, o) {
                     (Sess::FencePending(t), Outcome::Passed) => Sess::Fenced(t),
                     (Sess::UpsertPending(t), Outcome::Ok | Outcome::Accepted) => Sess::Written(t),
-                    (Sess::FencePending(_) | Sess::UpsertPending(_), Outcome::Error(e))
-                        if e == "still-blocked" =>
-                    {
-                        now
-                    }
+                    (
+                        Sess::FencePending(_) | Sess::UpsertPending(_),
+                        Outcome::Error(Reason::StillBlocked),
+                    ) => now,
                     (Sess::FencePending(_) | Sess::UpsertPending(_), _) => Sess::Failed,
                     (other, _) => other,
                 };

@@ -26,6 +26,7 @@
 pub mod holders;
 
 use leaselab_model::names::defaults;
+use leaselab_model::Reason;
 use leaselab_model::{
     AttemptOutcome, Config, DbName, Event, FenceMode, Holder, LeaseDurability, LeaseName, Millis,
     Op, Outcome, Part, PublishMode, Scope, Token,
@@ -685,7 +686,7 @@ impl Client {
         let waited = matches!(e.op, Op::Await { .. });
         let done = match (&e.op, out) {
             (_, Outcome::Blocked) => None,
-            (Op::Await { .. }, Outcome::Error(r)) if r == "still-blocked" => None,
+            (Op::Await { .. }, Outcome::Error(Reason::StillBlocked)) => None,
             (Op::Await { .. }, _) => s.pending.take(),
             (op, _) => Some(op.clone()),
         };
@@ -694,10 +695,10 @@ impl Client {
                 s.blocked = true;
                 s.pending = Some(e.op.clone());
             }
-            (Op::Await { .. }, Outcome::Error(r)) if r == "still-blocked" => {}
+            (Op::Await { .. }, Outcome::Error(Reason::StillBlocked)) => {}
             (Op::Await { .. }, _) => s.blocked = false,
             (Op::Disconnect { .. }, _) => *s = Session::default(),
-            (_, Outcome::Error(r)) if r == "conn-lost" => *s = Session::default(),
+            (_, Outcome::Error(Reason::ConnLost)) => *s = Session::default(),
             (Op::Begin { .. } | Op::BeginRepeatableRead { .. }, Outcome::Ok) => s.in_txn = true,
             (Op::Commit { .. } | Op::Rollback { .. }, _) => {
                 s.in_txn = false;

@@ -3,6 +3,7 @@
 
 use leaselab_checkers::{facts::derive, ledger::cross_check};
 use leaselab_gen::{schedule, Client};
+use leaselab_model::Reason;
 use leaselab_model::{Model, World};
 use proptest::prelude::*;
 
@@ -98,7 +99,7 @@ fn generated_schedules_reach_every_corner() {
                     (_, Outcome::Blocked) => {
                         since.insert(key.clone(), e.seq);
                     }
-                    (Op::Await { .. }, out) if *out != Outcome::Error("still-blocked".into()) => {
+                    (Op::Await { .. }, out) if *out != Outcome::Error(Reason::StillBlocked) => {
                         if open.contains_key(&key)
                             && matches!(out, Outcome::Failed | Outcome::Refused)
                         {
@@ -150,7 +151,9 @@ fn generated_schedules_reach_every_corner() {
                 {
                     hit("read in repeatable read")
                 }
-                (_, Outcome::Error(r)) if r == "sqlstate-40001" => hit("serialization failure"),
+                (_, Outcome::Error(r)) if *r == Reason::SERIALIZATION_FAILURE => {
+                    hit("serialization failure")
+                }
                 (Op::Acquire { .. }, Outcome::Granted { .. }) => {
                     let prev =
                         w.history

@@ -3,6 +3,7 @@
 //! one checker judges the model and the real database alike.
 
 use crate::names::{ConnId, Holder, LeaseName, Part, Scope, Token};
+use crate::reason::Reason;
 use crate::rows::{AttemptOutcome, LeaseRow, PartRow};
 use crate::time::{Expiry, Millis};
 
@@ -278,7 +279,7 @@ pub enum Outcome {
     /// The database is down: definitely not applied.
     Unavailable,
     /// Definitely not applied, for the stated reason (`conn-lost`, `not-blocked`, `in-transaction`, …).
-    Error(String),
+    Error(Reason),
     /// May or may not have been applied (a timeout, a connection lost while a commit was in
     /// flight). Checkers treat it as Jepsen treats `:info`.
     Indeterminate(String),

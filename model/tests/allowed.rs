@@ -3,6 +3,7 @@
 
 use leaselab_model::allowed::Allowed;
 use leaselab_model::prelude::*;
+use leaselab_model::Reason;
 
 /// The history up to the commit that releases the two waiters, and the two `await`s after it.
 fn schedule() -> Vec<Event> {
@@ -221,7 +222,7 @@ fn waiters_behind_a_failed_recheck_wait_for_its_transaction_then_race_again() {
     // ... and then c still waits: a's transaction holds the floor.
     let c_waits = at("holder-c", Op::await_(DbName::Res));
     worlds
-        .step(&c_waits, |o| *o == Outcome::Error("still-blocked".into()))
+        .step(&c_waits, |o| *o == Outcome::Error(Reason::StillBlocked))
         .expect("c waits behind a");
     assert!(
         worlds
@@ -234,7 +235,7 @@ fn waiters_behind_a_failed_recheck_wait_for_its_transaction_then_race_again() {
     end_a.conn = Some(ConnId::new("ta"));
     worlds.step(&end_a, |_| true).expect("rollback");
     // Now c and d race: c may have locked first (passed) or still wait behind d.
-    for c_sees in [Outcome::Passed, Outcome::Error("still-blocked".into())] {
+    for c_sees in [Outcome::Passed, Outcome::Error(Reason::StillBlocked)] {
         worlds
             .clone()
             .step(&c_waits, |o| *o == c_sees)
@@ -246,7 +247,7 @@ fn waiters_behind_a_failed_recheck_wait_for_its_transaction_then_race_again() {
         .step(&c_waits, |o| *o == Outcome::Passed)
         .expect("c first");
     worlds
-        .step(&a_first, |o| *o == Outcome::Error("still-blocked".into()))
+        .step(&a_first, |o| *o == Outcome::Error(Reason::StillBlocked))
         .expect("a waits behind c");
 }
 
@@ -353,7 +354,7 @@ fn a_wait_cycle_aborts_one_member_either_one() {
     w.run_on("holder-b", "tb", Op::begin(DbName::Res));
     assert_eq!(w.run_on("holder-b", "tb", Op::fence(3)), Outcome::Passed);
     assert_eq!(w.run_on("holder-a", "ta", Op::fence(2)), Outcome::Blocked);
-    let dead = Outcome::Error("sqlstate-40P01".into());
+    let dead = Outcome::Error(Reason::DEADLOCK_DETECTED);
     // B's upsert closes the cycle: it is aborted, its fence undone, and A's fence passes.
     assert_eq!(
         w.run_on("holder-b", "tb", Op::upsert("summary", "b", 3)),
@@ -380,7 +381,7 @@ fn a_wait_cycle_aborts_one_member_either_one() {
     // Or A is the one aborted: B's upsert goes on, and A's await reports the deadlock.
     assert_eq!(run(Outcome::Ok, dead.clone()), Ok(()));
     // Both blocked for ever is not an outcome PostgreSQL has.
-    assert!(run(Outcome::Blocked, Outcome::Error("still-blocked".into())).is_err());
+    assert!(run(Outcome::Blocked, Outcome::Error(Reason::StillBlocked)).is_err());
 }
 
 /// C fences the floor, D and then B wait for it, B holding the `detail` part: C's upsert of
@@ -405,7 +406,7 @@ fn queue_behind_a_fence(w: &mut World) {
 fn a_waiter_ahead_in_the_queue_may_be_the_victim_and_the_cycle_is_broken_again() {
     let mut w = World::new(Config::default());
     queue_behind_a_fence(&mut w);
-    let dead = Outcome::Error("sqlstate-40P01".into());
+    let dead = Outcome::Error(Reason::DEADLOCK_DETECTED);
     assert_eq!(
         w.run_on("holder-c", "tc", Op::upsert("detail", "c", 1)),
         dead
@@ -450,7 +451,7 @@ fn a_one_shot_write_aborted_by_a_deadlock_leaves_its_connection_free() {
         w.run("holder-a", Op::write("summary", "a", 2)),
         Outcome::Blocked
     );
-    let dead = Outcome::Error("sqlstate-40P01".into());
+    let dead = Outcome::Error(Reason::DEADLOCK_DETECTED);
     assert_eq!(w.run_on("holder-c", "tc", Op::fence(1)), dead);
     w.run("holder-a", Op::await_(DbName::Res));
     let mut events = w.history.events;
@@ -500,7 +501,7 @@ fn a_waiter_on_another_row_is_never_a_deadlock_victim() {
         let mut x = world.clone();
         assert_eq!(
             x.run_on("holder-e", "te", Op::await_(DbName::Res)),
-            Outcome::Error("still-blocked".into())
+            Outcome::Error(Reason::StillBlocked)
         );
     }
 }

@@ -1,6 +1,7 @@
 //! Every lease and fence rule the README states (the invariants and the cases), one test each.
 
 use leaselab_model::prelude::*;
+use leaselab_model::Reason;
 
 const A: &str = "holder-a";
 const B: &str = "holder-b";
@@ -198,7 +199,7 @@ fn f6b(a_first: bool) -> World {
     );
     assert_eq!(
         w.run(second, Op::await_(res)),
-        Outcome::Error("still-blocked".into())
+        Outcome::Error(Reason::StillBlocked)
     );
     assert_eq!(
         w.run(first, Op::upsert("summary", "first", ft)),
@@ -321,7 +322,7 @@ fn crash_keeps_committed_rolls_back_open_and_ttl_keeps_running() {
     w.run("admin", Op::Restart { db: DbName::Lease });
     assert_eq!(
         w.run(B, Op::commit(DbName::Res)),
-        Outcome::Error("conn-lost".into())
+        Outcome::Error(Reason::ConnLost)
     );
     assert_eq!(w.run(B, Op::read_part("detail")), Outcome::Part(None));
     assert!(matches!(
@@ -369,11 +370,11 @@ fn a_connection_runs_one_statement_at_a_time() {
     assert_eq!(w.run(A, Op::write("summary", "a", 3)), Outcome::Blocked);
     assert_eq!(
         w.run(A, Op::write("summary", "a", 3)),
-        Outcome::Error("busy".into())
+        Outcome::Error(Reason::Busy)
     );
     assert_eq!(
         w.run(A, Op::await_(DbName::Res)),
-        Outcome::Error("still-blocked".into())
+        Outcome::Error(Reason::StillBlocked)
     );
 }
 
@@ -569,7 +570,7 @@ fn a_repeatable_read_fence_on_a_floor_replaced_since_its_snapshot_fails_without_
     assert_eq!(w.run_on(A, "ta", Op::fence(3)), Outcome::Passed);
     assert_eq!(
         w.run_on(B, "tb", Op::fence(4)),
-        Outcome::Error("sqlstate-40001".into())
+        Outcome::Error(Reason::SERIALIZATION_FAILURE)
     );
 }
 
@@ -609,7 +610,7 @@ fn repeatable_read_on_a_changed_lease_row_acquire_fails_renew_is_refused() {
     assert_eq!(w.run_on(B, "tb", Op::renew(B, 1, 1000)), Outcome::Refused);
     assert_eq!(
         w.run_on(B, "tb", Op::acquire(B, 1000)),
-        Outcome::Error("sqlstate-40001".into())
+        Outcome::Error(Reason::SERIALIZATION_FAILURE)
     );
 }
 

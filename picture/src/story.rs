@@ -7,6 +7,7 @@
 
 use leaselab_checkers::facts::{self, Certainty, LeaseChange};
 use leaselab_checkers::{Report, Violation};
+use leaselab_model::Reason;
 use leaselab_model::{Config, DbName, Expiry, History, Holder, Millis, Op, Outcome, Token};
 use std::collections::BTreeSet;
 
@@ -273,7 +274,7 @@ impl Story {
                     moments.push(mark(Mark::Waits(e.actor.clone())));
                     continue;
                 }
-                (Op::Await { .. }, Outcome::Error(r)) if r == "still-blocked" => continue,
+                (Op::Await { .. }, Outcome::Error(Reason::StillBlocked)) => continue,
                 (Op::Await { .. }, _) => match waiting.iter().position(|(k, _)| *k == key) {
                     Some(i) => waiting.remove(i).1,
                     None => e.op.clone(),

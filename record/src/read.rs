@@ -11,6 +11,7 @@
 
 use crate::write::default_result;
 use crate::{FORMAT, VERSION};
+use leaselab_model::Reason;
 use leaselab_model::{
     AttemptOutcome, ConnId, DbName, Expiry, History, Holder, LeaseName, LeaseRow, Millis, Op,
     Outcome, Part, PartRow, Scope, Token,
@@ -750,7 +751,7 @@ impl<'a> Fields<'a> {
             "rejected" => Outcome::Rejected,
             "failed" => Outcome::Failed,
             "unavailable" => Outcome::Unavailable,
-            "error" => Outcome::Error(reason("failed")?),
+            "error" => Outcome::Error(Reason::other(reason("failed")?)),
             "indeterminate" => Outcome::Indeterminate(reason("unknown")?),
             "now" => Outcome::Now(Millis(self.u64("value")?)),
             "count" => Outcome::Count(self.u64("value")?),

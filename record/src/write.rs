@@ -255,7 +255,8 @@ pub fn completion_line(h: Head<'_>, word: &str, outcome: &Outcome, out: &mut Str
             l.raw("value", &v);
         }
         Outcome::Count(n) => l.num("value", *n),
-        Outcome::Error(r) | Outcome::Indeterminate(r) => l.str("error", r),
+        Outcome::Error(r) => l.str("error", &r.to_string()),
+        Outcome::Indeterminate(r) => l.str("error", r),
         _ => {}
     }
     l.end();

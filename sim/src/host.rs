@@ -4,6 +4,7 @@
 //! statement only when it finishes (recorded as that connection's `await`), as a PostgreSQL
 //! backend answers its client when the lock wait ends.
 
+use leaselab_model::Reason;
 use leaselab_model::{
     Backend, Config, ConnId, DbName, Holder, Millis, Model, Op, Outcome, Waits, World,
 };
@@ -164,7 +165,7 @@ impl<B: Backend + Waits> DbHosts<B> {
         let mut replies = Vec::new();
         for k in cut {
             if let Some((h, req)) = self.waiting.remove(&k) {
-                replies.push((h, req, Outcome::Error("conn-lost".into())));
+                replies.push((h, req, Outcome::Error(Reason::ConnLost)));
             }
         }
         replies

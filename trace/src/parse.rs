@@ -5,6 +5,7 @@
 use crate::format::{Trace, TraceError, MAGIC};
 use leaselab_checkers::Check;
 use leaselab_model::text::{escape, unescape};
+use leaselab_model::Reason;
 use leaselab_model::{
     AttemptOutcome, ClientExpiry, Config, ConnId, DbName, Event, Expiry, FenceMode, History,
     Holder, LeaseDurability, LeaseName, LeaseRow, Millis, Op, Outcome, Part, PartRow, PublishMode,
@@ -774,7 +775,7 @@ impl<'f> Parser<'f> {
             "valid" => Outcome::Valid,
             "expired" => Outcome::Expired,
             "unavailable" => Outcome::Unavailable,
-            "error" => Outcome::Error(self.take(&mut f, "reason")?),
+            "error" => Outcome::Error(Reason::other(self.take(&mut f, "reason")?)),
             "indeterminate" => Outcome::Indeterminate(self.take(&mut f, "reason")?),
             other => return Err(self.err(n, "outcome", format!("unknown outcome `{other}`"))),
         };

@@ -5,6 +5,7 @@ use crate::engine::{Engine, Key, Waiting};
 use crate::history::Outcome;
 use crate::names::ConnId;
 use crate::time::Millis;
+use crate::Reason;
 
 /// How one step ended: an outcome, or a wait on a key with the continuation.
 pub(super) type Step<T> = Result<Outcome, (Key, T)>;
@@ -53,10 +54,10 @@ pub(super) trait Db {
         let c = e.conn(id);
         if c.lost {
             c.lost = false;
-            return Some(Outcome::Error("conn-lost".into()));
+            return Some(Outcome::Error(Reason::ConnLost));
         }
         if c.waiting.is_some() || c.finished.is_some() {
-            return Some(Outcome::Error("busy".into()));
+            return Some(Outcome::Error(Reason::Busy));
         }
         None
     }
@@ -65,7 +66,7 @@ pub(super) trait Db {
     fn aborted(&mut self, id: &ConnId) -> Option<Outcome> {
         self.engine()
             .is_aborted(id)
-            .then(|| Outcome::Error("sqlstate-25P02".into()))
+            .then(|| Outcome::Error(Reason::IN_FAILED_SQL_TRANSACTION))
     }
 
     fn submit(&mut self, id: &ConnId, task: Self::Task, now: Millis) -> Outcome {
@@ -104,7 +105,7 @@ pub(super) trait Db {
     /// `id`'s own outcome when it is the one aborted.
     fn deadlock(&mut self, id: &ConnId) -> Option<Outcome> {
         while let Some((victim, w)) = self.engine().deadlock_victim(id) {
-            let out = Outcome::Error("sqlstate-40P01".into());
+            let out = Outcome::Error(Reason::DEADLOCK_DETECTED);
             let e = self.engine();
             if e.conns.get(&victim).is_some_and(|c| c.orphan) {
                 // Nobody reads the error: the backend finds the socket closed and is gone.
@@ -168,15 +169,15 @@ pub(super) trait Db {
         }
         let c = e.conn(id);
         if c.waiting.is_some() {
-            return Outcome::Error("still-blocked".into());
+            return Outcome::Error(Reason::StillBlocked);
         }
         if let Some(o) = c.finished.take() {
             return o;
         }
         if c.lost {
             c.lost = false;
-            return Outcome::Error("conn-lost".into());
+            return Outcome::Error(Reason::ConnLost);
         }
-        Outcome::Error("not-blocked".into())
+        Outcome::Error(Reason::NotBlocked)
     }
 }

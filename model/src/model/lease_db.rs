@@ -9,6 +9,7 @@ use crate::names::{ConnId, Holder, LeaseName, Token};
 use crate::rows::LeaseRow;
 use crate::rules;
 use crate::time::Millis;
+use crate::Reason;
 
 /// A lease statement, kept whole so it can resume after a lock wait.
 #[derive(Clone, Debug)]
@@ -96,7 +97,7 @@ impl Db for LeaseDb {
                 // `IsolationUsesXactSnapshot`). ON CONFLICT locks the newest version first.
                 if is_update && self.engine.serialization_conflict(id, &key) {
                     self.engine.abort_txn(id);
-                    return Ok(Outcome::Error("sqlstate-40001".into()));
+                    return Ok(Outcome::Error(Reason::SERIALIZATION_FAILURE));
                 }
                 return Err((key, task));
             }
@@ -167,7 +168,7 @@ impl Db for LeaseDb {
         let targets = !is_update || matches!(effect, Effect::Write(_));
         if targets && self.engine.serialization_conflict(id, &key) {
             self.engine.abort_txn(id);
-            return Ok(Outcome::Error("sqlstate-40001".into()));
+            return Ok(Outcome::Error(Reason::SERIALIZATION_FAILURE));
         }
         self.engine.apply(id, key, effect);
         Ok(out)

@@ -11,6 +11,7 @@ use crate::names::{ConnId, Holder, Part, Scope, Token};
 use crate::rows::{Attempt, AttemptOutcome, PartRow};
 use crate::rules;
 use crate::time::Millis;
+use crate::Reason;
 
 /// The arguments of one write; the writer is the calling actor.
 #[derive(Clone, Debug)]
@@ -294,13 +295,12 @@ impl Db for ResDb {
     // The resource's statements do not read the clock (only `written_at`, which is not
     // modelled), so `now` is unused here.
     fn step(&mut self, id: &ConnId, task: ResTask, _now: Millis, resumed: bool) -> Step<ResTask> {
-        const SERIALIZATION: &str = "sqlstate-40001";
         match task {
             ResTask::WriteFence(w) => match self.fence_stmt(id, &w, resumed) {
                 Err(k) => Err((k, ResTask::WriteFence(w))),
                 Ok(None) => {
                     self.engine.end(id, false);
-                    Ok(Outcome::Error(SERIALIZATION.into()))
+                    Ok(Outcome::Error(Reason::SERIALIZATION_FAILURE))
                 }
                 Ok(Some(false)) => Ok(self.finish_write(id, &w, false)),
                 Ok(Some(true)) => self.step(id, ResTask::WriteUpsert(w, false), _now, false),
@@ -309,13 +309,13 @@ impl Db for ResDb {
                 Err((k, fs)) => Err((k, ResTask::WriteUpsert(w, fs))),
                 Ok(None) => {
                     self.engine.end(id, false);
-                    Ok(Outcome::Error(SERIALIZATION.into()))
+                    Ok(Outcome::Error(Reason::SERIALIZATION_FAILURE))
                 }
                 Ok(Some(pass)) => Ok(self.finish_write(id, &w, pass)),
             },
             ResTask::Fence(w) => match self.fence_stmt(id, &w, resumed) {
                 Err(k) => Err((k, ResTask::Fence(w))),
-                Ok(None) => Ok(Outcome::Error(SERIALIZATION.into())),
+                Ok(None) => Ok(Outcome::Error(Reason::SERIALIZATION_FAILURE)),
                 Ok(Some(true)) => Ok(Outcome::Passed),
                 Ok(Some(false)) if self.in_txn(id) => {
                     self.draft(id, w, false);
@@ -328,7 +328,7 @@ impl Db for ResDb {
             },
             ResTask::Upsert(w, floor_set) => match self.upsert_stmt(id, &w, floor_set) {
                 Err((k, fs)) => Err((k, ResTask::Upsert(w, fs))),
-                Ok(None) => Ok(Outcome::Error(SERIALIZATION.into())),
+                Ok(None) => Ok(Outcome::Error(Reason::SERIALIZATION_FAILURE)),
                 Ok(Some(pass)) if self.in_txn(id) => {
                     self.draft(id, w, pass);
                     Ok(if pass { Outcome::Ok } else { Outcome::Failed })
@@ -357,7 +357,7 @@ impl Db for ResDb {
                 // serialization failure for DO NOTHING too (`ExecCheckTIDVisible`).
                 if self.engine.serialization_conflict(id, &k) {
                     self.engine.abort_txn(id);
-                    return Ok(Outcome::Error(SERIALIZATION.into()));
+                    return Ok(Outcome::Error(Reason::SERIALIZATION_FAILURE));
                 }
                 let old = self.engine.read(id, &k);
                 let pass = match (self.publish, old) {

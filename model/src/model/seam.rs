@@ -13,6 +13,7 @@ use crate::engine::{Key, Row};
 use crate::history::{DbName, Outcome};
 use crate::names::{ConnId, Holder, LeaseName, Part, Scope, Token};
 use crate::rows::{AttemptOutcome, PartRow};
+use crate::Reason;
 
 impl LeaseStore for Model {
     fn acquire(
@@ -91,7 +92,7 @@ impl FencedResource for Model {
             return o;
         }
         if self.res.in_txn(cx.conn) {
-            return Outcome::Error("in-transaction".into());
+            return Outcome::Error(Reason::InTransaction);
         }
         if self.res.uses_txn() {
             self.res.engine.begin(cx.conn, cx.now, false);
@@ -234,7 +235,9 @@ impl Admin for Model {
         // Check-then-write keeps no transaction: BEGIN/COMMIT are markers for it.
         let txn_db = db == DbName::Lease || self.res.uses_txn();
         let out = match step {
-            SessionStep::Now if self.is_aborted(db, id) => Outcome::Error("sqlstate-25P02".into()),
+            SessionStep::Now if self.is_aborted(db, id) => {
+                Outcome::Error(Reason::IN_FAILED_SQL_TRANSACTION)
+            }
             SessionStep::Now => {
                 // `SELECT now()` is a statement: a REPEATABLE READ snapshot is taken here.
                 match db {
@@ -254,7 +257,7 @@ impl Admin for Model {
                     DbName::Res => self.res.in_txn(id),
                 };
                 if open {
-                    Outcome::Error("in-transaction".into())
+                    Outcome::Error(Reason::InTransaction)
                 } else {
                     if txn_db {
                         match db {
@@ -281,7 +284,7 @@ impl Admin for Model {
                     DbName::Res => self.res.end_txn(id, commit),
                 }
             }
-            SessionStep::Await | SessionStep::Disconnect => Outcome::Error("not-blocked".into()),
+            SessionStep::Await | SessionStep::Disconnect => Outcome::Error(Reason::NotBlocked),
         };
         match db {
             DbName::Lease => self.lease.wake(),
@@ -294,7 +297,7 @@ impl Admin for Model {
         match db {
             DbName::Lease => {
                 if !self.lease.engine.up {
-                    return Outcome::Error("already-down".into());
+                    return Outcome::Error(Reason::AlreadyDown);
                 }
                 self.lease.engine.crash();
                 if self.lease.durability == LeaseDurability::Unlogged {
@@ -306,7 +309,7 @@ impl Admin for Model {
             }
             DbName::Res => {
                 if !self.res.engine.up {
-                    return Outcome::Error("already-down".into());
+                    return Outcome::Error(Reason::AlreadyDown);
                 }
                 self.res.engine.crash();
             }
@@ -320,7 +323,7 @@ impl Admin for Model {
             DbName::Res => &mut self.res.engine.up,
         };
         if *e_up {
-            return Outcome::Error("not-down".into());
+            return Outcome::Error(Reason::NotDown);
         }
         *e_up = true;
         Outcome::Ok

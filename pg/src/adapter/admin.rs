@@ -5,6 +5,7 @@ use super::error::*;
 use super::session::*;
 use super::state::*;
 use super::statements::*;
+use leaselab_model::Reason;
 use leaselab_model::{Admin, Config, ConnId, Ctx, DbName, Expiry, Outcome, SessionStep};
 
 impl Admin for PgBackend {
@@ -31,16 +32,16 @@ impl Admin for PgBackend {
                 let side = &mut self.sides[i];
                 if let Some(s) = side.sessions.get_mut(cx.conn) {
                     if s.pending.is_some() {
-                        return Outcome::Error("still-blocked".into());
+                        return Outcome::Error(Reason::StillBlocked);
                     }
                     if let Some(o) = s.finished.take() {
                         return o;
                     }
                 }
                 if side.lost.remove(cx.conn) {
-                    return Outcome::Error("conn-lost".into());
+                    return Outcome::Error(Reason::ConnLost);
                 }
-                return Outcome::Error("not-blocked".into());
+                return Outcome::Error(Reason::NotBlocked);
             }
             SessionStep::Disconnect => {
                 if !self.sides[i].up {
@@ -98,7 +99,9 @@ impl Admin for PgBackend {
                         let us: i64 = c.query_one(&s.now, &[]).await.map_err(stmt_err)?.get(0);
                         match ms_of_us(Some(us))? {
                             Expiry::At(t) => Ok(Outcome::Now(t)),
-                            Expiry::NegInfinity => Ok(Outcome::Error("bad-now".into())),
+                            Expiry::NegInfinity => {
+                                Ok(Outcome::Error(Reason::Other("bad-now".into())))
+                            }
                         }
                     }
                     .await;
@@ -106,7 +109,7 @@ impl Admin for PgBackend {
                 })
             }
             SessionStep::Begin | SessionStep::BeginRepeatableRead if in_txn => {
-                Outcome::Error("in-transaction".into())
+                Outcome::Error(Reason::InTransaction)
             }
             SessionStep::Begin | SessionStep::BeginRepeatableRead if !txn_db => Outcome::Ok,
             SessionStep::Begin | SessionStep::BeginRepeatableRead => {
@@ -168,7 +171,7 @@ impl Admin for PgBackend {
                 }
                 o
             }
-            SessionStep::Await | SessionStep::Disconnect => Outcome::Error("not-blocked".into()),
+            SessionStep::Await | SessionStep::Disconnect => Outcome::Error(Reason::NotBlocked),
         };
         self.settle(i);
         out
@@ -179,13 +182,18 @@ impl Admin for PgBackend {
         // and both sides go down with it.
         let i = if self.linked() { 0 } else { db.index() };
         if !self.sides[i].up {
-            return Outcome::Error("already-down".into());
+            return Outcome::Error(Reason::AlreadyDown);
         }
         let Some(cl) = self.sides[i].cluster.as_mut() else {
-            return Outcome::Error("crash-unsupported-on-an-existing-server".into());
+            return Outcome::Error(Reason::Other(
+                "crash-unsupported-on-an-existing-server".into(),
+            ));
         };
         if let Err(e) = cl.crash() {
-            return Outcome::Error(format!("crash-failed:{}", e.to_string().replace(' ', "_")));
+            return Outcome::Error(Reason::other(format!(
+                "crash-failed:{}",
+                e.to_string().replace(' ', "_")
+            )));
         }
         let sides = if self.linked() { vec![0, 1] } else { vec![i] };
         for j in sides {
@@ -208,16 +216,18 @@ impl Admin for PgBackend {
     fn restart(&mut self, _cx: &Ctx<'_>, db: DbName) -> Outcome {
         let i = if self.linked() { 0 } else { db.index() };
         if self.sides[i].up {
-            return Outcome::Error("not-down".into());
+            return Outcome::Error(Reason::NotDown);
         }
         let Some(cl) = self.sides[i].cluster.as_mut() else {
-            return Outcome::Error("restart-unsupported-on-an-existing-server".into());
+            return Outcome::Error(Reason::Other(
+                "restart-unsupported-on-an-existing-server".into(),
+            ));
         };
         if let Err(e) = cl.boot() {
-            return Outcome::Error(format!(
+            return Outcome::Error(Reason::other(format!(
                 "restart-failed:{}",
                 e.to_string().replace(' ', "_")
-            ));
+            )));
         }
         self.sides[i].up = true;
         if self.linked() {

@@ -2,6 +2,7 @@
 //! the model spells them; a connection lost during COMMIT is indeterminate).
 
 use crate::cluster::ClusterError;
+use leaselab_model::Reason;
 use leaselab_model::{Expiry, Millis, Outcome};
 
 /// Errors of the adapter itself (not outcomes of statements, which are [`Outcome`]s).
@@ -52,9 +53,12 @@ pub(super) fn pe(what: &str, source: tokio_postgres::Error) -> PgError {
 /// A statement error as an outcome: definitely not applied unless the connection broke.
 pub(super) fn stmt_err(e: tokio_postgres::Error) -> Outcome {
     match e.code() {
-        Some(c) => Outcome::Error(format!("sqlstate-{}", c.code())),
-        None if e.is_closed() => Outcome::Error("conn-lost".into()),
-        None => Outcome::Error(format!("pg:{}", e.to_string().replace(' ', "_"))),
+        Some(c) => Outcome::Error(Reason::other(format!("sqlstate-{}", c.code()))),
+        None if e.is_closed() => Outcome::Error(Reason::ConnLost),
+        None => Outcome::Error(Reason::other(format!(
+            "pg:{}",
+            e.to_string().replace(' ', "_")
+        ))),
     }
 }
 
@@ -78,6 +82,8 @@ pub(super) fn ms_of_us(us: Option<i64>) -> Result<Expiry, Outcome> {
     match us {
         None => Ok(Expiry::NegInfinity),
         Some(us) if us >= 0 && us % 1000 == 0 => Ok(Expiry::At(Millis((us / 1000) as u64))),
-        Some(us) => Err(Outcome::Error(format!("sub-millisecond-time-{us}us"))),
+        Some(us) => Err(Outcome::Error(Reason::other(format!(
+            "sub-millisecond-time-{us}us"
+        )))),
     }
 }

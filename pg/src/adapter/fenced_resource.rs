@@ -6,6 +6,7 @@ use super::spec_ops::Args;
 use super::state::*;
 use super::statements::*;
 use crate::spec::OpKind;
+use leaselab_model::Reason;
 use leaselab_model::{
     AttemptOutcome, Ctx, DbName, FencedResource, Holder, Outcome, Part, PartRow, Scope, Token,
 };
@@ -32,7 +33,7 @@ impl FencedResource for PgBackend {
         }
         let (c, s, in_txn) = session_or_return!(self, DbName::Res, cx);
         if in_txn {
-            return Outcome::Error("in-transaction".into());
+            return Outcome::Error(Reason::InTransaction);
         }
         let now = self.now_for(false, cx.now);
         let mode = self.config.fence;
@@ -81,7 +82,7 @@ impl FencedResource for PgBackend {
 
     fn fence(&mut self, cx: &Ctx<'_>, scope: &Scope, token: Token) -> Outcome {
         if self.spec.is_some() {
-            return Outcome::Error("spec-writes-are-one-shot".into());
+            return Outcome::Error(Reason::Other("spec-writes-are-one-shot".into()));
         }
         let (c, s, in_txn) = session_or_return!(self, DbName::Res, cx);
         let now = self.now_for(in_txn, cx.now);
@@ -116,7 +117,7 @@ impl FencedResource for PgBackend {
         token: Token,
     ) -> Outcome {
         if self.spec.is_some() {
-            return Outcome::Error("spec-writes-are-one-shot".into());
+            return Outcome::Error(Reason::Other("spec-writes-are-one-shot".into()));
         }
         let (c, s, in_txn) = session_or_return!(self, DbName::Res, cx);
         let now = self.now_for(in_txn, cx.now);

@@ -6,6 +6,7 @@ use super::error::*;
 use super::state::*;
 use super::statements::*;
 use crate::sql;
+use leaselab_model::Reason;
 use leaselab_model::{ConnId, Ctx, DbName, FenceMode, Millis, Outcome, Part, Scope, Token};
 use std::future::Future;
 use std::sync::Arc;
@@ -91,7 +92,7 @@ pub(super) async fn wait_or_blocked(
             r = &mut h => {
                 return match r {
                     Ok(o) => Waited::Done(o),
-                    Err(_) => Waited::Done(Outcome::Error("task-failed".into()).into()),
+                    Err(_) => Waited::Done(Outcome::Error(Reason::Other("task-failed".into())).into()),
                 };
             }
             _ = tokio::time::sleep(Duration::from_millis(1)) => {}
@@ -143,11 +144,11 @@ impl PgBackend {
             return Some(Outcome::Unavailable);
         }
         if side.lost.remove(conn) {
-            return Some(Outcome::Error("conn-lost".into()));
+            return Some(Outcome::Error(Reason::ConnLost));
         }
         if let Some(s) = side.sessions.get_mut(conn) {
             if s.pending.is_some() || s.finished.is_some() {
-                return Some(Outcome::Error("busy".into()));
+                return Some(Outcome::Error(Reason::Busy));
             }
         }
         None
@@ -282,12 +283,12 @@ impl PgBackend {
     {
         let i = db.index();
         let Some(pid) = self.sides[i].sessions.get(conn).map(|s| s.pid) else {
-            return Outcome::Error("no-session".into());
+            return Outcome::Error(Reason::Other("no-session".into()));
         };
         let others = self.others(i, conn);
         let admin = match self.admin(i) {
             Ok(a) => a,
-            Err(e) => return Outcome::Error(format!("admin:{e}")),
+            Err(e) => return Outcome::Error(Reason::other(format!("admin:{e}"))),
         };
         let handle = self.rt.spawn(fut);
         let r = self
@@ -321,7 +322,9 @@ impl PgBackend {
                 }
                 Outcome::Blocked
             }
-            Waited::Stuck => Outcome::Error("stuck-neither-finished-nor-blocked".into()),
+            Waited::Stuck => {
+                Outcome::Error(Reason::Other("stuck-neither-finished-nor-blocked".into()))
+            }
         };
         self.settle(i);
         if self.linked() {
@@ -348,7 +351,7 @@ impl PgBackend {
             s.drafts.extend(out.drafts);
             // Any error inside a transaction aborts it (manual 3.4: "the transaction is
             // aborted"; later statements fail with 25P02 and COMMIT rolls back).
-            if s.in_txn && matches!(&out.outcome, Outcome::Error(r) if r.starts_with("sqlstate-")) {
+            if s.in_txn && matches!(&out.outcome, Outcome::Error(r) if r.is_sql_error()) {
                 s.aborted = true;
             }
         }
@@ -410,8 +413,9 @@ impl PgBackend {
                     }
                     Waited::Stuck => {
                         if let Some(s) = self.sides[i].sessions.get_mut(&c) {
-                            s.finished =
-                                Some(Outcome::Error("stuck-neither-finished-nor-blocked".into()));
+                            s.finished = Some(Outcome::Error(Reason::Other(
+                                "stuck-neither-finished-nor-blocked".into(),
+                            )));
                         }
                     }
                 }
@@ -448,7 +452,7 @@ impl PgBackend {
         let admin = if via_admin {
             match self.admin(1) {
                 Ok((a, _)) => Some(a),
-                Err(e) => return Outcome::Error(format!("admin:{e}")),
+                Err(e) => return Outcome::Error(Reason::other(format!("admin:{e}"))),
             }
         } else {
             None

@@ -7,6 +7,7 @@ use super::error::*;
 use super::state::*;
 use super::statements::*;
 use crate::spec::{OpKind, Param, Shape, StatementKind};
+use leaselab_model::Reason;
 use leaselab_model::{Ctx, DbName, Expiry, Millis, Outcome, Token};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -77,7 +78,7 @@ const EPOCH_US: i64 = 9_497 * 86_400 * 1_000_000;
 fn expiry_of(t: RawTime) -> Result<Expiry, Outcome> {
     match t.0 {
         i64::MIN => Ok(Expiry::NegInfinity),
-        i64::MAX => Err(Outcome::Error("expiry-infinity".into())),
+        i64::MAX => Err(Outcome::Error(Reason::Other("expiry-infinity".into()))),
         us => ms_of_us(Some(us - EPOCH_US)),
     }
 }
@@ -130,7 +131,7 @@ async fn exec(
         if let Some(p) = pause.take_if(|p| p.after + 1 == i) {
             p.at.store(true, Ordering::SeqCst);
             let Ok(resumed) = p.resume.await else {
-                return Err(Outcome::Error("conn-lost".into()));
+                return Err(Outcome::Error(Reason::ConnLost));
             };
             // Each statement of an autocommit list is its own transaction: its `now()` is
             // when it runs, after the pause. In a transaction `now()` stays its start.
@@ -170,7 +171,7 @@ async fn exec(
     if let Some(p) = pause {
         p.at.store(true, Ordering::SeqCst);
         if p.resume.await.is_err() {
-            return Err(Outcome::Error("conn-lost".into()));
+            return Err(Outcome::Error(Reason::ConnLost));
         }
     }
     if txn {
@@ -187,7 +188,10 @@ impl PgBackend {
         // down, a lost connection): it must not move on to a later one.
         let pause_next = self.pause_next.take();
         let Some(at) = run.spec.ops.iter().position(|o| o.kind == kind) else {
-            return Some(Outcome::Error(format!("spec-has-no-{}", kind.as_str())));
+            return Some(Outcome::Error(Reason::other(format!(
+                "spec-has-no-{}",
+                kind.as_str()
+            ))));
         };
         let db = if kind.on_lease_side() {
             DbName::Lease
@@ -202,7 +206,7 @@ impl PgBackend {
             Err(o) => return Some(o),
         };
         if in_txn {
-            return Some(Outcome::Error("in-transaction".into()));
+            return Some(Outcome::Error(Reason::InTransaction));
         }
         let op = &run.spec.ops[at];
         let shape = run.shapes[at].clone();
@@ -312,13 +316,15 @@ fn grant(
     now: Option<Millis>,
     ttl_ms: i64,
 ) -> Result<Outcome, Outcome> {
-    let row = row.ok_or_else(|| Outcome::Error("acquire-returned-no-row".into()))?;
+    let row = row.ok_or_else(|| Outcome::Error(Reason::Other("acquire-returned-no-row".into())))?;
     let col = shape
         .token
-        .ok_or_else(|| Outcome::Error("acquire-has-no-token".into()))?;
+        .ok_or_else(|| Outcome::Error(Reason::Other("acquire-has-no-token".into())))?;
     let token = int_at(row, col)?;
     if token <= 0 {
-        return Err(Outcome::Error(format!("token-not-positive-{token}")));
+        return Err(Outcome::Error(Reason::other(format!(
+            "token-not-positive-{token}"
+        ))));
     }
     Ok(Outcome::Granted {
         token: Token(token as u64),
@@ -347,9 +353,9 @@ fn expires(
 ) -> Result<Expiry, Outcome> {
     match shape.expires_at {
         Some(i) => {
-            let t: RawTime = row
-                .try_get(i)
-                .map_err(|e| Outcome::Error(format!("expires_at:{e}").replace(' ', "_")))?;
+            let t: RawTime = row.try_get(i).map_err(|e| {
+                Outcome::Error(Reason::other(format!("expires_at:{e}").replace(' ', "_")))
+            })?;
             expiry_of(t)
         }
         None => asked(now, ttl_ms),
@@ -357,7 +363,7 @@ fn expires(
 }
 
 fn asked(now: Option<Millis>, ttl_ms: i64) -> Result<Expiry, Outcome> {
-    let now = now.ok_or_else(|| Outcome::Error("no-virtual-time".into()))?;
+    let now = now.ok_or_else(|| Outcome::Error(Reason::Other("no-virtual-time".into())))?;
     Ok(Expiry::At(Millis(now.0 + ttl_ms.max(0) as u64)))
 }
 
@@ -367,7 +373,7 @@ fn int_at(row: &tokio_postgres::Row, i: usize) -> Result<i64, Outcome> {
         Type::INT4 => row.try_get::<_, i32>(i).map(i64::from),
         _ => row.try_get::<_, i64>(i),
     };
-    v.map_err(|e| Outcome::Error(format!("token:{e}").replace(' ', "_")))
+    v.map_err(|e| Outcome::Error(Reason::other(format!("token:{e}").replace(' ', "_"))))
 }
 
 fn part_row(row: Option<&tokio_postgres::Row>, shape: &Shape) -> Result<Outcome, Outcome> {
@@ -375,11 +381,11 @@ fn part_row(row: Option<&tokio_postgres::Row>, shape: &Shape) -> Result<Outcome,
         return Ok(Outcome::Part(None));
     };
     let (Some(c), Some(w), Some(t)) = (shape.content, shape.writer, shape.token) else {
-        return Err(Outcome::Error("read-part-shape".into()));
+        return Err(Outcome::Error(Reason::Other("read-part-shape".into())));
     };
     let text = |i: usize| {
         r.try_get::<_, String>(i)
-            .map_err(|e| Outcome::Error(format!("read-part:{e}").replace(' ', "_")))
+            .map_err(|e| Outcome::Error(Reason::other(format!("read-part:{e}").replace(' ', "_"))))
     };
     Ok(Outcome::Part(Some(leaselab_model::PartRow {
         content: text(c)?,

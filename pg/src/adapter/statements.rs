@@ -3,6 +3,7 @@
 
 use super::error::*;
 use crate::sql;
+use leaselab_model::Reason;
 use leaselab_model::{Config, DbName, FenceMode, Millis, Outcome, PublishMode};
 use tokio_postgres::{Client, Statement};
 
@@ -29,7 +30,7 @@ pub(super) struct Stmts {
 
 pub(super) fn st(s: &Option<Statement>) -> Result<&Statement, Outcome> {
     s.as_ref()
-        .ok_or_else(|| Outcome::Error("statement-not-prepared".into()))
+        .ok_or_else(|| Outcome::Error(Reason::Other("statement-not-prepared".into())))
 }
 
 /// A write's arguments (writer = the calling actor).

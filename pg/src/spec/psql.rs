@@ -16,6 +16,7 @@
 
 use super::{OpKind, Param, Spec, StatementKind};
 use crate::sql::LAB_SCHEMA;
+use leaselab_model::Reason;
 use leaselab_model::{DbName, Event, History, Op, Outcome};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -338,13 +339,12 @@ pub fn scripts(spec: &Spec, h: &History, pauses: &BTreeMap<u64, usize>, title: &
 
 /// An `await` that found the statement still waiting (or still paused): it goes on.
 fn still_waiting(o: &Outcome) -> bool {
-    matches!(o, Outcome::Blocked) || matches!(o, Outcome::Error(r) if r == "still-blocked")
+    matches!(o, Outcome::Blocked) || matches!(o, Outcome::Error(Reason::StillBlocked))
 }
 
 /// Whether the adapter sent the operation to the server (not: down, connection lost).
 fn reached_server(o: &Outcome) -> bool {
-    !matches!(o, Outcome::Unavailable)
-        && !matches!(o, Outcome::Error(r) if !r.starts_with("sqlstate-"))
+    !matches!(o, Outcome::Unavailable) && !matches!(o, Outcome::Error(r) if !r.is_sql_error())
 }
 
 fn run_sh(title: &str, spec: &Spec, steps: &str) -> String {
@@ -592,7 +592,7 @@ pub fn outcome_words(o: &Outcome) -> String {
         Outcome::Rejected => "rejected".into(),
         Outcome::Part(Some(p)) => format!("part token={}", p.token.0),
         Outcome::Part(None) => "part none".into(),
-        Outcome::Error(r) if r.starts_with("sqlstate-") => format!("error {r}"),
+        Outcome::Error(r) if r.is_sql_error() => format!("error {r}"),
         o => format!("recorded {o}"),
     }
 }
@@ -657,7 +657,7 @@ mod tests {
             "error sqlstate-40001"
         );
         assert_eq!(
-            outcome_words(&Outcome::Error("sqlstate-40001".into())),
+            outcome_words(&Outcome::Error(Reason::SERIALIZATION_FAILURE)),
             "error sqlstate-40001"
         );
         assert_eq!(
