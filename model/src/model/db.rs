@@ -66,7 +66,7 @@ pub(super) trait Db {
     fn aborted(&mut self, id: &ConnId) -> Option<Outcome> {
         self.engine()
             .is_aborted(id)
-            .then(|| Outcome::Error(Reason::IN_FAILED_SQL_TRANSACTION))
+            .then_some(Outcome::Error(Reason::IN_FAILED_SQL_TRANSACTION))
     }
 
     fn submit(&mut self, id: &ConnId, task: Self::Task, now: Millis) -> Outcome {
