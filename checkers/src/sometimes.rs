@@ -6,87 +6,113 @@ use leaselab_model::{Expiry, History, Holder, Op, Outcome, Token};
 use std::collections::BTreeMap;
 use std::fmt;
 
-/// A pause landed after a passed local-deadline check and before the holder's next write.
-pub const PAUSE_BETWEEN_CHECK_AND_WRITE: &str = "pause-between-check-and-write";
-/// The holder's lease expired (by the database clock) while it was paused.
-pub const EXPIRED_WHILE_PAUSED: &str = "expired-while-paused";
-/// A lease was taken over: a grant with token > 1.
-pub const TAKEOVER: &str = "takeover";
-/// A write or publish carried a token lower than one already granted.
-pub const STALE_WRITE_ATTEMPTED: &str = "stale-write-attempted";
-/// A fence statement waited on the floor row lock.
-pub const BLOCKED_ON_FLOOR_LOCK: &str = "blocked-on-floor-lock";
-/// A database crashed and came back.
-pub const DB_RESTART: &str = "db-restart";
-/// An actor's local clock disagreed with the database clock.
-pub const SKEWED_CLOCK: &str = "skewed-clock";
+/// One `sometimes` property. Every tool names them by this type (the sweep's tallies, the
+/// exhaustive checker's properties, the JSON summary), so one spelling is shared by all.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Sometimes {
+    /// A pause landed after a passed local-deadline check and before the holder's next write.
+    PauseBetweenCheckAndWrite,
+    /// The holder's lease expired (by the database clock) while it was paused.
+    ExpiredWhilePaused,
+    /// A lease was taken over: a grant with token > 1.
+    Takeover,
+    /// A write or publish carried a token lower than one already granted.
+    StaleWriteAttempted,
+    /// A fence statement waited on the floor row lock.
+    BlockedOnFloorLock,
+    /// A database crashed and came back.
+    DbRestart,
+    /// An actor's local clock disagreed with the database clock.
+    SkewedClock,
+}
 
-/// Every property name, in report order.
-pub const ALL: [&str; 7] = [
-    PAUSE_BETWEEN_CHECK_AND_WRITE,
-    EXPIRED_WHILE_PAUSED,
-    TAKEOVER,
-    STALE_WRITE_ATTEMPTED,
-    BLOCKED_ON_FLOOR_LOCK,
-    DB_RESTART,
-    SKEWED_CLOCK,
-];
+impl Sometimes {
+    /// Every property, in report order.
+    pub const ALL: [Sometimes; 7] = [
+        Sometimes::PauseBetweenCheckAndWrite,
+        Sometimes::ExpiredWhilePaused,
+        Sometimes::Takeover,
+        Sometimes::StaleWriteAttempted,
+        Sometimes::BlockedOnFloorLock,
+        Sometimes::DbRestart,
+        Sometimes::SkewedClock,
+    ];
 
-/// How often each property fired.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Counts(pub BTreeMap<&'static str, u64>);
+    /// The name reports print.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Sometimes::PauseBetweenCheckAndWrite => "pause-between-check-and-write",
+            Sometimes::ExpiredWhilePaused => "expired-while-paused",
+            Sometimes::Takeover => "takeover",
+            Sometimes::StaleWriteAttempted => "stale-write-attempted",
+            Sometimes::BlockedOnFloorLock => "blocked-on-floor-lock",
+            Sometimes::DbRestart => "db-restart",
+            Sometimes::SkewedClock => "skewed-clock",
+        }
+    }
+}
+
+impl fmt::Display for Sometimes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// How often each property fired, in report order.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counts([u64; Sometimes::ALL.len()]);
 
 impl Counts {
     /// The count of one property (0 if it never fired).
-    pub fn get(&self, name: &str) -> u64 {
-        self.0.get(name).copied().unwrap_or(0)
+    pub fn get(&self, p: Sometimes) -> u64 {
+        self.0[p as usize]
     }
 
     /// Adds another run's counts (for sweeps).
     pub fn add(&mut self, other: &Counts) {
-        for (k, v) in &other.0 {
-            *self.0.entry(k).or_insert(0) += v;
+        for (a, b) in self.0.iter_mut().zip(other.0) {
+            *a += b;
         }
+    }
+
+    /// 1 for each property that fired at all, 0 for the others: summed over a sweep's runs,
+    /// the number of runs in which each fired.
+    pub fn fired(&self) -> Counts {
+        Counts(self.0.map(|n| u64::from(n > 0)))
+    }
+
+    /// Every property with its count, in report order.
+    pub fn iter(&self) -> impl Iterator<Item = (Sometimes, u64)> + '_ {
+        Sometimes::ALL.into_iter().zip(self.0)
+    }
+
+    fn bump(&mut self, p: Sometimes) {
+        self.0[p as usize] += 1;
     }
 }
 
 impl fmt::Display for Counts {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let parts: Vec<String> = ALL.iter().map(|n| format!("{n}={}", self.get(n))).collect();
+        let parts: Vec<String> = self.iter().map(|(p, n)| format!("{p}={n}")).collect();
         f.write_str(&parts.join(" "))
-    }
-}
-
-/// Per-run tallies indexed like [`ALL`]: bumped once per event, so a plain array rather than a
-/// map keyed by the names (the map is built once at the end).
-#[derive(Default)]
-struct Tally([u64; ALL.len()]);
-
-impl Tally {
-    fn bump(&mut self, name: &'static str) {
-        let i = ALL.iter().position(|n| *n == name);
-        debug_assert!(i.is_some(), "`{name}` is missing from ALL");
-        if let Some(i) = i {
-            self.0[i] += 1;
-        }
     }
 }
 
 /// Counts the `sometimes` properties of a history.
 pub fn count(h: &History, f: &Facts) -> Counts {
-    let mut c = Tally::default();
+    let mut c = Counts::default();
     let mut checked: BTreeMap<&Holder, bool> = BTreeMap::new();
     let mut expiry: BTreeMap<&Holder, Expiry> = BTreeMap::new();
     let mut paused_at: BTreeMap<&Holder, (u64, Expiry)> = BTreeMap::new();
     let mut max_granted = Token(0);
     for g in &f.grants {
         if g.token.0 > 1 {
-            c.bump(TAKEOVER);
+            c.bump(Sometimes::Takeover);
         }
     }
     for e in &h.events {
         if e.local != e.at {
-            c.bump(SKEWED_CLOCK);
+            c.bump(Sometimes::SkewedClock);
         }
         match (&e.op, &e.outcome) {
             (Op::Check { .. }, o) => {
@@ -94,7 +120,7 @@ pub fn count(h: &History, f: &Facts) -> Counts {
             }
             (Op::Pause, _) => {
                 if checked.get(&e.actor).copied().unwrap_or(false) {
-                    c.bump(PAUSE_BETWEEN_CHECK_AND_WRITE);
+                    c.bump(Sometimes::PauseBetweenCheckAndWrite);
                 }
                 let exp = expiry.get(&e.actor).copied().unwrap_or(Expiry::NegInfinity);
                 paused_at.insert(&e.actor, (e.at.0, exp));
@@ -102,7 +128,7 @@ pub fn count(h: &History, f: &Facts) -> Counts {
             (Op::Resume, _) => {
                 if let Some((t1, Expiry::At(x))) = paused_at.remove(&e.actor) {
                     if t1 < x.0 && x <= e.at {
-                        c.bump(EXPIRED_WHILE_PAUSED);
+                        c.bump(Sometimes::ExpiredWhilePaused);
                     }
                 }
             }
@@ -113,7 +139,7 @@ pub fn count(h: &History, f: &Facts) -> Counts {
             (Op::Renew { holder, .. }, Outcome::Renewed { expires }) => {
                 expiry.insert(holder, *expires);
             }
-            (Op::Restart { .. }, Outcome::Ok) => c.bump(DB_RESTART),
+            (Op::Restart { .. }, Outcome::Ok) => c.bump(Sometimes::DbRestart),
             _ => {}
         }
         let token = match &e.op {
@@ -131,13 +157,13 @@ pub fn count(h: &History, f: &Facts) -> Counts {
                     Op::Write { .. } | Op::Fence { .. } | Op::Publish { .. }
                 )
             {
-                c.bump(STALE_WRITE_ATTEMPTED);
+                c.bump(Sometimes::StaleWriteAttempted);
             }
             if matches!(e.op, Op::Write { .. } | Op::Fence { .. }) && e.outcome == Outcome::Blocked
             {
-                c.bump(BLOCKED_ON_FLOOR_LOCK);
+                c.bump(Sometimes::BlockedOnFloorLock);
             }
         }
     }
-    Counts(ALL.iter().copied().zip(c.0).collect())
+    c
 }

@@ -1,7 +1,8 @@
 //! Checkers on histories built for the purpose: each check fires when its invariant breaks and
 //! stays quiet on the concurrency the history cannot order.
 
-use leaselab_checkers::{check, sometimes, Check};
+use leaselab_checkers::sometimes::Sometimes;
+use leaselab_checkers::{check, Check};
 use leaselab_model::prelude::*;
 use leaselab_model::Reason;
 
@@ -46,7 +47,7 @@ fn a_write_awaited_late_is_not_misordered() {
     );
     let r = check(&w.history);
     assert!(r.violations.is_empty(), "{:?}", r.violations);
-    assert_eq!(r.sometimes.get(sometimes::BLOCKED_ON_FLOOR_LOCK), 1);
+    assert_eq!(r.sometimes.get(Sometimes::BlockedOnFloorLock), 1);
 }
 
 #[test]

@@ -3,6 +3,7 @@
 //! the commands that replay it on the model and diff it on PostgreSQL.
 
 use crate::args::Exit;
+use leaselab_checkers::sometimes::Sometimes;
 use leaselab_explore::search::{self, Found, Options, Order, Progress, Stopped};
 use leaselab_explore::system::Action;
 use leaselab_explore::system::LeaseSystem;
@@ -500,7 +501,7 @@ fn proves_nothing(o: &Options, f: &Found) -> Option<String> {
     let attempted = f
         .sometimes
         .iter()
-        .any(|(n, d)| *n == leaselab_checkers::sometimes::STALE_WRITE_ATTEMPTED && d.is_some());
+        .any(|(n, d)| *n == Sometimes::StaleWriteAttempted && d.is_some());
     if attempted {
         return None;
     }

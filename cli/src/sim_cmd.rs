@@ -2,7 +2,6 @@
 //! its failures to disk, shows live progress and stops cleanly on Ctrl-C.
 
 use crate::args::{Exit, RunArgs};
-use leaselab_checkers::sometimes;
 use leaselab_sim::sweep::{sweep_streaming, Failure, Seeds, SweepSpec, Tally};
 use leaselab_sim::{run_setup, Driver, Setup, SimOptions, SimRun};
 use leaselab_trace::event_line;
@@ -575,20 +574,11 @@ pub fn many(
         driver.as_str(),
         dir.display()
     );
-    let fired: Vec<String> = sometimes::ALL
-        .iter()
-        .map(|n| format!("{n}={}", t.runs_with.get(n)))
-        .collect();
     println!(
         "sometimes, runs in which it fired (of {}): {}",
-        t.runs,
-        fired.join(" ")
+        t.runs, t.runs_with
     );
-    let occ: Vec<String> = sometimes::ALL
-        .iter()
-        .map(|n| format!("{n}={}", t.sometimes.get(n)))
-        .collect();
-    println!("sometimes, occurrences over all runs: {}", occ.join(" "));
+    println!("sometimes, occurrences over all runs: {}", t.sometimes);
     // Going on is the same command with --resume: the same folder, the failures kept.
     let again = format!("{command} --resume");
     let status = match (end.resume_at, &capped) {

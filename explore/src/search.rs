@@ -3,6 +3,7 @@
 //! it found in a form the command line and the tests read.
 
 use crate::system::{representative, Action, Bounds, LeaseSystem, State, SOMETIMES};
+use leaselab_checkers::sometimes::Sometimes;
 use stateright::{Checker, HasDiscoveries, Model};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -102,7 +103,7 @@ pub struct Found {
     /// Each `always` property that failed, with the actions of its counterexample.
     pub violations: Vec<(&'static str, Vec<Action>)>,
     /// Each `sometimes` property, with the length of the path that reached it (`None`: never).
-    pub sometimes: Vec<(&'static str, Option<usize>)>,
+    pub sometimes: Vec<(Sometimes, Option<usize>)>,
     /// Why the search ended early, if it did.
     pub stopped: Option<Stopped>,
     /// The search ended at its first violation (its `sometimes` figures are partial).
@@ -166,8 +167,8 @@ pub fn run_with(o: &Options, stop: &AtomicBool, progress: &mut dyn FnMut(&Progre
     }
     let sometimes = SOMETIMES
         .iter()
-        .filter(|(n, _)| *n != leaselab_checkers::sometimes::DB_RESTART || o.bounds.crash)
-        .map(|(n, _)| (*n, d.get(n).map(Vec::len)))
+        .filter(|(n, _)| *n != Sometimes::DbRestart || o.bounds.crash)
+        .map(|(n, _)| (*n, d.get(n.name()).map(Vec::len)))
         .collect();
     let stopped_at_violation = !o.all && !violations.is_empty() && stopped.is_none();
     Found {

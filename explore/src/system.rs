@@ -16,7 +16,7 @@
 //! A pause is a holder that is not scheduled while time ticks (its renewer too); skew is a
 //! holder whose clock advances at another rate ([`Bounds::slow`]).
 
-use leaselab_checkers::sometimes;
+use leaselab_checkers::sometimes::Sometimes;
 use leaselab_model::client::LocalDeadline;
 use leaselab_model::{rules, Expiry, FenceMode, Holder, LeaseDurability, LeaseRow, Millis, Token};
 use stateright::{Model, Property};
@@ -236,11 +236,11 @@ pub mod broke {
 
 /// The `sometimes` properties, named as the History checkers name them: name and bit of
 /// [`State::seen`].
-pub const SOMETIMES: [(&str, u8); 4] = [
-    (sometimes::STALE_WRITE_ATTEMPTED, 1),
-    (sometimes::TAKEOVER, 2),
-    (sometimes::PAUSE_BETWEEN_CHECK_AND_WRITE, 4),
-    (sometimes::DB_RESTART, 8),
+pub const SOMETIMES: [(Sometimes, u8); 4] = [
+    (Sometimes::StaleWriteAttempted, 1),
+    (Sometimes::Takeover, 2),
+    (Sometimes::PauseBetweenCheckAndWrite, 4),
+    (Sometimes::DbRestart, 8),
 ];
 
 /// One step.
@@ -841,20 +841,21 @@ impl Model for LeaseSystem {
             Property::always("progress", |m: &Self, s: &State| {
                 !m.decides(3, s.broken & broke::PROGRESS != 0)
             }),
-            Property::sometimes(sometimes::STALE_WRITE_ATTEMPTED, |m: &Self, s: &State| {
-                m.decides(4, s.seen & 1 != 0)
-            }),
-            Property::sometimes(sometimes::TAKEOVER, |m: &Self, s: &State| {
+            Property::sometimes(
+                Sometimes::StaleWriteAttempted.name(),
+                |m: &Self, s: &State| m.decides(4, s.seen & 1 != 0),
+            ),
+            Property::sometimes(Sometimes::Takeover.name(), |m: &Self, s: &State| {
                 m.decides(5, s.seen & 2 != 0)
             }),
             Property::sometimes(
-                sometimes::PAUSE_BETWEEN_CHECK_AND_WRITE,
+                Sometimes::PauseBetweenCheckAndWrite.name(),
                 |m: &Self, s: &State| m.decides(6, s.seen & 4 != 0),
             ),
         ];
         if self.b.crash {
             v.push(Property::sometimes(
-                sometimes::DB_RESTART,
+                Sometimes::DbRestart.name(),
                 |m: &Self, s: &State| m.decides(7, s.seen & 8 != 0),
             ));
         }

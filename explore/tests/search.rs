@@ -3,6 +3,7 @@
 //! path, finds nothing under the scope fence while every `sometimes` is reached, and symmetry
 //! reduction merges interchangeable holders.
 
+use leaselab_checkers::sometimes::Sometimes;
 use leaselab_explore::search::{run, run_with, Found, Options, Order, Stopped};
 use leaselab_explore::system::{Action, Bounds};
 use leaselab_model::{FenceMode, LeaseDurability};
@@ -78,7 +79,8 @@ fn the_scope_fence_is_clean_and_every_sometimes_is_reached() {
         "{} states",
         f.unique
     );
-    let reached: Vec<(&str, Option<usize>)> = f.sometimes.clone();
+    let reached: Vec<(&str, Option<usize>)> =
+        f.sometimes.iter().map(|(n, d)| (n.name(), *d)).collect();
     assert_eq!(
         reached,
         [
@@ -93,7 +95,7 @@ fn the_scope_fence_is_clean_and_every_sometimes_is_reached() {
         max_ticks: 4,
         ..Bounds::default()
     });
-    assert!(f.sometimes.iter().all(|(n, _)| *n != "db-restart"));
+    assert!(f.sometimes.iter().all(|(n, _)| n.name() != "db-restart"));
 }
 
 #[test]
@@ -108,7 +110,7 @@ fn a_bound_on_time_bounds_the_search() {
     });
     assert!(small.unique < large.unique);
     // Too short for a lease to expire: no takeover, no stale write.
-    assert_eq!(small.sometimes[0], ("stale-write-attempted", None));
+    assert_eq!(small.sometimes[0], (Sometimes::StaleWriteAttempted, None));
 }
 
 #[test]

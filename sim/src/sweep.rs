@@ -118,7 +118,7 @@ struct SeedResult {
 fn run_one(seed: u64, opts: &SimOptions, driver: Driver, shrink_failures: bool) -> SeedResult {
     let run = run_setup(Setup::derive(seed, opts), driver);
     let events = run.trace.history.events.len() as u64;
-    let sometimes = run.report.sometimes.clone();
+    let sometimes = run.report.sometimes;
     let failure = run.failed().then(|| {
         let shrunk = shrink_failures.then(|| shrink(&run));
         Failure { run, shrunk }
@@ -213,11 +213,7 @@ pub fn sweep_streaming<E>(
                 tally.runs += 1;
                 tally.events += r.events;
                 tally.sometimes.add(&r.sometimes);
-                for (k, v) in &r.sometimes.0 {
-                    if *v > 0 {
-                        *tally.runs_with.0.entry(k).or_insert(0) += 1;
-                    }
-                }
+                tally.runs_with.add(&r.sometimes.fired());
                 if let Some(f) = r.failure {
                     tally.failures += 1;
                     if error.is_none() {

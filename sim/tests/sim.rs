@@ -2,7 +2,8 @@
 //! controls *found* (not staged) and shrunk, the scope fence clean over many seeds, faults that
 //! really fire, and a failing run's trace replaying to the same violation.
 
-use leaselab_checkers::{sometimes, Check};
+use leaselab_checkers::sometimes::Sometimes;
+use leaselab_checkers::Check;
 use leaselab_model::{FenceMode, LeaseDurability};
 use leaselab_sim::sweep::{default_jobs, shrink, sweep, Seeds};
 use leaselab_sim::{run_seed, Driver, FaultKind, SimOptions};
@@ -154,13 +155,13 @@ fn scope_fence_holds_over_many_seeds() {
     assert!(bad.is_empty(), "{}", bad.join("\n"));
     // ...and the faults that could have broken it did fire.
     for p in [
-        sometimes::PAUSE_BETWEEN_CHECK_AND_WRITE,
-        sometimes::EXPIRED_WHILE_PAUSED,
-        sometimes::TAKEOVER,
-        sometimes::STALE_WRITE_ATTEMPTED,
-        sometimes::BLOCKED_ON_FLOOR_LOCK,
-        sometimes::DB_RESTART,
-        sometimes::SKEWED_CLOCK,
+        Sometimes::PauseBetweenCheckAndWrite,
+        Sometimes::ExpiredWhilePaused,
+        Sometimes::Takeover,
+        Sometimes::StaleWriteAttempted,
+        Sometimes::BlockedOnFloorLock,
+        Sometimes::DbRestart,
+        Sometimes::SkewedClock,
     ] {
         assert!(res.runs_with.get(p) > 0, "{p} never fired in 1000 seeds");
     }

@@ -234,13 +234,14 @@ impl Lab {
                 self.line(format!("       {v}"));
             }
         }
-        let fired: Vec<String> = report
+        // By name: the order this line has always had (a sweep's lines keep report order).
+        let mut fired: Vec<String> = report
             .sometimes
-            .0
             .iter()
-            .filter(|(_, n)| **n > 0)
+            .filter(|(_, n)| *n > 0)
             .map(|(k, n)| format!("{k}={n}"))
             .collect();
+        fired.sort();
         if !fired.is_empty() {
             self.note(format!("[{name}] sometimes: {}", fired.join(" ")));
         }
