@@ -5,11 +5,11 @@
 //! The state is a compact view (a few bytes per holder) so that it hashes and clones cheaply;
 //! every decision in it is taken by the model's own rule functions — `rules::acquire`,
 //! `rules::renew`, `rules::release`, `rules::floor_passes`, `rules::row_guard_passes` and
-//! `LocalDeadline` — on rows built from the view. What the view adds is only the READ
-//! COMMITTED lock protocol of the step-wise write, as the model's engine has it: the fence
-//! `UPDATE` of the scope fence evaluates its `WHERE` on the committed floor first and waits for
-//! the floor's row lock only if that qualifies; the guarded upsert and the part upserts always
-//! wait for a locked row; locks are held until commit. A waiting statement is an action that is
+//! `LocalDeadline` — on rows built from the view, and when a statement waits is asked of the
+//! model's lock protocol (`leaselab_model::protocol`): the fence `UPDATE` of the scope fence
+//! evaluates its `WHERE` on the committed floor first and waits for the floor's row lock only
+//! if that qualifies; the guarded upsert and the part upserts always wait for a locked row.
+//! What the view keeps itself is which holder holds which lock (until commit). A waiting statement is an action that is
 //! not enabled yet. Every counterexample is re-run on the model itself, step by step, and the
 //! outcomes compared ([`crate::trace`]), so the view cannot drift from the model unnoticed.
 //!
@@ -18,7 +18,9 @@
 
 use leaselab_checkers::sometimes::Sometimes;
 use leaselab_model::client::LocalDeadline;
-use leaselab_model::{rules, Expiry, FenceMode, Holder, LeaseDurability, LeaseRow, Millis, Token};
+use leaselab_model::{
+    protocol, rules, Expiry, FenceMode, Holder, LeaseDurability, LeaseRow, Millis, Token,
+};
 use stateright::{Model, Property};
 
 /// The most holders a state has room for.
@@ -405,23 +407,24 @@ impl LeaseSystem {
     }
 
     /// Whether `i`'s statement for `a` would have to wait on a row lock (the action is then
-    /// not enabled until the lock is released).
+    /// not enabled until the lock is released), by the model's lock protocol
+    /// (`leaselab_model::protocol`).
     fn waits(&self, s: &State, a: Action) -> bool {
         let other = |lock: Option<(u8, u8)>, i: u8| lock.is_some_and(|(h, _)| h != i);
         match a {
             Action::Fence(i) => {
                 let h = &s.holders[i as usize];
                 match self.b.fence {
-                    // WHERE first on the committed floor: only a qualifying row is waited for.
-                    FenceMode::Scope | FenceMode::Strict => {
-                        other(s.floor_lock, i)
-                            && rules::floor_passes(
-                                self.b.fence,
-                                Some(Token(s.floor as u64)),
-                                Token(h.token as u64),
-                            )
-                    }
-                    FenceMode::ScopeUpsert => other(s.floor_lock, i),
+                    // A plain UPDATE: its WHERE on the committed floor first.
+                    FenceMode::Scope | FenceMode::Strict => protocol::update_waits(
+                        rules::floor_passes(
+                            self.b.fence,
+                            Some(Token(s.floor as u64)),
+                            Token(h.token as u64),
+                        ),
+                        other(s.floor_lock, i),
+                    ),
+                    FenceMode::ScopeUpsert => protocol::upsert_waits(other(s.floor_lock, i)),
                     _ => false,
                 }
             }
@@ -431,7 +434,11 @@ impl LeaseSystem {
                     _ => return false,
                 };
                 match self.b.fence {
-                    FenceMode::Row | FenceMode::Off => other(s.part_locks[p], i),
+                    FenceMode::Row | FenceMode::Off => {
+                        protocol::upsert_waits(other(s.part_locks[p], i))
+                    }
+                    // The floor's lock, held until commit, already serialises the writers:
+                    // whoever holds a part lock holds the floor too.
                     _ => false,
                 }
             }

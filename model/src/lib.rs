@@ -45,6 +45,7 @@ pub mod history;
 pub mod model;
 pub mod names;
 pub mod ops;
+pub mod protocol;
 pub mod reason;
 pub mod rows;
 pub mod rules;

@@ -40,26 +40,9 @@ pub(super) trait Db {
         self.step(id, task, now, true)
     }
 
-    /// Common admission: down → `Unavailable`; a connection cut by a crash reports it once;
-    /// one statement at a time per connection. A statement that waited and has since finished
-    /// is still the connection's statement until its client collects the reply (`await`): a
-    /// client reads replies in order (the frontend/backend protocol answers each query in
-    /// turn), so a new statement before that would drop a reply — an acquire granted that no
-    /// history shows.
+    /// Admission (down, a connection a crash cut, busy): `crate::protocol::admit`.
     fn admit(&mut self, id: &ConnId) -> Option<Outcome> {
-        let e = self.engine();
-        if !e.up {
-            return Some(Outcome::Unavailable);
-        }
-        let c = e.conn(id);
-        if c.lost {
-            c.lost = false;
-            return Some(Outcome::Error(Reason::ConnLost));
-        }
-        if c.waiting.is_some() || c.finished.is_some() {
-            return Some(Outcome::Error(Reason::Busy));
-        }
-        None
+        crate::protocol::admit(self.engine(), id)
     }
 
     /// A statement in a transaction that an error aborted fails until the transaction ends.

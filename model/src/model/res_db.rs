@@ -2,12 +2,13 @@
 //! mode, publishes) and the write-attempt log, on the engine.
 
 use super::db::{Db, Step};
-use super::wrong::WrongRule;
+use super::wrong::{deviations, WrongRule};
 use crate::backend::Ctx;
 use crate::config::{FenceMode, PublishMode};
 use crate::engine::{Effect, Engine, Key, Row};
 use crate::history::Outcome;
 use crate::names::{ConnId, Holder, Part, Scope, Token};
+use crate::protocol::{update_waits, Gate};
 use crate::rows::{Attempt, AttemptOutcome, PartRow};
 use crate::rules;
 use crate::time::Millis;
@@ -105,53 +106,34 @@ impl ResDb {
         };
         match self.fence {
             FenceMode::Scope | FenceMode::Strict => {
-                // A plain UPDATE: the WHERE is evaluated on the version this statement can see
-                // (the newest committed one, or the REPEATABLE READ snapshot); only a
-                // qualifying row is locked, waited for, and re-checked after the wait
-                // (EvalPlanQual, manual 13.2.1). A stale token against a committed floor fails
-                // at once even while another writer holds the floor.
+                // A plain UPDATE (`crate::protocol`): a stale token against the floor it sees
+                // fails at once even while another writer holds the floor.
                 let seen = floor_of(self.engine.read(id, &key));
                 let pass = rules::floor_passes(self.fence, seen, w.token);
-                if !pass {
-                    if self.wrong == Some(WrongRule::UpdateWaitsBeforeWhere)
-                        && self.engine.locked_by_other(id, &key)
-                    {
-                        return Err(key);
+                let dev = deviations(self.wrong);
+                match self.engine.update_gate(id, &key, pass, resumed, dev) {
+                    Gate::Wait => Err(key),
+                    Gate::SerializationFailure => Ok(None),
+                    Gate::NoRow { keep_lock } => {
+                        if keep_lock {
+                            self.engine.apply(id, key, Effect::LockOnly);
+                        }
+                        Ok(Some(false))
                     }
-                    // After a wait the UPDATE has already locked the newest version when its
-                    // re-check fails, and keeps the lock (`ExecUpdate` → `table_tuple_lock`
-                    // with `TUPLE_LOCK_FLAG_FIND_LAST_VERSION`, then `EvalPlanQual`, in
-                    // `src/backend/executor/nodeModifyTable.c`).
-                    if resumed && self.wrong != Some(WrongRule::FailedRecheckReleasesRow) {
-                        self.engine.apply(id, key, Effect::LockOnly);
+                    Gate::Go => {
+                        self.engine
+                            .apply(id, key, Effect::Write(Some(Row::Floor(w.token))));
+                        Ok(Some(true))
                     }
-                    return Ok(Some(false));
                 }
-                // REPEATABLE READ: a snapshot version already replaced by a committed update
-                // fails at once, before any wait for the newest version's locker
-                // (`heap_update` → `TM_Updated` on the snapshot's tuple; `ExecUpdate` raises
-                // 40001). Only a snapshot version that is still the newest committed one waits.
-                if self.engine.serialization_conflict(id, &key) {
-                    self.engine.abort_txn(id);
-                    return Ok(None);
-                }
-                if self.engine.locked_by_other(id, &key) {
-                    return Err(key);
-                }
-                self.engine
-                    .apply(id, key, Effect::Write(Some(Row::Floor(w.token))));
-                Ok(Some(true))
             }
             FenceMode::ScopeUpsert => {
-                // INSERT … ON CONFLICT: the unique index finds the conflicting row whatever
-                // the WHERE says, so it always waits for a locked floor, and locks it even
-                // when the WHERE is false.
-                if self.engine.locked_by_other(id, &key) {
-                    return Err(key);
-                }
-                if self.engine.serialization_conflict(id, &key) {
-                    self.engine.abort_txn(id);
-                    return Ok(None);
+                // INSERT … ON CONFLICT (`crate::protocol`): it waits for a locked floor, and
+                // locks it even when the WHERE is false.
+                match self.engine.upsert_gate(id, &key) {
+                    Gate::Wait => return Err(key),
+                    Gate::SerializationFailure => return Ok(None),
+                    Gate::NoRow { .. } | Gate::Go => {}
                 }
                 let floor = floor_of(self.engine.read(id, &key));
                 let pass = rules::floor_passes(self.fence, floor, w.token);
@@ -183,10 +165,11 @@ impl ResDb {
     ) -> Result<Option<bool>, (Key, bool)> {
         if self.fence == FenceMode::CheckThenWrite && !floor_set {
             let fkey = Key::Floor(w.scope.clone());
-            // `UPDATE fence_floor SET max_token = $1 WHERE scope = $2`: its WHERE qualifies
-            // any existing floor row, so it waits whenever the row is locked.
+            // `UPDATE fence_floor SET max_token = $1 WHERE scope = $2`, a plain UPDATE whose
+            // WHERE qualifies any existing floor row (`crate::protocol`). Autocommitted in
+            // check-then-write's client, so it has no snapshot to conflict with.
             let exists = matches!(self.engine.read(id, &fkey), Some(Row::Floor(_)));
-            if exists && self.engine.locked_by_other(id, &fkey) {
+            if update_waits(exists, self.engine.locked_by_other(id, &fkey)) {
                 return Err((fkey, false));
             }
             if exists {
@@ -194,13 +177,12 @@ impl ResDb {
                     .apply(id, fkey, Effect::Write(Some(Row::Floor(w.token))));
             }
         }
+        // The part upsert is an INSERT … ON CONFLICT (`crate::protocol`).
         let key = Key::Part(w.scope.clone(), w.part.clone());
-        if self.engine.locked_by_other(id, &key) {
-            return Err((key, true));
-        }
-        if self.engine.serialization_conflict(id, &key) {
-            self.engine.abort_txn(id);
-            return Ok(None);
+        match self.engine.upsert_gate(id, &key) {
+            Gate::Wait => return Err((key, true)),
+            Gate::SerializationFailure => return Ok(None),
+            Gate::NoRow { .. } | Gate::Go => {}
         }
         let new = Row::Part(PartRow {
             content: w.content.clone(),
@@ -350,14 +332,15 @@ impl Db for ResDb {
             },
             ResTask::Publish { key, row } => {
                 let k = Key::Publish(key.clone());
-                if self.engine.locked_by_other(id, &k) {
-                    return Err((k, ResTask::Publish { key, row }));
-                }
-                // REPEATABLE READ: a conflicting row newer than the snapshot is a
-                // serialization failure for DO NOTHING too (`ExecCheckTIDVisible`).
-                if self.engine.serialization_conflict(id, &k) {
-                    self.engine.abort_txn(id);
-                    return Ok(Outcome::Error(Reason::SERIALIZATION_FAILURE));
+                // INSERT … ON CONFLICT (`crate::protocol`); under REPEATABLE READ a conflicting
+                // row newer than the snapshot is a serialization failure for DO NOTHING too
+                // (`ExecCheckTIDVisible`).
+                match self.engine.upsert_gate(id, &k) {
+                    Gate::Wait => return Err((k, ResTask::Publish { key, row })),
+                    Gate::SerializationFailure => {
+                        return Ok(Outcome::Error(Reason::SERIALIZATION_FAILURE))
+                    }
+                    Gate::NoRow { .. } | Gate::Go => {}
                 }
                 let old = self.engine.read(id, &k);
                 let pass = match (self.publish, old) {

@@ -19,6 +19,14 @@ pub enum WrongRule {
     WaitersInQueueOrder,
 }
 
+/// The lock-protocol deviations a wrong rule switches on.
+pub(crate) fn deviations(w: Option<WrongRule>) -> crate::protocol::Deviations {
+    crate::protocol::Deviations {
+        update_waits_before_where: w == Some(WrongRule::UpdateWaitsBeforeWhere),
+        failed_recheck_releases_row: w == Some(WrongRule::FailedRecheckReleasesRow),
+    }
+}
+
 impl WrongRule {
     /// Every wrong rule.
     pub const ALL: [WrongRule; 5] = [

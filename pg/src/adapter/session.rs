@@ -136,22 +136,10 @@ macro_rules! session_or_return {
 }
 
 impl PgBackend {
-    /// Admission, as the model does it: down, a connection cut by a crash, busy (a statement
-    /// that waited stays the connection's statement until its reply is collected).
+    /// Admission (down, a connection a crash cut, busy): the model's rule,
+    /// `leaselab_model::protocol::admit`, on this side's sessions.
     pub(super) fn admit(&mut self, db: DbName, conn: &ConnId) -> Option<Outcome> {
-        let side = &mut self.sides[db.index()];
-        if !side.up {
-            return Some(Outcome::Unavailable);
-        }
-        if side.lost.remove(conn) {
-            return Some(Outcome::Error(Reason::ConnLost));
-        }
-        if let Some(s) = side.sessions.get_mut(conn) {
-            if s.pending.is_some() || s.finished.is_some() {
-                return Some(Outcome::Error(Reason::Busy));
-            }
-        }
-        None
+        leaselab_model::protocol::admit(&mut self.sides[db.index()], conn)
     }
 
     /// The session for `conn`, connecting and preparing on first use.

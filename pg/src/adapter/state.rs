@@ -74,3 +74,20 @@ pub struct PgBackend {
     /// The next spec operation pauses after this statement (0-based; clamped to its last).
     pub(super) pause_next: Option<usize>,
 }
+
+impl leaselab_model::protocol::Admits for Side {
+    fn is_up(&self) -> bool {
+        self.up
+    }
+
+    fn take_lost(&mut self, conn: &ConnId) -> bool {
+        self.lost.remove(conn)
+    }
+
+    /// A session that waited stays the connection's statement until its reply is collected.
+    fn in_flight(&mut self, conn: &ConnId) -> bool {
+        self.sessions
+            .get(conn)
+            .is_some_and(|s| s.pending.is_some() || s.finished.is_some())
+    }
+}
