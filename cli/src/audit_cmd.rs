@@ -138,7 +138,7 @@ pub fn run_gen(
             t.expect = report.verdict();
             std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
             let file = out.join(format!("{name}.trace"));
-            std::fs::write(&file, t.to_text()).map_err(|e| format!("{}: {e}", file.display()))?;
+            t.save(&file).map_err(|e| e.to_string())?;
             write_scripts(&out.join(format!("{name}.psql")), &scripts)?;
             Some((file, report))
         }
@@ -191,9 +191,7 @@ pub fn run_gen_cmd(
     )?;
     let secs = t0.elapsed().as_secs_f64().max(1e-9);
     if let Some((trace, report)) = &r.violation {
-        let text =
-            std::fs::read_to_string(trace).map_err(|e| format!("{}: {e}", trace.display()))?;
-        let t = Trace::parse(&text, &trace.display().to_string()).map_err(|e| e.to_string())?;
+        let t = Trace::read(trace).map_err(|e| e.to_string())?;
         println!(
             "VIOLATION {} :: found at schedule {}, shrunk to {} steps",
             verdict_text(report),

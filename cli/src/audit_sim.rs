@@ -157,7 +157,7 @@ pub fn run_seeds(
         );
         std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
         let file = out.join(format!("{}.trace", t.name));
-        std::fs::write(&file, t.to_text()).map_err(|e| format!("{}: {e}", file.display()))?;
+        t.save(&file).map_err(|e| e.to_string())?;
         found.failure = Some((shrunk, file));
         break;
     }

@@ -400,7 +400,7 @@ pub fn run(o: &Options, trace_out: Option<&Path>) -> Result<(String, Exit), Stri
     s.push_str(&crate::picture_cmd::indented(&story, "  "));
     s.push_str(&steps_text(&actions, &counts, &t.history, o.bounds.tick_ms));
     if let Some(p) = trace_out {
-        std::fs::write(p, t.to_text()).map_err(|e| format!("cannot write {}: {e}", p.display()))?;
+        t.save(p).map_err(|e| e.to_string())?;
         let _ = writeln!(
             s,
             "trace: {} ({} events)",

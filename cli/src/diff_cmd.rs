@@ -41,9 +41,7 @@ pub fn run(
     // (name, trace, the sim command of a seed's run)
     let mut traces: Vec<(String, Trace, Option<String>)> = Vec::new();
     for f in files {
-        let text =
-            std::fs::read_to_string(f).map_err(|e| format!("{}: cannot read: {e}", f.display()))?;
-        let t = Trace::parse(&text, &f.display().to_string()).map_err(|e| e.to_string())?;
+        let t = Trace::read(f).map_err(|e| e.to_string())?;
         traces.push((f.display().to_string(), t, None));
     }
     let seeds = sim_seeds.as_ref().map_or(0..0, |(a, b, _, _)| *a..*b);
@@ -95,8 +93,7 @@ pub fn run(
                 std::fs::create_dir_all(out)
                     .map_err(|e| format!("cannot create {}: {e}", out.display()))?;
                 let p = out.join(format!("sim-seed-{}.trace", t.seed));
-                std::fs::write(&p, t.to_text())
-                    .map_err(|e| format!("cannot write {}: {e}", p.display()))?;
+                t.save(&p).map_err(|e| e.to_string())?;
                 println!("  trace: {}", p.display());
                 let again = format!("leaselab diff {}{flags}", p.display());
                 println!("    reproduce: {again}");
@@ -310,7 +307,7 @@ pub fn run_gen(
             t.expect = leaselab_checkers::check(&t.history).verdict();
             std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
             let file = out.join(format!("{name}.trace"));
-            std::fs::write(&file, t.to_text()).map_err(|e| format!("{}: {e}", file.display()))?;
+            t.save(&file).map_err(|e| e.to_string())?;
             Some((file, r.report.describe()))
         }
     };

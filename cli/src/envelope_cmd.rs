@@ -144,8 +144,7 @@ fn boundary(found: &[Boundary]) -> Result<&Boundary, String> {
 /// Writes the boundary case's trace to `out`, with the command that runs its setup again.
 pub fn write_trace(found: &[Boundary], out: &Path) -> Result<String, String> {
     let run = &boundary(found)?.run;
-    std::fs::write(out, run.trace.to_text())
-        .map_err(|e| format!("cannot write {}: {e}", out.display()))?;
+    run.trace.save(out).map_err(|e| e.to_string())?;
     Ok(format!(
         "wrote {} (run it again: leaselab sim --from-trace {})\n",
         out.display(),

@@ -92,8 +92,8 @@ fn run_lab(
         }
         for r in &res.runs {
             let path = dir.join(format!("{}.trace", r.trace.name));
-            if let Err(e) = std::fs::write(&path, r.trace.to_text()) {
-                eprintln!("leaselab lab: cannot write {}: {e}", path.display());
+            if let Err(e) = r.trace.save(&path) {
+                eprintln!("leaselab lab: {e}");
                 return Exit::Usage;
             }
         }

@@ -166,8 +166,7 @@ pub fn one(setup: Setup, driver: Driver, detail: Detail, source: Source<'_>) -> 
 }
 
 fn save(path: &Path, run: &SimRun) -> Result<(), String> {
-    std::fs::write(path, run.trace.to_text())
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))
+    run.trace.save(path).map_err(|e| e.to_string())
 }
 
 /// The sweep's own folder under `--out`: one per seed range, fence, driver and shard, so a
@@ -692,8 +691,7 @@ fn run(a: SimArgs) -> Result<Exit, String> {
         let (text, run) = one(setup, driver, detail, source);
         print!("{text}");
         if let Some(f) = &a.trace_out {
-            std::fs::write(f, run.trace.to_text())
-                .map_err(|e| format!("cannot write {}: {e}", f.display()))?;
+            run.trace.save(f).map_err(|e| e.to_string())?;
             println!("trace: {}", f.display());
         }
         Ok(exit_of(&run))

@@ -23,33 +23,11 @@ use crate::holder::HolderCfg;
 use crate::scenario::{Driver, Setup, SimOptions};
 use leaselab_model::names::defaults;
 use leaselab_model::{Config, DbName, Holder, LeaseName, Millis, Part, Scope};
-use leaselab_trace::Trace;
-use std::fmt;
+use leaselab_trace::{Fields, Trace, TraceError};
 
-/// A setup line that cannot be read: where and what.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SetupError {
-    /// File name as given by the caller.
-    pub file: String,
-    /// 1-based line number (0: the trace as a whole).
-    pub line: usize,
-    /// The field (or line kind) at fault.
-    pub field: String,
-    /// What is wrong.
-    pub message: String,
-}
-
-impl fmt::Display for SetupError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{}:{}: field `{}`: {}",
-            self.file, self.line, self.field, self.message
-        )
-    }
-}
-
-impl std::error::Error for SetupError {}
+/// A setup line that cannot be read: where and what — the trace reader's error, since setup
+/// lines are trace lines.
+pub type SetupError = TraceError;
 
 /// A simulation trace read back: the setup to run again, the driver that ran it, the trace.
 #[derive(Clone, Debug)]
@@ -102,12 +80,7 @@ impl Setup {
 
     /// Reads a simulation trace's setup back (`file` is only used in error messages).
     pub fn from_trace_text(text: &str, file: &str) -> Result<FromTrace, SetupError> {
-        let trace = Trace::parse(text, file).map_err(|e| SetupError {
-            file: e.file,
-            line: e.line,
-            field: e.field,
-            message: e.message,
-        })?;
+        let trace = Trace::parse(text, file)?;
         Reader { file }.read(text, trace)
     }
 }
@@ -205,52 +178,29 @@ struct Reader<'f> {
     file: &'f str,
 }
 
-/// The `key=value` words of one line, taken field by field so that a missing, duplicated or
-/// unknown field is named.
-struct Fields<'a> {
-    line: usize,
-    items: Vec<(&'a str, &'a str)>,
-}
-
 impl Reader<'_> {
     fn err(&self, line: usize, field: &str, message: impl Into<String>) -> SetupError {
-        SetupError {
-            file: self.file.to_string(),
-            line,
-            field: field.to_string(),
-            message: message.into(),
-        }
+        TraceError::at(self.file, line, field, message)
     }
 
-    fn fields<'a>(&self, line: usize, words: &[&'a str]) -> Result<Fields<'a>, SetupError> {
-        let mut items: Vec<(&str, &str)> = Vec::new();
-        for w in words {
-            let (k, v) = w
-                .split_once('=')
-                .ok_or_else(|| self.err(line, w, format!("expected key=value, found `{w}`")))?;
-            if items.iter().any(|(seen, _)| *seen == k) {
-                return Err(self.err(line, k, "duplicate field"));
-            }
-            items.push((k, v));
-        }
-        Ok(Fields { line, items })
+    fn fields<'a>(&self, line: usize, words: &[&'a str]) -> Result<Fields<'a>, SetupError>
+    where
+        Self: 'a,
+    {
+        Fields::read(self.file, line, words)
     }
 
     fn take<'a>(&self, f: &mut Fields<'a>, key: &str) -> Result<&'a str, SetupError> {
-        self.opt(f, key)?
-            .ok_or_else(|| self.err(f.line, key, "missing field"))
+        f.take(key)
     }
 
     fn opt<'a>(&self, f: &mut Fields<'a>, key: &str) -> Result<Option<&'a str>, SetupError> {
-        Ok(f.items
-            .iter()
-            .position(|(k, _)| *k == key)
-            .map(|i| f.items.remove(i).1))
+        Ok(f.opt(key))
     }
 
     fn done(&self, f: &Fields<'_>) -> Result<(), SetupError> {
-        match f.items.first() {
-            Some((k, _)) => Err(self.err(f.line, k, "unknown field")),
+        match f.leftover() {
+            Some(k) => Err(f.err(k, "unknown field")),
             None => Ok(()),
         }
     }
@@ -261,9 +211,7 @@ impl Reader<'_> {
         key: &str,
         what: &str,
     ) -> Result<T, SetupError> {
-        let v = self.take(f, key)?;
-        v.parse()
-            .map_err(|_| self.err(f.line, key, format!("expected {what}, found `{v}`")))
+        f.parse(key, what)
     }
 
     fn kinds(&self, line: usize, key: &str, v: &str) -> Result<Vec<FaultKind>, SetupError> {
@@ -481,7 +429,7 @@ impl Reader<'_> {
             }
         };
         let fault = match *kind {
-            "pause" if f.items.iter().any(|(k, _)| *k == "point") => {
+            "pause" if f.has("point") => {
                 let holder = holder(self, &mut f)?;
                 let p = self.take(&mut f, "point")?;
                 let point = Point::ALL

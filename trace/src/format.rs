@@ -44,3 +44,48 @@ pub struct TraceError {
     /// What is wrong.
     pub message: String,
 }
+
+/// A trace file that could not be read, parsed or written: the file and what went wrong.
+#[derive(Debug, thiserror::Error)]
+pub enum TraceFileError {
+    /// The file could not be read.
+    #[error("{path}: cannot read: {error}")]
+    Read {
+        /// The file, as given.
+        path: String,
+        /// Why.
+        error: std::io::Error,
+    },
+    /// The file could not be written.
+    #[error("cannot write {path}: {error}")]
+    Write {
+        /// The file, as given.
+        path: String,
+        /// Why.
+        error: std::io::Error,
+    },
+    /// The text is not a trace (file, line and field named).
+    #[error(transparent)]
+    Parse(#[from] TraceError),
+}
+
+impl Trace {
+    /// Reads and parses a trace file; errors name the file (and the line and field).
+    pub fn read(path: &std::path::Path) -> Result<Trace, TraceFileError> {
+        let name = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|error| TraceFileError::Read {
+            path: name.clone(),
+            error,
+        })?;
+        Ok(Trace::parse(&text, &name)?)
+    }
+
+    /// Writes the trace's canonical text to `path` (every command that writes a trace writes
+    /// it this way, so `read` gives back the same trace).
+    pub fn save(&self, path: &std::path::Path) -> Result<(), TraceFileError> {
+        std::fs::write(path, self.to_text()).map_err(|error| TraceFileError::Write {
+            path: path.display().to_string(),
+            error,
+        })
+    }
+}

@@ -33,11 +33,13 @@
 #![warn(missing_docs, unreachable_pub)]
 
 pub mod compare;
+mod fields;
 mod format;
 mod parse;
 pub mod replay;
 mod write;
 
-pub use format::{Trace, TraceError, MAGIC};
+pub use fields::Fields;
+pub use format::{Trace, TraceError, TraceFileError, MAGIC};
 pub use parse::{parse_op, parse_outcome};
 pub use write::{config_text, event_line};

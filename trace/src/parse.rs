@@ -2,6 +2,7 @@
 //! syntax (the simulation's wire protocol). Malformed input is an error naming the file, the
 //! line and the field — never a panic.
 
+use crate::fields::Fields;
 use crate::format::{Trace, TraceError, MAGIC};
 use leaselab_checkers::Check;
 use leaselab_model::text::{escape, unescape};
@@ -52,22 +53,11 @@ struct Parser<'f> {
     file: &'f str,
 }
 
-/// `key=value` words of one line, consumed field by field so leftovers can be reported.
-struct Fields<'a> {
-    line: usize,
-    items: Vec<(&'a str, &'a str)>,
-}
-
 impl<'f> Parser<'f> {
     /// An error always names a field (a part of the line when no field can be named), so a
     /// person knows where to look.
     fn err(&self, line: usize, field: &str, message: impl Into<String>) -> TraceError {
-        TraceError {
-            file: self.file.to_string(),
-            line,
-            field: if field.is_empty() { "line" } else { field }.to_string(),
-            message: message.into(),
-        }
+        TraceError::at(self.file, line, field, message)
     }
 
     fn trace(&self, text: &str) -> Result<Trace, TraceError> {
@@ -401,40 +391,15 @@ impl<'f> Parser<'f> {
         Ok(n)
     }
 
-    fn fields<'a>(&self, line: usize, words: &[&'a str]) -> Result<Fields<'a>, TraceError> {
-        let mut items: Vec<(&str, &str)> = Vec::new();
-        for w in words {
-            let Some((k, v)) = w.split_once('=') else {
-                return Err(match items.last() {
-                    Some((prev, _)) => self.err(
-                        line,
-                        prev,
-                        format!(
-                            "`{w}` is not `key=value`: values are percent-escaped, so a space \
-                             inside `{prev}` is written %20"
-                        ),
-                    ),
-                    None => self.err(line, w, format!("expected `key=value`, found `{w}`")),
-                });
-            };
-            if k.is_empty() {
-                return Err(self.err(line, w, format!("`{w}` has no field name before `=`")));
-            }
-            if items.iter().any(|(seen, _)| *seen == k) {
-                return Err(self.err(line, k, format!("duplicate field `{k}`")));
-            }
-            items.push((k, v));
-        }
-        Ok(Fields { line, items })
+    fn fields<'a>(&self, line: usize, words: &[&'a str]) -> Result<Fields<'a>, TraceError>
+    where
+        'f: 'a,
+    {
+        Fields::read(self.file, line, words)
     }
 
-    fn take<'a>(&self, f: &mut Fields<'a>, key: &str) -> Result<String, TraceError> {
-        let pos = f
-            .items
-            .iter()
-            .position(|(k, _)| *k == key)
-            .ok_or_else(|| self.err(f.line, key, "missing"))?;
-        let (_, v) = f.items.remove(pos);
+    fn take(&self, f: &mut Fields<'_>, key: &str) -> Result<String, TraceError> {
+        let v = f.take(key)?;
         self.unesc(f.line, key, v)
     }
 
@@ -477,9 +442,9 @@ impl<'f> Parser<'f> {
     }
 
     fn done(&self, f: Fields<'_>, what: &str) -> Result<(), TraceError> {
-        match f.items.first() {
+        match f.leftover() {
             None => Ok(()),
-            Some((k, _)) => Err(self.err(f.line, k, format!("unexpected field for `{what}`"))),
+            Some(k) => Err(self.err(f.line, k, format!("unexpected field for `{what}`"))),
         }
     }
 
@@ -491,7 +456,7 @@ impl<'f> Parser<'f> {
         let renew_after_expiry: bool = self.take_parsed(&mut f, "renew_after_expiry")?;
         let publish: PublishMode = self.take_parsed(&mut f, "publish")?;
         let client_expiry: ClientExpiry = self.take_parsed(&mut f, "client_expiry")?;
-        let lock_delay_ms = if f.items.iter().any(|(k, _)| *k == "lock_delay_ms") {
+        let lock_delay_ms = if f.has("lock_delay_ms") {
             let d = self.take_num(&mut f, "lock_delay_ms")?;
             if d == 0 {
                 return Err(self.err(
@@ -504,12 +469,7 @@ impl<'f> Parser<'f> {
         } else {
             0
         };
-        let pos = f
-            .items
-            .iter()
-            .position(|(k, _)| *k == "scopes")
-            .ok_or_else(|| self.err(line, "scopes", "missing"))?;
-        let (_, raw) = f.items.remove(pos);
+        let raw = f.take("scopes")?;
         let mut scopes = Vec::new();
         for s in raw.split(',').filter(|_| !raw.is_empty()) {
             if s.is_empty() {
@@ -644,7 +604,7 @@ impl<'f> Parser<'f> {
             },
             "begin" => {
                 let db = self.take_db(&mut f)?;
-                if f.items.iter().any(|(k, _)| *k == "isolation") {
+                if f.has("isolation") {
                     match self.take(&mut f, "isolation")?.as_str() {
                         "repeatable-read" => Op::BeginRepeatableRead { db },
                         "read-committed" => Op::Begin { db },
