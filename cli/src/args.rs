@@ -200,3 +200,17 @@ impl From<Exit> for std::process::ExitCode {
         std::process::ExitCode::from(e as u8)
     }
 }
+
+/// Prints a command's text, or its error as `leaselab CMD: …` with the usage exit class.
+pub fn print_or_fail(cmd: &str, r: Result<String, String>) -> Exit {
+    match r {
+        Ok(text) => {
+            print!("{text}");
+            Exit::Clean
+        }
+        Err(e) => {
+            eprintln!("leaselab {cmd}: {e}");
+            Exit::Usage
+        }
+    }
+}

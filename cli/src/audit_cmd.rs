@@ -2,6 +2,7 @@
 //! throwaway PostgreSQL; the checkers judge what PostgreSQL answered. The first violation is
 //! shrunk by proptest and written as a trace, with its timeline and explanation.
 
+use crate::args::Exit;
 use crate::diff_cmd::gen_runner;
 use leaselab_checkers::Report;
 use leaselab_gen::WholeOps;
@@ -9,6 +10,60 @@ use leaselab_pg::spec::{OpKind, Spec};
 use leaselab_pg::{PgBackend, PgError};
 use leaselab_trace::Trace;
 use std::path::{Path, PathBuf};
+
+/// `leaselab audit`'s arguments.
+#[derive(clap::Args, Debug)]
+pub struct AuditArgs {
+    /// The lease spec (TOML).
+    pub spec: PathBuf,
+    /// Run N generated schedules; shrink the first violation and write it as a trace.
+    #[arg(
+        long,
+        value_name = "N",
+        required_unless_present = "sim_seeds",
+        conflicts_with = "sim_seeds"
+    )]
+    pub gen: Option<u32>,
+    /// Run the simulation's holders (job loop, faults, pauses, clock skew, crashes) on
+    /// the spec for seeds A..B, with `sim`'s options; shrink the first failing seed.
+    #[arg(long, value_name = "A..B", value_parser = crate::sim_cmd::parse_range)]
+    pub sim_seeds: Option<(u64, u64)>,
+    /// How each simulated run is set up (`--sim-seeds`; the spec decides the fence and
+    /// the lease table).
+    #[command(flatten)]
+    pub run: crate::args::AuditSimArgs,
+    /// Seed of the generated schedules (same seed, same schedules).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Most intents per generated schedule.
+    #[arg(long, default_value_t = 40)]
+    pub steps: usize,
+    /// Where a violation's trace is written.
+    #[arg(long, default_value = "audit-failures", value_name = "DIR")]
+    pub out: PathBuf,
+    /// Where the throwaway clusters live.
+    #[arg(long, default_value = "target/leaselab-audit", value_name = "DIR")]
+    pub pg_dir: PathBuf,
+}
+
+/// `leaselab audit`: generated schedules (`--gen`) or the simulation's holders
+/// (`--sim-seeds`) on the user's spec.
+pub fn main(a: AuditArgs) -> Exit {
+    let r = match (a.gen, a.sim_seeds) {
+        (Some(n), _) => run_gen_cmd(&a.spec, n, a.seed, a.steps, &a.out, &a.pg_dir),
+        (None, Some(seeds)) => a.run.options().and_then(|opts| {
+            crate::audit_sim::run_seeds_cmd(&a.spec, seeds, &opts, &a.out, &a.pg_dir)
+        }),
+        (None, None) => Err("give --gen N or --sim-seeds A..B".into()),
+    };
+    match r {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("leaselab audit: {e}");
+            Exit::Usage
+        }
+    }
+}
 
 /// What a run found.
 pub struct AuditOutcome {
@@ -175,7 +230,6 @@ pub fn run_gen_cmd(
     out: &Path,
     pg_dir: &Path,
 ) -> Result<crate::args::Exit, String> {
-    use crate::args::Exit;
     let (spec, mut pg) = load(file, pg_dir)?;
     let t0 = std::time::Instant::now();
     let search = crate::diff_cmd::Search {

@@ -1,10 +1,100 @@
 //! `leaselab diff`: traces or simulation seeds against the model and PostgreSQL.
 
+use crate::args::Exit;
 use leaselab_model::FenceMode;
 use leaselab_pg::{diff_schedule, diff_with_rule, PgBackend};
 use leaselab_sim::{run_seed, Driver, SimOptions};
 use leaselab_trace::Trace;
 use std::path::{Path, PathBuf};
+
+/// `leaselab diff`'s arguments.
+#[derive(clap::Args, Debug)]
+pub struct DiffArgs {
+    /// Trace files (their setups are their own: the simulation flags do not apply).
+    #[arg(conflicts_with_all = sim_run_ids())]
+    pub files: Vec<PathBuf>,
+    /// Diff the traces of these simulation seeds, A..B, run exactly as `leaselab sim` runs
+    /// them with the same flags.
+    #[arg(long, value_name = "A..B", value_parser = crate::sim_cmd::parse_range)]
+    pub sim_seeds: Option<(u64, u64)>,
+    /// How the --sim-seeds runs are set up (the same flags as `sim`).
+    #[command(flatten)]
+    pub run: crate::args::RunArgs,
+    /// Driver of the --sim-seeds runs.
+    #[arg(long, value_enum, default_value_t = Driver::Fast)]
+    pub driver: Driver,
+    /// Run N generated multi-session schedules against the model and PostgreSQL; shrink
+    /// the first divergence and write it as a trace (see --out). Not with trace files,
+    /// --sim-seeds or the simulation flags.
+    #[arg(long, value_name = "N", conflicts_with_all = gen_conflicts())]
+    pub gen: Option<u32>,
+    /// Seed of the generated schedules (same seed, same schedules; --gen only) [default: 1]
+    #[arg(long, requires = "gen", conflicts_with_all = ["files", "sim_seeds"])]
+    pub seed: Option<u64>,
+    /// Most intents per generated schedule (--gen only) [default: 40]
+    #[arg(long, requires = "gen", conflicts_with_all = ["files", "sim_seeds"])]
+    pub steps: Option<usize>,
+    /// Negative control: run the model with a deliberately wrong rule.
+    #[arg(long, value_enum, value_name = "RULE")]
+    pub wrong_rule: Option<leaselab_model::model::WrongRule>,
+    /// Where diverging runs are written (a shrunk --gen schedule, a --sim-seeds trace).
+    #[arg(long, default_value = "diff-failures", value_name = "DIR")]
+    pub out: PathBuf,
+    /// Run the model side with this fence instead of the trace's (a deliberately wrong rule).
+    #[arg(long, value_enum)]
+    pub model_fence: Option<FenceMode>,
+    /// Where the throwaway clusters live.
+    #[arg(long, default_value = "target/leaselab-pg", value_name = "DIR")]
+    pub pg_dir: PathBuf,
+}
+
+/// The flags that set up a simulated run (`diff --sim-seeds`): meaningless for trace files,
+/// which carry their own setup, and for generated schedules.
+fn sim_run_ids() -> Vec<&'static str> {
+    let mut ids = crate::args::RunArgs::IDS.to_vec();
+    ids.push("driver");
+    ids
+}
+
+/// What `diff --gen` does not go with: it generates its own schedules.
+fn gen_conflicts() -> Vec<&'static str> {
+    let mut ids = sim_run_ids();
+    ids.extend(["files", "sim_seeds", "model_fence"]);
+    ids
+}
+
+/// `leaselab diff`: generated schedules, or trace files and simulation seeds.
+pub fn main(a: DiffArgs) -> Exit {
+    let r = match a.gen {
+        Some(n) => run_gen_cmd(
+            n,
+            a.seed.unwrap_or(1),
+            a.steps.unwrap_or(40),
+            a.wrong_rule,
+            &a.out,
+            &a.pg_dir,
+        ),
+        None => a.run.options().and_then(|opts| {
+            run(
+                &a.files,
+                a.sim_seeds.map(|(x, y)| (x, y, opts, a.driver)),
+                ModelSide {
+                    fence: a.model_fence,
+                    wrong: a.wrong_rule,
+                },
+                &a.out,
+                &a.pg_dir,
+            )
+        }),
+    };
+    match r {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("leaselab diff: {e}");
+            Exit::Usage
+        }
+    }
+}
 
 /// Deliberately wrong rules for the model side only: how a diff is shown to catch them.
 #[derive(Clone, Copy, Debug, Default)]
@@ -30,7 +120,6 @@ pub fn run(
     out: &Path,
     pg_dir: &Path,
 ) -> Result<crate::args::Exit, String> {
-    use crate::args::Exit;
     let ModelSide {
         fence: model_fence,
         wrong,
@@ -328,7 +417,6 @@ pub fn run_gen_cmd(
     out: &Path,
     pg_dir: &Path,
 ) -> Result<crate::args::Exit, String> {
-    use crate::args::Exit;
     let mut pg = PgBackend::throwaway(pg_dir).map_err(|e| e.to_string())?;
     let t0 = std::time::Instant::now();
     let search = Search {

@@ -1,11 +1,48 @@
 //! `leaselab envelope`: the table of the safety envelope ([`leaselab_sim::envelope`]) and the
 //! HTML picture of its boundary case.
 
+use crate::args::Exit;
 use leaselab_model::FenceMode;
 use leaselab_sim::envelope::{Boundary, Envelope, Probe};
 use leaselab_sim::SimOptions;
 use std::fmt::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+/// `leaselab envelope`'s arguments.
+#[derive(clap::Args, Debug)]
+pub struct EnvelopeArgs {
+    /// The resource's fence.
+    #[arg(long, value_enum, default_value_t = FenceMode::Off)]
+    pub fence: FenceMode,
+    /// Also search the holder's safety margin under a slow clock.
+    #[arg(long)]
+    pub margin: bool,
+    /// Chubby's lock-delay on the lease table: an expired lease is taken over only this
+    /// long after its expiry (0: none, the source design).
+    #[arg(long, default_value_t = 0, value_name = "MS")]
+    pub lock_delay_ms: u64,
+    /// Write the HTML picture of the boundary case.
+    #[arg(long, value_name = "OUT.html")]
+    pub html: Option<PathBuf>,
+    /// Write the boundary case as a trace (`leaselab explain FILE`, `leaselab sim
+    /// --from-trace FILE`).
+    #[arg(long, value_name = "FILE")]
+    pub trace_out: Option<PathBuf>,
+}
+
+/// `leaselab envelope`: the table, then the picture and the trace of the boundary case.
+pub fn main(a: EnvelopeArgs) -> Exit {
+    let (table, found) = run(a.fence, a.margin, a.lock_delay_ms);
+    print!("{table}");
+    let mut said = Ok(String::new());
+    if let Some(out) = a.html {
+        said = write_html(&found, &out);
+    }
+    if let (Ok(s), Some(out)) = (&said, a.trace_out) {
+        said = write_trace(&found, &out).map(|t| format!("{s}{t}"));
+    }
+    crate::args::print_or_fail("envelope", said)
+}
 
 /// Runs the searches (`margin` too when asked) and returns the printed table and the
 /// boundaries.

@@ -10,6 +10,43 @@ use leaselab_record::read::{self, Recorded};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
+/// `leaselab judge`'s arguments.
+#[derive(clap::Args, Debug)]
+pub struct JudgeArgs {
+    /// History files (JSON lines).
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    /// The files are one deployment's processes, each recording its own calls: judge them
+    /// as one history, merged by the server's clock (a process in one file only).
+    #[arg(long)]
+    pub merge: bool,
+}
+
+/// `leaselab judge`: the verdicts on stdout, unreadable files on stderr.
+pub fn main(a: JudgeArgs) -> Exit {
+    let j = judge(&a.files, a.merge);
+    print!("{}", j.text);
+    for e in &j.errors {
+        eprintln!("leaselab judge: {e}");
+    }
+    j.exit
+}
+
+/// `leaselab export`'s arguments.
+#[derive(clap::Args, Debug)]
+pub struct ExportArgs {
+    /// Trace file.
+    pub file: PathBuf,
+    /// JSON lines (docs/history-jsonl.md), the format `judge` reads.
+    #[arg(long, required = true)]
+    pub jsonl: bool,
+}
+
+/// `leaselab export --jsonl`.
+pub fn export_main(a: ExportArgs) -> Exit {
+    crate::args::print_or_fail("export", export_jsonl(&a.file))
+}
+
 /// Reads one recorded history; errors name the file, line and field.
 pub fn read_recorded(path: &Path) -> Result<Recorded, String> {
     read::read_file(path).map_err(|e| e.to_string())

@@ -1,22 +1,24 @@
 //! # leaselab (the binary's library half)
 //!
-//! - [`args`]: the argument set of a simulation run, value enums, exit codes.
-//! - [`lab`]: the cases F1–F9 and G1–G4 of the README on the model, with their output and traces;
-//!   [`lab_cmd`]: `leaselab lab`'s arguments and what it prints and writes.
-//! - [`replay`]: `leaselab replay`: re-executes a trace against the model and re-judges it.
-//! - [`sim_cmd`]: `leaselab sim`.
+//! Each command is one module owning its arguments (`…Args`, a clap `Args`) and its `main`;
+//! the binary (`src/main.rs`) parses, installs the Ctrl-C handling and dispatches.
+//!
+//! - [`lab_cmd`]: `leaselab lab`, over [`lab`]: the cases F1–F9 and G1–G4 on the model, with
+//!   their output and traces.
+//! - [`sim_cmd`]: `leaselab sim`, one seed or a sweep.
 //! - [`diff_cmd`]: `leaselab diff` against PostgreSQL.
-//! - [`summary`]: `--json FILE`, one JSON object saying how a run ended.
-//! - [`interrupt`]: Ctrl-C and SIGTERM for every command (results kept, clusters removed).
 //! - [`audit_cmd`]: `leaselab audit`: the user's own lease SQL on PostgreSQL, judged by the
 //!   checkers; [`audit_sim`]: the same with the simulation's holders (`--sim-seeds`).
-//! - [`check_cmd`]: `leaselab check`, the exhaustive search, its progress and its caps.
+//! - [`holder_cmd`]: `leaselab holder`, one process of the real-time F4/F5 experiment.
+//! - [`picture_cmd`]: `diagram` and `explain`, and the timeline printed with a failure.
 //! - [`judge_cmd`]: `leaselab judge` (recorded histories, one file or several merged) and
 //!   `leaselab export --jsonl`.
-//! - [`picture_cmd`]: `diagram` and `explain`, and the timeline printed with a failure.
 //! - [`envelope_cmd`]: `leaselab envelope`, the safety envelope by bisection.
-//!
-//! The binary (`src/main.rs`) only parses arguments and prints.
+//! - [`check_cmd`]: `leaselab check`, the exhaustive search, its progress and its caps.
+//! - [`replay`]: `leaselab replay`: re-executes a trace against the model and re-judges it.
+//! - [`args`]: what several commands share: a simulation run's arguments, exit codes.
+//! - [`summary`]: `--json FILE`, one JSON object saying how a run ended.
+//! - [`interrupt`]: Ctrl-C and SIGTERM for every command (results kept, clusters removed).
 
 #![warn(missing_docs, unreachable_pub)]
 
@@ -26,6 +28,7 @@ pub mod audit_sim;
 pub mod check_cmd;
 pub mod diff_cmd;
 pub mod envelope_cmd;
+pub mod holder_cmd;
 pub mod interrupt;
 pub mod judge_cmd;
 pub mod lab;

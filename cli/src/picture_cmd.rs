@@ -1,11 +1,55 @@
 //! `leaselab diagram` and `leaselab explain`: the pictures of a trace file, and the short
 //! timeline that `lab`, `sim` and `replay` print on a failure.
 
+use crate::args::{print_or_fail, Exit};
 use leaselab_checkers::check;
 use leaselab_model::{Config, History};
 use leaselab_picture::{explain, html, mermaid, timeline, Story};
 use leaselab_trace::Trace;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+/// `leaselab diagram`'s arguments.
+#[derive(clap::Args, Debug)]
+pub struct DiagramArgs {
+    /// A trace file or a recorded history (JSON lines); or several recorded histories, one
+    /// per process of a deployment, drawn merged by the server's clock.
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    /// Print a Mermaid `sequenceDiagram`.
+    #[arg(long, conflicts_with = "html")]
+    pub mermaid: bool,
+    /// Write an HTML page: lanes on a time axis, leases by both clocks, pauses, writes;
+    /// a long run cropped to the span around its violating pair.
+    #[arg(long, value_name = "OUT.html")]
+    pub html: Option<PathBuf>,
+    /// With --html: draw the whole run, not the span around the violating pair.
+    #[arg(long, requires = "html")]
+    pub whole: bool,
+}
+
+/// `leaselab diagram`: the form the flags ask for.
+pub fn diagram_main(a: DiagramArgs) -> Exit {
+    let form = match (a.mermaid, a.html) {
+        (true, _) => Form::Mermaid,
+        (false, Some(out)) if a.whole => Form::HtmlWhole(out),
+        (false, Some(out)) => Form::Html(out),
+        (false, None) => Form::Timeline,
+    };
+    print_or_fail("diagram", diagram(&a.files, &form))
+}
+
+/// `leaselab explain`'s arguments.
+#[derive(clap::Args, Debug)]
+pub struct ExplainArgs {
+    /// A trace file or a recorded history; or several recorded histories, merged.
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+}
+
+/// `leaselab explain`.
+pub fn explain_main(a: ExplainArgs) -> Exit {
+    print_or_fail("explain", explain(&a.files))
+}
 
 /// The story of a recorded run, judged by the checkers (never by running the model).
 pub fn story(history: &History, config: &Config) -> Story {

@@ -3,7 +3,15 @@
 pub use leaselab_trace::compare::Comparison;
 pub use leaselab_trace::replay::replay;
 use leaselab_trace::Trace;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+/// `leaselab replay`'s arguments.
+#[derive(clap::Args, Debug)]
+pub struct ReplayArgs {
+    /// Trace files.
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+}
 
 /// Reads, parses and replays one file. Errors name the file (and for parse errors the line and
 /// field).
@@ -14,7 +22,8 @@ pub fn replay_file(path: &Path) -> Result<Comparison, String> {
 
 /// `leaselab replay FILE…`: replays every file; the exit class is the worst one met (input
 /// error, divergence, changed verdict).
-pub fn main(files: &[std::path::PathBuf]) -> crate::args::Exit {
+pub fn main(a: ReplayArgs) -> crate::args::Exit {
+    let files = &a.files;
     use crate::args::Exit;
     let (mut ok, mut bad) = (0, 0);
     let (mut unreadable, mut diverged, mut verdict) = (false, false, false);

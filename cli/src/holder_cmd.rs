@@ -1,0 +1,64 @@
+//! `leaselab holder`: one holder process of the real-time F4/F5 experiment, started by
+//! `lab --backend pg` ([`leaselab_pg::real`]).
+
+use crate::args::Exit;
+use std::path::PathBuf;
+
+/// `leaselab holder`'s arguments.
+#[derive(clap::Args, Debug)]
+pub struct HolderArgs {
+    /// a or b.
+    #[arg(long)]
+    pub role: String,
+    /// Holder name.
+    #[arg(long)]
+    pub name: String,
+    /// lease26 connection string.
+    #[arg(long)]
+    pub lease: String,
+    /// res26 connection string.
+    #[arg(long)]
+    pub res: String,
+    /// scope or off.
+    #[arg(long, default_value = "scope")]
+    pub fence: String,
+    /// TTL.
+    #[arg(long, default_value_t = 1500)]
+    pub ttl_ms: u64,
+    /// Renew period.
+    #[arg(long, default_value_t = 400)]
+    pub renew_ms: u64,
+    /// Local margin.
+    #[arg(long, default_value_t = 300)]
+    pub margin_ms: u64,
+    /// Record every call this process makes to FILE (JSON lines, `leaselab judge`).
+    #[arg(long, value_name = "FILE")]
+    pub record: Option<PathBuf>,
+    /// Time 0 of the recording, in ms since the Unix epoch (the same for every process of
+    /// one experiment, so their files merge).
+    #[arg(long, default_value_t = 0)]
+    pub clock_origin_ms: u64,
+}
+
+/// Runs the holder process.
+pub fn main(a: HolderArgs) -> Exit {
+    let args = leaselab_pg::real::HolderArgs {
+        role: a.role,
+        name: a.name,
+        lease: a.lease,
+        res: a.res,
+        fenced: a.fence != "off",
+        ttl_ms: a.ttl_ms,
+        renew_ms: a.renew_ms,
+        margin_ms: a.margin_ms,
+        record: a.record,
+        clock_origin_ms: a.clock_origin_ms,
+    };
+    match leaselab_pg::real::holder_main(&args) {
+        Ok(()) => Exit::Clean,
+        Err(e) => {
+            eprintln!("leaselab holder: {e}");
+            Exit::Usage
+        }
+    }
+}
