@@ -11,6 +11,7 @@
 use leaselab_model::names::{defaults, holder_name as holder};
 use leaselab_model::Reason;
 use leaselab_model::{Config, DbName, Op, Outcome, World};
+#[cfg(feature = "strategies")]
 use proptest::prelude::*;
 
 /// Every holder's lease TTL.
@@ -63,6 +64,7 @@ pub enum Step {
     ReadPart(usize),
 }
 
+#[cfg(feature = "strategies")]
 fn step(holders: usize) -> impl Strategy<Value = Step> {
     let h = 0..holders;
     let s = 0..SESSIONS;
@@ -89,6 +91,7 @@ fn step(holders: usize) -> impl Strategy<Value = Step> {
 
 /// 2–4 holders and 1–39 steps. (`Disconnect` is not drawn here, so the shrunk lengths the
 /// negative-control tests assert stay those measured; the fuzz target draws it.)
+#[cfg(feature = "strategies")]
 pub fn steps() -> impl Strategy<Value = (usize, Vec<Step>)> {
     (2..=4usize).prop_flat_map(|h| (Just(h), proptest::collection::vec(step(h), 1..40)))
 }

@@ -28,9 +28,12 @@ pub mod holders;
 use leaselab_model::names::defaults;
 use leaselab_model::Reason;
 use leaselab_model::{
-    AttemptOutcome, Config, DbName, Event, FenceMode, Holder, LeaseDurability, LeaseName, Millis,
-    Op, Outcome, Part, PublishMode, Scope, Token,
+    AttemptOutcome, Config, DbName, Event, Holder, LeaseName, Millis, Op, Outcome, Part, Scope,
+    Token,
 };
+#[cfg(feature = "strategies")]
+use leaselab_model::{FenceMode, LeaseDurability, PublishMode};
+#[cfg(feature = "strategies")]
 use proptest::prelude::*;
 
 /// What a session means to do next; the [`Client`] makes it concrete.
@@ -106,6 +109,7 @@ const NAMES: [&str; 4] = ["holder-a", "holder-b", "holder-c", "holder-d"];
 const TTLS: [u64; 3] = [100, 300, 1500];
 const STEPS: [u64; 8] = [0, 1, 50, 99, 100, 299, 300, 1500];
 
+#[cfg(feature = "strategies")]
 fn kind() -> impl Strategy<Value = Kind> {
     prop_oneof![
         8 => Just(Kind::Acquire),
@@ -131,6 +135,7 @@ fn kind() -> impl Strategy<Value = Kind> {
 
 /// A configuration drawn from every fence mode, both lease tables, both publish modes, with
 /// and without the renew-after-expiry mistake.
+#[cfg(feature = "strategies")]
 pub fn config() -> impl Strategy<Value = Config> {
     (
         prop::sample::select(FenceMode::ALL.to_vec()),
@@ -156,6 +161,7 @@ pub fn config() -> impl Strategy<Value = Config> {
 }
 
 /// Schedules of 2–4 sessions and up to `max_steps` intents.
+#[cfg(feature = "strategies")]
 pub fn schedule(max_steps: usize) -> impl Strategy<Value = Schedule> {
     (config(), 2usize..=4).prop_flat_map(move |(config, actors)| {
         let intent = (0..actors as u8, kind(), any::<u8>(), any::<u8>())

@@ -10,12 +10,17 @@ use std::collections::BTreeMap;
 
 /// How often one holder reached each code point.
 #[derive(Clone, Debug, Default)]
-pub struct PointCounts(BTreeMap<Point, u32>);
+pub(crate) struct PointCounts(BTreeMap<Point, u32>);
 
 impl PointCounts {
     /// Counts one more arrival of `holder` at `p`; returns the pause the plan puts on exactly
     /// this arrival, if any (duration, kind).
-    pub fn reach(&mut self, plan: &FaultPlan, holder: usize, p: Point) -> Option<(u64, PauseKind)> {
+    pub(crate) fn reach(
+        &mut self,
+        plan: &FaultPlan,
+        holder: usize,
+        p: Point,
+    ) -> Option<(u64, PauseKind)> {
         let n = self.0.entry(p).or_insert(0);
         *n += 1;
         plan.point_pause(holder, p, *n)
@@ -24,7 +29,7 @@ impl PointCounts {
 
 /// Records a client-side event of `name` at authority time `now`, stamped with the reading of
 /// the holder's own `clock`.
-pub fn record_holder<B: Backend + Waits>(
+pub(crate) fn record_holder<B: Backend + Waits>(
     hosts: &mut DbHosts<B>,
     clock: &NodeClock,
     name: &Holder,

@@ -47,7 +47,7 @@ pub struct HolderCfg {
 
 /// What the holder asks its driver to do.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Effect {
+pub(crate) enum Effect {
     /// Send a statement to a database on a connection; the reply comes back with `req`.
     Send {
         /// Request id, echoed in the reply.
@@ -136,7 +136,7 @@ pub struct HolderStats {
 
 /// The holder state machine.
 #[derive(Clone, Debug)]
-pub struct HolderMachine {
+pub(crate) struct HolderMachine {
     cfg: HolderCfg,
     work: Work,
     holding: Option<Holding>,
@@ -170,7 +170,7 @@ const CONN_RES: usize = 2;
 
 impl HolderMachine {
     /// A holder that starts its first job at `cfg.start_ms` on its own clock.
-    pub fn new(cfg: HolderCfg) -> Self {
+    pub(crate) fn new(cfg: HolderCfg) -> Self {
         let start = Millis(cfg.start_ms);
         let cfg_name = cfg.name.clone();
         HolderMachine {
@@ -190,13 +190,8 @@ impl HolderMachine {
         }
     }
 
-    /// The holder's name.
-    pub fn name(&self) -> &Holder {
-        &self.cfg.name
-    }
-
     /// The earliest local time at which `on_timer` has something to do.
-    pub fn next_timer(&self) -> Option<Millis> {
+    pub(crate) fn next_timer(&self) -> Option<Millis> {
         let mut t: Option<Millis> = None;
         let mut min = |x: Millis| t = Some(t.map_or(x, |y: Millis| y.min(x)));
         if let Work::Idle { until } = self.work {
@@ -255,7 +250,7 @@ impl HolderMachine {
 
     /// Handles every timer due at local time `now`, appending the effects to `out` (a buffer
     /// the driver may reuse).
-    pub fn on_timer(&mut self, now: Millis, out: &mut Vec<Effect>) {
+    pub(crate) fn on_timer(&mut self, now: Millis, out: &mut Vec<Effect>) {
         // Timed-out requests first: their connections are abandoned.
         let expired: Vec<(u64, Pending)> = self
             .pending
@@ -414,7 +409,13 @@ impl HolderMachine {
     }
 
     /// Handles the reply to request `req` at local time `now`, appending the effects to `out`.
-    pub fn on_reply(&mut self, now: Millis, req: u64, outcome: &Outcome, out: &mut Vec<Effect>) {
+    pub(crate) fn on_reply(
+        &mut self,
+        now: Millis,
+        req: u64,
+        outcome: &Outcome,
+        out: &mut Vec<Effect>,
+    ) {
         let Some(p) = self.take_pending(req) else {
             return; // abandoned or unknown: ignore
         };

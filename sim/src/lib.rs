@@ -15,15 +15,15 @@
 //! assert_eq!(run.trace.to_text(), run_seed(7, &opts, Driver::Fast).trace.to_text());
 //! ```
 //!
-//! - [`holder`]: the holder as a sans-IO state machine (events in, effects out).
+//! - `holder` (inside the crate): the holder as a sans-IO state machine (events in, effects out).
 //! - [`fast`]: the discrete-event driver used for sweeps.
 //! - [`turmoil_driver`]: the same holders and hosts on turmoil.
 //! - [`host`]: the database hosts around the model.
-//! - [`driver_core`]: what both drivers do alike around a holder (code points, client events).
+//! - `driver_core` (inside the crate): what both drivers do alike around a holder (code points, client events).
 //! - [`clock`]: per-node clocks (offset, skew, steps, freeze).
-//! - [`faults`]: fault kinds, swarm plans from a seed.
+//! - `faults` (inside the crate): fault kinds, swarm plans from a seed.
 //! - [`scenario`]: options, derived setup, run results, liveness.
-//! - [`setup_text`]: a run's setup as trace header lines and back (`--from-trace`).
+//! - `setup_text` (inside the crate): a run's setup as trace header lines and back (`--from-trace`).
 //! - [`sweep`]: seed ranges, shards, shrinking.
 //!
 //! ## Build flags
@@ -36,14 +36,14 @@
 #![warn(missing_docs, unreachable_pub)]
 
 pub mod clock;
-pub mod driver_core;
+mod driver_core;
 pub mod envelope;
 pub mod fast;
-pub mod faults;
-pub mod holder;
+mod faults;
+mod holder;
 pub mod host;
 pub mod scenario;
-pub mod setup_text;
+mod setup_text;
 pub mod sweep;
 pub mod turmoil_driver;
 

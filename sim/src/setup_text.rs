@@ -27,7 +27,7 @@ use leaselab_trace::{Fields, Trace, TraceError};
 
 /// A setup line that cannot be read: where and what — the trace reader's error, since setup
 /// lines are trace lines.
-pub type SetupError = TraceError;
+pub(crate) type SetupError = TraceError;
 
 /// A simulation trace read back: the setup to run again, the driver that ran it, the trace.
 #[derive(Clone, Debug)]
