@@ -23,11 +23,11 @@ use crate::holder::HolderCfg;
 use crate::scenario::{Driver, Setup, SimOptions};
 use leaselab_model::names::defaults;
 use leaselab_model::{Config, DbName, Holder, LeaseName, Millis, Part, Scope};
-use leaselab_trace::{Fields, Trace, TraceError};
+use leaselab_trace::{Fields, TextError, Trace};
 
-/// A setup line that cannot be read: where and what — the trace reader's error, since setup
+/// A setup line that cannot be read: where and what — the event text's error, since setup
 /// lines are trace lines.
-pub(crate) type SetupError = TraceError;
+pub(crate) type SetupError = TextError;
 
 /// A simulation trace read back: the setup to run again, the driver that ran it, the trace.
 #[derive(Clone, Debug)]
@@ -180,7 +180,7 @@ struct Reader<'f> {
 
 impl Reader<'_> {
     fn err(&self, line: usize, field: &str, message: impl Into<String>) -> SetupError {
-        TraceError::at(self.file, line, field, message)
+        TextError::at(self.file, line, field, message)
     }
 
     fn fields<'a>(&self, line: usize, words: &[&'a str]) -> Result<Fields<'a>, SetupError>

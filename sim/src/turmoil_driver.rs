@@ -28,7 +28,7 @@ use crate::host::{DbHosts, Reply, Request};
 use crate::scenario::{finish, Driver, Setup, SimRun};
 use leaselab_model::text::{op_text, outcome_text};
 use leaselab_model::{ConnId, DbName, Holder, Millis, Op, Outcome};
-use leaselab_trace::{parse_op, parse_outcome};
+
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr};
@@ -119,7 +119,7 @@ async fn serve_conn(sh: Sh, db: DbName, stream: TcpStream) {
             ));
             continue;
         };
-        let (req, op) = match (req.parse::<u64>(), parse_op(op)) {
+        let (req, op) = match (req.parse::<u64>(), op.parse::<Op>()) {
             (Ok(req), Ok(op)) => (req, op),
             (r, o) => {
                 let why = match (r, o) {
@@ -326,7 +326,7 @@ impl Client {
             match got {
                 Some((_, Some(line))) => {
                     let parsed = line.split_once(' ').and_then(|(req, out)| {
-                        Some((req.parse::<u64>().ok()?, parse_outcome(out).ok()?))
+                        Some((req.parse::<u64>().ok()?, out.parse::<Outcome>().ok()?))
                     });
                     let Some((req, o)) = parsed else {
                         self.sh.borrow_mut().errors.push(format!(

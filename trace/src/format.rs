@@ -31,20 +31,6 @@ pub struct Trace {
     pub history: History,
 }
 
-/// A malformed trace: where and what.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{file}:{line}: field `{field}`: {message}")]
-pub struct TraceError {
-    /// File name as given by the caller.
-    pub file: String,
-    /// 1-based line number (0 if the file ended too early).
-    pub line: usize,
-    /// The field (or line kind) at fault.
-    pub field: String,
-    /// What is wrong.
-    pub message: String,
-}
-
 /// A trace file that could not be read, parsed or written: the file and what went wrong.
 #[derive(Debug, thiserror::Error)]
 pub enum TraceFileError {
@@ -66,7 +52,7 @@ pub enum TraceFileError {
     },
     /// The text is not a trace (file, line and field named).
     #[error(transparent)]
-    Parse(#[from] TraceError),
+    Parse(#[from] leaselab_model::text::TextError),
 }
 
 impl Trace {

@@ -33,13 +33,11 @@
 #![warn(missing_docs, unreachable_pub)]
 
 pub mod compare;
-mod fields;
 mod format;
 mod parse;
 pub mod replay;
 mod write;
 
-pub use fields::Fields;
-pub use format::{Trace, TraceError, TraceFileError, MAGIC};
-pub use parse::{parse_op, parse_outcome};
+pub use format::{Trace, TraceFileError, MAGIC};
+pub use leaselab_model::text::{Fields, TextError};
 pub use write::{config_text, event_line};

@@ -50,7 +50,7 @@ fn write_read_write_is_byte_identical() {
     assert!(text.contains("lease holder=holder-a token=1 expires=-infinity"));
 }
 
-fn err_of(text: &str) -> leaselab_trace::TraceError {
+fn err_of(text: &str) -> leaselab_trace::TextError {
     Trace::parse(text, "bad.trace").expect_err("must be rejected")
 }
 

@@ -1,13 +1,13 @@
 //! The one reader of `key=value` words that trace lines, setup lines and fault lines share:
 //! each field is taken once, so a missing, duplicated or unknown field is named in a
-//! [`TraceError`] with the file and the line.
+//! [`TextError`] with the file and the line.
 
-use crate::format::TraceError;
+use super::read::TextError;
 
-impl TraceError {
+impl TextError {
     /// An error at `file:line` about `field` (`line` when no field can be named).
-    pub fn at(file: &str, line: usize, field: &str, message: impl Into<String>) -> TraceError {
-        TraceError {
+    pub fn at(file: &str, line: usize, field: &str, message: impl Into<String>) -> TextError {
+        TextError {
             file: file.to_string(),
             line,
             field: if field.is_empty() { "line" } else { field }.to_string(),
@@ -28,8 +28,8 @@ pub struct Fields<'a> {
 impl<'a> Fields<'a> {
     /// Splits `words` into fields; a word without `=`, an empty name or a name given twice is
     /// an error.
-    pub fn read(file: &'a str, line: usize, words: &[&'a str]) -> Result<Fields<'a>, TraceError> {
-        let err = |field: &str, m: String| TraceError::at(file, line, field, m);
+    pub fn read(file: &'a str, line: usize, words: &[&'a str]) -> Result<Fields<'a>, TextError> {
+        let err = |field: &str, m: String| TextError::at(file, line, field, m);
         let mut items: Vec<(&str, &str)> = Vec::new();
         for w in words {
             let Some((k, v)) = w.split_once('=') else {
@@ -56,8 +56,8 @@ impl<'a> Fields<'a> {
     }
 
     /// An error on this line about `field`.
-    pub fn err(&self, field: &str, message: impl Into<String>) -> TraceError {
-        TraceError::at(self.file, self.line, field, message)
+    pub fn err(&self, field: &str, message: impl Into<String>) -> TextError {
+        TextError::at(self.file, self.line, field, message)
     }
 
     /// Whether the line has `key` (not taken yet).
@@ -72,12 +72,12 @@ impl<'a> Fields<'a> {
     }
 
     /// Takes `key`'s raw value; a missing field is an error.
-    pub fn take(&mut self, key: &str) -> Result<&'a str, TraceError> {
+    pub fn take(&mut self, key: &str) -> Result<&'a str, TextError> {
         self.opt(key).ok_or_else(|| self.err(key, "missing"))
     }
 
     /// Takes `key` and parses it; `what` names what was expected.
-    pub fn parse<T: std::str::FromStr>(&mut self, key: &str, what: &str) -> Result<T, TraceError> {
+    pub fn parse<T: std::str::FromStr>(&mut self, key: &str, what: &str) -> Result<T, TextError> {
         let v = self.take(key)?;
         v.parse()
             .map_err(|_| self.err(key, format!("expected {what}, found `{v}`")))

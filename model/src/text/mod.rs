@@ -3,6 +3,12 @@
 //! percent-escaped. `Display` of both uses it; the trace format (`leaselab-trace`) writes event
 //! lines with it and parses them back, and the simulation's wire protocol carries it.
 
+pub mod fields;
+pub mod read;
+
+pub use fields::Fields;
+pub use read::{LineReader, TextError};
+
 use crate::history::{Op, Outcome};
 use crate::rows::PartRow;
 use crate::time::Expiry;
