@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Everything a restructuring must leave byte-identical, written under OUT and hashed:
 #   lab under every fence (stdout, exit status, every trace it writes), every committed trace
-#   replayed, drawn and explained, 2,000-seed sweeps under `scope` and `off` (each with every
-#   file it writes), `check` counterexamples with their state counts, and `--help` of every
-#   command. Run it before and after a change and compare the two SUMS files:
+#   replayed, drawn and explained, 2,000-seed sweeps under `scope` and `off` and 100-seed ones
+#   on the turmoil driver (each with every file it writes), `check` counterexamples with their
+#   state counts, and `--help` of every command. Run it before and after a change and compare
+#   the two SUMS files:
 #     bash scripts/same-output.sh /tmp/before && (change, build) &&
 #     bash scripts/same-output.sh /tmp/after && diff /tmp/before/SUMS /tmp/after/SUMS
 # The binary is LEASELAB_BIN, else target/release/leaselab (built if missing). Timings vary from
@@ -48,6 +49,10 @@ done
 for fence in scope off; do
   mkdir -p "$OUT/sweep-$fence"
   run "sweep-$fence" sim --seeds 0..2000 --fence "$fence" --out "$OUT/sweep-$fence" --max-failures 2000
+done
+for fence in scope off; do # the turmoil driver too: both drivers must keep their traces
+  mkdir -p "$OUT/turmoil-$fence"
+  run "turmoil-$fence" sim --seeds 0..100 --driver turmoil --fence "$fence" --out "$OUT/turmoil-$fence" --max-failures 100
 done
 run check-off check --fence off --max-ticks 16 --trace-out "$OUT/check-off.trace"
 run check-strict check --fence strict --parts 2 --max-ticks 12 --trace-out "$OUT/check-strict.trace"

@@ -1,11 +1,14 @@
-//! What both drivers do the same way around a holder: count the code points it reaches and
-//! find the pause the plan puts there, and record its client-side events (`check`, `pause`,
-//! `lost`, …) at the authority time with the holder's own clock reading.
+//! What both drivers do the same way around a holder: turn each of its effects into a message
+//! to carry or a pause to take ([`carry`]), count the code points it reaches and find the
+//! pause the plan puts there, record its client-side events (`check`, `pause`, `lost`, …) at
+//! the authority time with the holder's own clock reading, and begin and end a pause
+//! (SIGSTOP or a frozen VM). A driver only carries messages and keeps time.
 
 use crate::clock::{NodeClock, PauseKind};
 use crate::faults::{FaultPlan, Point};
+use crate::holder::Effect;
 use crate::host::DbHosts;
-use leaselab_model::{Backend, Holder, Millis, Op, Waits};
+use leaselab_model::{Backend, ConnId, DbName, Holder, Millis, Op, Waits};
 use std::collections::BTreeMap;
 
 /// How often one holder reached each code point.
@@ -37,4 +40,89 @@ pub(crate) fn record_holder<B: Backend + Waits>(
     op: Op,
 ) {
     hosts.record_client(now, clock.local(now), name, op);
+}
+
+/// What a driver must do about one effect of its holder.
+#[derive(Debug)]
+pub(crate) enum Carry {
+    /// Carry this request to database `db` (an abandoned connection is a `disconnect` with
+    /// request id 0, whose reply nobody awaits).
+    Send {
+        /// Request id, echoed in the reply.
+        req: u64,
+        /// Target database.
+        db: DbName,
+        /// Connection.
+        conn: ConnId,
+        /// Statement.
+        op: Op,
+    },
+    /// The plan pauses the holder right here, before its next effects (duration, kind).
+    Pause(u64, PauseKind),
+    /// Nothing left to do (a client event was recorded, or a code point passed).
+    Done,
+}
+
+/// One holder's part of a run, as both drivers keep it.
+pub(crate) struct HolderSide<'a, B> {
+    /// The databases, which also keep the history.
+    pub(crate) hosts: &'a mut DbHosts<B>,
+    /// The holder's own clock.
+    pub(crate) clock: &'a NodeClock,
+    /// Its name in the history.
+    pub(crate) name: &'a Holder,
+    /// Its index in the plan.
+    pub(crate) idx: usize,
+    /// Its code point arrivals.
+    pub(crate) points: &'a mut PointCounts,
+    /// The fault plan.
+    pub(crate) plan: &'a FaultPlan,
+}
+
+/// Decides what effect `e` of a holder asks of its driver at authority time `now`, recording
+/// client events and counting code points on the way.
+pub(crate) fn carry<B: Backend + Waits>(side: HolderSide<'_, B>, now: Millis, e: Effect) -> Carry {
+    match e {
+        Effect::Send { req, db, conn, op } => Carry::Send { req, db, conn, op },
+        Effect::Abandon { db, conn } => Carry::Send {
+            req: 0,
+            db,
+            conn,
+            op: Op::Disconnect { db },
+        },
+        Effect::Record(op) => {
+            record_holder(side.hosts, side.clock, side.name, now, op);
+            Carry::Done
+        }
+        Effect::Point(p) => match side.points.reach(side.plan, side.idx, p) {
+            Some((dur, kind)) => Carry::Pause(dur, kind),
+            None => Carry::Done,
+        },
+    }
+}
+
+/// A pause begins at `now`: recorded, and a frozen VM's clock stops.
+pub(crate) fn pause_begins<B: Backend + Waits>(
+    hosts: &mut DbHosts<B>,
+    clock: &mut NodeClock,
+    name: &Holder,
+    now: Millis,
+    kind: PauseKind,
+) {
+    record_holder(hosts, clock, name, now, Op::Pause);
+    if kind == PauseKind::Freeze {
+        clock.frozen_since = Some(now);
+    }
+}
+
+/// A pause ends at `now`: a frozen clock jumps to the right time on thaw, then the resume is
+/// recorded.
+pub(crate) fn pause_ends<B: Backend + Waits>(
+    hosts: &mut DbHosts<B>,
+    clock: &mut NodeClock,
+    name: &Holder,
+    now: Millis,
+) {
+    clock.frozen_since = None;
+    record_holder(hosts, clock, name, now, Op::Resume);
 }

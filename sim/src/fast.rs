@@ -7,7 +7,7 @@
 //! arrives after it); a delay window adds latency.
 
 use crate::clock::{NodeClock, PauseKind};
-use crate::driver_core::{record_holder, PointCounts};
+use crate::driver_core::{carry, pause_begins, pause_ends, Carry, HolderSide, PointCounts};
 use crate::faults::{Fault, LinkWindow};
 use crate::holder::{Effect, HolderMachine};
 use crate::host::{DbHosts, Reply, Request};
@@ -287,17 +287,21 @@ impl<B: Backend + Waits> FastSim<B> {
         }
     }
 
-    fn record(&mut self, h: usize, op: Op) {
-        let n = &self.nodes[h];
-        record_holder(&mut self.hosts, &n.clock, &n.name, self.now, op);
-    }
-
     /// Executes a holder's effects in order; a matching point pause stops it right there.
     fn feed(&mut self, h: usize, effects: &mut Vec<Effect>) {
         let mut it = effects.drain(..);
         while let Some(e) = it.next() {
-            match e {
-                Effect::Send { req, db, conn, op } => {
+            let n = &mut self.nodes[h];
+            let side = HolderSide {
+                hosts: &mut self.hosts,
+                clock: &n.clock,
+                name: &n.name,
+                idx: h,
+                points: &mut n.points,
+                plan: &self.setup.plan,
+            };
+            match carry(side, self.now, e) {
+                Carry::Send { req, db, conn, op } => {
                     let when = self.link(self.now, h, db, true);
                     self.at(
                         when,
@@ -309,30 +313,13 @@ impl<B: Backend + Waits> FastSim<B> {
                         },
                     );
                 }
-                Effect::Abandon { db, conn } => {
-                    let when = self.link(self.now, h, db, true);
-                    self.at(
-                        when,
-                        Ev::ToDb {
-                            holder: h,
-                            req: 0,
-                            conn,
-                            op: Op::Disconnect { db },
-                        },
-                    );
+                Carry::Pause(_, _) if self.healed => {}
+                Carry::Pause(dur, kind) => {
+                    self.nodes[h].stash = it.collect();
+                    self.pause(h, dur, kind);
+                    return;
                 }
-                Effect::Record(op) => self.record(h, op),
-                Effect::Point(p) => {
-                    let hit = self.nodes[h].points.reach(&self.setup.plan, h, p);
-                    if self.healed {
-                        continue;
-                    }
-                    if let Some((dur, kind)) = hit {
-                        self.nodes[h].stash = it.collect();
-                        self.pause(h, dur, kind);
-                        return;
-                    }
-                }
+                Carry::Done => {}
             }
         }
         self.reschedule(h);
@@ -342,15 +329,13 @@ impl<B: Backend + Waits> FastSim<B> {
         if self.nodes[h].paused.is_some() {
             return;
         }
-        self.record(h, Op::Pause);
+        let n = &mut self.nodes[h];
+        pause_begins(&mut self.hosts, &mut n.clock, &n.name, self.now, kind);
         self.pause_ids += 1;
         let id = self.pause_ids;
         let n = &mut self.nodes[h];
         n.paused = Some((id, kind));
         n.wake_at = None;
-        if kind == PauseKind::Freeze {
-            n.clock.frozen_since = Some(self.now);
-        }
         let end = self.now.plus(dur_ms);
         self.at(end, Ev::PauseEnd { holder: h, id });
     }
@@ -360,9 +345,7 @@ impl<B: Backend + Waits> FastSim<B> {
         if n.paused.take().is_none() {
             return;
         }
-        // A frozen clock jumps to the right time on thaw.
-        n.clock.frozen_since = None;
-        self.record(h, Op::Resume);
+        pause_ends(&mut self.hosts, &mut n.clock, &n.name, self.now);
         let mut stash = std::mem::take(&mut self.nodes[h].stash);
         self.feed(h, &mut stash);
         while self.nodes[h].paused.is_none() {

@@ -21,7 +21,7 @@ compile_error!(
 );
 
 use crate::clock::{NodeClock, PauseKind};
-use crate::driver_core::{record_holder, PointCounts};
+use crate::driver_core::{carry, pause_begins, pause_ends, Carry, HolderSide, PointCounts};
 use crate::faults::Fault;
 use crate::holder::{Effect, HolderMachine, HolderStats};
 use crate::host::{DbHosts, Reply, Request};
@@ -204,32 +204,33 @@ impl Client {
         self.sh.borrow().clocks[self.idx].local(authority_now())
     }
 
-    fn record(&self, op: Op) {
-        let mut s = self.sh.borrow_mut();
-        let s = &mut *s;
-        record_holder(
-            &mut s.hosts,
-            &s.clocks[self.idx],
-            &self.name,
-            authority_now(),
-            op,
-        );
-    }
-
     /// SIGSTOP/freeze: nothing of this holder runs until the pause ends.
     async fn pause(&mut self, dur_ms: u64, kind: PauseKind) {
         let start = authority_now();
         if start >= self.heal {
             return;
         }
-        self.record(Op::Pause);
-        if kind == PauseKind::Freeze {
-            self.sh.borrow_mut().clocks[self.idx].frozen_since = Some(start);
+        {
+            let mut s = self.sh.borrow_mut();
+            let s = &mut *s;
+            pause_begins(
+                &mut s.hosts,
+                &mut s.clocks[self.idx],
+                &self.name,
+                start,
+                kind,
+            );
         }
         let end = start.plus(dur_ms).min(self.heal);
         tokio::time::sleep(Duration::from_millis(end.since(start))).await;
-        self.sh.borrow_mut().clocks[self.idx].frozen_since = None;
-        self.record(Op::Resume);
+        let mut s = self.sh.borrow_mut();
+        let s = &mut *s;
+        pause_ends(
+            &mut s.hosts,
+            &mut s.clocks[self.idx],
+            &self.name,
+            authority_now(),
+        );
     }
 
     async fn send(&mut self, req: u64, db: DbName, conn: &ConnId, op: &Op) -> Option<Outcome> {
@@ -253,8 +254,21 @@ impl Client {
     async fn feed(&mut self, effects: Vec<Effect>) {
         let mut queue: std::collections::VecDeque<Effect> = effects.into();
         while let Some(e) = queue.pop_front() {
-            match e {
-                Effect::Send { req, db, conn, op } => {
+            let todo = {
+                let mut s = self.sh.borrow_mut();
+                let s = &mut *s;
+                let side = HolderSide {
+                    hosts: &mut s.hosts,
+                    clock: &s.clocks[self.idx],
+                    name: &self.name,
+                    idx: self.idx,
+                    points: &mut self.points,
+                    plan: &self.plan,
+                };
+                carry(side, authority_now(), e)
+            };
+            match todo {
+                Carry::Send { req, db, conn, op } => {
                     if let Some(o) = self.send(req, db, &conn, &op).await {
                         let local = self.local();
                         let mut more = Vec::new();
@@ -262,16 +276,8 @@ impl Client {
                         queue.extend(more);
                     }
                 }
-                Effect::Abandon { db, conn } => {
-                    let _ = self.send(0, db, &conn, &Op::Disconnect { db }).await;
-                }
-                Effect::Record(op) => self.record(op),
-                Effect::Point(p) => {
-                    let hit = self.points.reach(&self.plan, self.idx, p);
-                    if let Some((dur, kind)) = hit {
-                        self.pause(dur, kind).await;
-                    }
-                }
+                Carry::Pause(dur, kind) => self.pause(dur, kind).await,
+                Carry::Done => {}
             }
         }
     }
