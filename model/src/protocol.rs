@@ -30,10 +30,10 @@ use crate::reason::Reason;
 pub trait Admits {
     /// Whether the database is up.
     fn is_up(&self) -> bool;
-    /// Whether a crash cut `conn` since the client last heard of it; hearing of it clears it.
-    fn take_lost(&mut self, conn: &ConnId) -> bool;
-    /// Whether `conn` has a statement in flight: waiting, or finished and not yet collected.
-    fn in_flight(&mut self, conn: &ConnId) -> bool;
+    /// Of connection `conn` (one lookup): whether a crash cut it since the client last heard
+    /// of it, which hearing of it clears; and whether it has a statement in flight (waiting,
+    /// or finished and not yet collected).
+    fn take_lost_and_in_flight(&mut self, conn: &ConnId) -> (bool, bool);
 }
 
 /// Admission of a statement on `conn`: the refusal, or `None` when the statement may run.
@@ -41,13 +41,11 @@ pub fn admit(db: &mut impl Admits, conn: &ConnId) -> Option<Outcome> {
     if !db.is_up() {
         return Some(Outcome::Unavailable);
     }
-    if db.take_lost(conn) {
-        return Some(Outcome::Error(Reason::ConnLost));
+    match db.take_lost_and_in_flight(conn) {
+        (true, _) => Some(Outcome::Error(Reason::ConnLost)),
+        (false, true) => Some(Outcome::Error(Reason::Busy)),
+        (false, false) => None,
     }
-    if db.in_flight(conn) {
-        return Some(Outcome::Error(Reason::Busy));
-    }
-    None
 }
 
 /// Whether a plain UPDATE waits: its WHERE qualifies the version it sees and another
@@ -138,12 +136,9 @@ impl<T: Clone, X: Default> Admits for crate::engine::Engine<T, X> {
         self.up
     }
 
-    fn take_lost(&mut self, conn: &ConnId) -> bool {
-        std::mem::take(&mut self.conn(conn).lost)
-    }
-
-    fn in_flight(&mut self, conn: &ConnId) -> bool {
+    fn take_lost_and_in_flight(&mut self, conn: &ConnId) -> (bool, bool) {
         let c = self.conn(conn);
-        c.waiting.is_some() || c.finished.is_some()
+        let in_flight = c.waiting.is_some() || c.finished.is_some();
+        (std::mem::take(&mut c.lost), in_flight)
     }
 }

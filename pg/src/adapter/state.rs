@@ -80,14 +80,12 @@ impl leaselab_model::protocol::Admits for Side {
         self.up
     }
 
-    fn take_lost(&mut self, conn: &ConnId) -> bool {
-        self.lost.remove(conn)
-    }
-
     /// A session that waited stays the connection's statement until its reply is collected.
-    fn in_flight(&mut self, conn: &ConnId) -> bool {
-        self.sessions
+    fn take_lost_and_in_flight(&mut self, conn: &ConnId) -> (bool, bool) {
+        let in_flight = self
+            .sessions
             .get(conn)
-            .is_some_and(|s| s.pending.is_some() || s.finished.is_some())
+            .is_some_and(|s| s.pending.is_some() || s.finished.is_some());
+        (self.lost.remove(conn), in_flight)
     }
 }
