@@ -42,6 +42,7 @@ pub mod clock;
 pub mod config;
 mod engine;
 pub mod history;
+pub mod holder;
 pub mod model;
 pub mod names;
 pub mod ops;

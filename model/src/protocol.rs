@@ -1,6 +1,6 @@
 //! The connection and row-lock protocol of PostgreSQL, written once: how a statement is
 //! admitted on a connection, and how a row-changing statement meets a row another transaction
-//! has locked. The model's databases apply it through [`Gate`], the exhaustive checker's
+//! has locked. The model's databases apply it through `Gate`, the exhaustive checker's
 //! compact view asks [`update_waits`] and [`upsert_waits`], and the PostgreSQL adapter admits
 //! with [`admit`] — so the three cannot disagree about when a statement waits.
 //!

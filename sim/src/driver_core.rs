@@ -6,8 +6,8 @@
 
 use crate::clock::{NodeClock, PauseKind};
 use crate::faults::{FaultPlan, Point};
-use crate::holder::Effect;
 use crate::host::DbHosts;
+use leaselab_model::holder::Effect;
 use leaselab_model::{Backend, ConnId, DbName, Holder, Millis, Op, Waits};
 use std::collections::BTreeMap;
 

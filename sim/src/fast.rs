@@ -9,9 +9,9 @@
 use crate::clock::{NodeClock, PauseKind};
 use crate::driver_core::{carry, pause_begins, pause_ends, Carry, HolderSide, PointCounts};
 use crate::faults::{Fault, LinkWindow};
-use crate::holder::{Effect, HolderMachine};
 use crate::host::{DbHosts, Reply, Request};
 use crate::scenario::{finish, Driver, Setup, SimRun};
+use leaselab_model::holder::{Effect, HolderMachine};
 use leaselab_model::{Backend, ConnId, DbName, Holder, Millis, Model, Op, Outcome, Waits};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;

@@ -3,35 +3,11 @@
 //! start and written into the trace as `fault` lines, one per fault.
 
 use crate::clock::PauseKind;
+pub use leaselab_model::holder::Point;
 use leaselab_model::{DbName, Millis};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use std::fmt;
-
-/// Where in the holder's code a pause can land.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Point {
-    /// After the local-deadline check passed, before the write's first statement (F4).
-    AfterCheck,
-    /// After the fence statement, before the upsert (inside the transaction: the floor lock is
-    /// held; for check-then-write, between the read and the write — F6).
-    AfterFence,
-    /// After the upsert, before commit.
-    BeforeCommit,
-}
-
-impl Point {
-    /// All points.
-    pub const ALL: [Point; 3] = [Point::AfterCheck, Point::AfterFence, Point::BeforeCommit];
-    /// Spelling in fault lines.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Point::AfterCheck => "after-check",
-            Point::AfterFence => "after-fence",
-            Point::BeforeCommit => "before-commit",
-        }
-    }
-}
 
 /// The kinds a run can switch on (`--faults LIST`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]

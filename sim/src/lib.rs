@@ -15,11 +15,13 @@
 //! assert_eq!(run.trace.to_text(), run_seed(7, &opts, Driver::Fast).trace.to_text());
 //! ```
 //!
-//! - `holder` (inside the crate): the holder as a sans-IO state machine (events in, effects out).
+//! - the holder is the model's sans-IO state machine (`leaselab_model::holder`: events in,
+//!   effects out), which both drivers run.
 //! - [`fast`]: the discrete-event driver used for sweeps.
 //! - [`turmoil_driver`]: the same holders and hosts on turmoil.
 //! - [`host`]: the database hosts around the model.
-//! - `driver_core` (inside the crate): what both drivers do alike around a holder (code points, client events).
+//! - `driver_core` (inside the crate): what both drivers do alike with a holder's effects
+//!   and pauses.
 //! - [`clock`]: per-node clocks (offset, skew, steps, freeze).
 //! - `faults` (inside the crate): fault kinds, swarm plans from a seed.
 //! - [`scenario`]: options, derived setup, run results, liveness.
@@ -40,7 +42,6 @@ mod driver_core;
 pub mod envelope;
 pub mod fast;
 mod faults;
-mod holder;
 pub mod host;
 pub mod scenario;
 mod setup_text;

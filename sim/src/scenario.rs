@@ -2,8 +2,8 @@
 //! result (trace, checker report, liveness). Shared by both drivers.
 
 use crate::faults::{FaultKind, FaultPlan};
-use crate::holder::{HolderCfg, HolderStats};
 use leaselab_checkers::{facts, Check, Report};
+use leaselab_model::holder::{HolderCfg, HolderStats};
 use leaselab_model::names::defaults;
 use leaselab_model::{
     Config, FenceMode, History, Holder, LeaseDurability, LeaseName, Millis, Part, Scope,

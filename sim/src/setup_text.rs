@@ -19,8 +19,8 @@
 
 use crate::clock::PauseKind;
 use crate::faults::{Fault, FaultKind, FaultPlan, Point};
-use crate::holder::HolderCfg;
 use crate::scenario::{Driver, Setup, SimOptions};
+use leaselab_model::holder::HolderCfg;
 use leaselab_model::names::defaults;
 use leaselab_model::{Config, DbName, Holder, LeaseName, Millis, Part, Scope};
 use leaselab_trace::{Fields, TextError, Trace};

@@ -23,9 +23,9 @@ compile_error!(
 use crate::clock::{NodeClock, PauseKind};
 use crate::driver_core::{carry, pause_begins, pause_ends, Carry, HolderSide, PointCounts};
 use crate::faults::Fault;
-use crate::holder::{Effect, HolderMachine, HolderStats};
 use crate::host::{DbHosts, Reply, Request};
 use crate::scenario::{finish, Driver, Setup, SimRun};
+use leaselab_model::holder::{Effect, HolderMachine, HolderStats};
 use leaselab_model::text::{op_text, outcome_text};
 use leaselab_model::{ConnId, DbName, Holder, Millis, Op, Outcome};
 

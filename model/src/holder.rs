@@ -1,7 +1,8 @@
 //! The holder, written once as a sans-IO state machine (quinn-proto style): inputs in
-//! (`start`, `on_timer`, `on_reply`), effects out (requests to send, client events to record,
-//! code points reached), `now` — the holder's *own* clock reading — passed in. The fast
-//! discrete-event driver and the turmoil driver both run this same code.
+//! (`on_timer`, `on_reply`), effects out (requests to send, client events to record, code
+//! points reached), `now` — the holder's *own* clock reading — passed in. It lives in the model
+//! crate, beside the rules it follows, so that every driver can run the same code: the
+//! simulation's fast and turmoil drivers do today.
 //!
 //! The job loop is the sources': acquire (local deadline = own clock read *before* sending +
 //! ttl − margin); a renewer every `renew_ms` on its own connection; before each part, check the
@@ -10,9 +11,35 @@
 //! re-queues and acquires again (seed 003's LeaseGuard). A timed-out request abandons its
 //! connection (the server rolls it back on disconnect) and the job re-queues.
 
-use crate::faults::Point;
-use leaselab_model::client::{LeaseGuard, LocalDeadline};
-use leaselab_model::{ConnId, DbName, Holder, LeaseName, Millis, Op, Outcome, Part, Scope, Token};
+use crate::client::{LeaseGuard, LocalDeadline};
+use crate::history::{DbName, Op, Outcome};
+use crate::names::{ConnId, Holder, LeaseName, Part, Scope, Token};
+use crate::time::Millis;
+
+/// Where in the holder's code a pause can land.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Point {
+    /// After the local-deadline check passed, before the write's first statement (F4).
+    AfterCheck,
+    /// After the fence statement, before the upsert (inside the transaction: the floor lock is
+    /// held; for check-then-write, between the read and the write — F6).
+    AfterFence,
+    /// After the upsert, before commit.
+    BeforeCommit,
+}
+
+impl Point {
+    /// All points.
+    pub const ALL: [Point; 3] = [Point::AfterCheck, Point::AfterFence, Point::BeforeCommit];
+    /// Spelling in fault lines.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Point::AfterCheck => "after-check",
+            Point::AfterFence => "after-fence",
+            Point::BeforeCommit => "before-commit",
+        }
+    }
+}
 
 /// Parameters of a holder.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -47,7 +74,7 @@ pub struct HolderCfg {
 
 /// What the holder asks its driver to do.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Effect {
+pub enum Effect {
     /// Send a statement to a database on a connection; the reply comes back with `req`.
     Send {
         /// Request id, echoed in the reply.
@@ -136,7 +163,7 @@ pub struct HolderStats {
 
 /// The holder state machine.
 #[derive(Clone, Debug)]
-pub(crate) struct HolderMachine {
+pub struct HolderMachine {
     cfg: HolderCfg,
     work: Work,
     holding: Option<Holding>,
@@ -170,7 +197,7 @@ const CONN_RES: usize = 2;
 
 impl HolderMachine {
     /// A holder that starts its first job at `cfg.start_ms` on its own clock.
-    pub(crate) fn new(cfg: HolderCfg) -> Self {
+    pub fn new(cfg: HolderCfg) -> Self {
         let start = Millis(cfg.start_ms);
         let cfg_name = cfg.name.clone();
         HolderMachine {
@@ -191,7 +218,7 @@ impl HolderMachine {
     }
 
     /// The earliest local time at which `on_timer` has something to do.
-    pub(crate) fn next_timer(&self) -> Option<Millis> {
+    pub fn next_timer(&self) -> Option<Millis> {
         let mut t: Option<Millis> = None;
         let mut min = |x: Millis| t = Some(t.map_or(x, |y: Millis| y.min(x)));
         if let Work::Idle { until } = self.work {
@@ -250,7 +277,7 @@ impl HolderMachine {
 
     /// Handles every timer due at local time `now`, appending the effects to `out` (a buffer
     /// the driver may reuse).
-    pub(crate) fn on_timer(&mut self, now: Millis, out: &mut Vec<Effect>) {
+    pub fn on_timer(&mut self, now: Millis, out: &mut Vec<Effect>) {
         // Timed-out requests first: their connections are abandoned.
         let expired: Vec<(u64, Pending)> = self
             .pending
@@ -409,13 +436,7 @@ impl HolderMachine {
     }
 
     /// Handles the reply to request `req` at local time `now`, appending the effects to `out`.
-    pub(crate) fn on_reply(
-        &mut self,
-        now: Millis,
-        req: u64,
-        outcome: &Outcome,
-        out: &mut Vec<Effect>,
-    ) {
+    pub fn on_reply(&mut self, now: Millis, req: u64, outcome: &Outcome, out: &mut Vec<Effect>) {
         let Some(p) = self.take_pending(req) else {
             return; // abandoned or unknown: ignore
         };
