@@ -6,8 +6,8 @@ use leaselab_model::{Expiry, History, Holder, Op, Outcome, Token};
 use std::collections::BTreeMap;
 use std::fmt;
 
-/// One `sometimes` property. Every tool names them by this type (the sweep's tallies, the
-/// exhaustive checker's properties, the JSON summary), so one spelling is shared by all.
+/// One `sometimes` property. Every tool names them by this type (the sweep's tallies, `lab`'s
+/// notes, the exhaustive checker's properties), so one spelling is shared by all.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Sometimes {
     /// A pause landed after a passed local-deadline check and before the holder's next write.

@@ -28,7 +28,6 @@ use crate::scenario::{finish, Driver, Setup, SimRun};
 use leaselab_model::holder::{Effect, HolderMachine, HolderStats};
 use leaselab_model::text::{op_text, outcome_text};
 use leaselab_model::{ConnId, DbName, Holder, Millis, Op, Outcome};
-
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr};
