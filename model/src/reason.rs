@@ -129,6 +129,28 @@ mod tests {
     use super::*;
 
     #[test]
+    fn every_named_reason_is_read_as_its_variant() {
+        for (text, r) in [
+            ("busy", Reason::Busy),
+            ("conn-lost", Reason::ConnLost),
+            ("still-blocked", Reason::StillBlocked),
+            ("not-blocked", Reason::NotBlocked),
+            ("in-transaction", Reason::InTransaction),
+            ("already-down", Reason::AlreadyDown),
+            ("not-down", Reason::NotDown),
+            ("sqlstate-40001", Reason::SERIALIZATION_FAILURE),
+            ("sqlstate-40P01", Reason::DEADLOCK_DETECTED),
+            ("sqlstate-25P02", Reason::IN_FAILED_SQL_TRANSACTION),
+        ] {
+            assert_eq!(Reason::other(text), r, "{text}");
+            assert_eq!(r.to_string(), text);
+        }
+        assert_eq!(Reason::other("pg:x"), Reason::Other("pg:x".into()));
+        assert_eq!(SqlState::SERIALIZATION_FAILURE.code(), "40001");
+        assert_eq!(SqlState::new("40p01"), None);
+    }
+
+    #[test]
     fn every_reason_reads_back_as_written() {
         for text in [
             "busy",

@@ -227,6 +227,52 @@ fn scope_fence_waiter_reevaluates_against_committed_floor() {
     );
 }
 
+/// A plain UPDATE evaluates its WHERE on the row version it sees before it waits for a row
+/// lock (`leaselab_model::protocol`): a stale fence and a renew with a wrong token fail at
+/// once while another transaction holds the row, and only a qualifying one waits.
+#[test]
+fn a_plain_update_whose_where_is_false_does_not_wait_for_the_lock() {
+    const C: &str = "holder-c";
+    let (res, lease) = (DbName::Res, DbName::Lease);
+    let mut w = World::new(Config::default());
+    // The floor is 2, committed; C's transaction then holds the floor row at 3.
+    w.run(B, Op::begin(res));
+    assert_eq!(w.run(B, Op::fence(2)), Outcome::Passed);
+    assert_eq!(w.run(B, Op::commit(res)), Outcome::Ok);
+    w.run(C, Op::begin(res));
+    assert_eq!(w.run(C, Op::fence(3)), Outcome::Passed);
+    w.run(A, Op::begin(res));
+    assert_eq!(
+        w.run(A, Op::fence(1)),
+        Outcome::Failed,
+        "1 <= 2 is false: no wait"
+    );
+    w.run(A, Op::rollback(res));
+    w.run(B, Op::begin(res));
+    assert_eq!(
+        w.run(B, Op::fence(2)),
+        Outcome::Blocked,
+        "2 <= 2 qualifies: waits"
+    );
+    // The lease row: A holds token 1; B's transaction renews it, holding the row.
+    assert_eq!(granted(&w.run(A, Op::acquire(A, 1000))), 1);
+    w.run_on(A, "tx", Op::begin(lease));
+    assert!(matches!(
+        w.run_on(A, "tx", Op::renew(A, 1, 1000)),
+        Outcome::Renewed { .. }
+    ));
+    assert_eq!(
+        w.run(C, Op::renew(C, 1, 1000)),
+        Outcome::Refused,
+        "not C's: no wait"
+    );
+    assert_eq!(
+        w.run(A, Op::renew(A, 1, 1000)),
+        Outcome::Blocked,
+        "A's: waits"
+    );
+}
+
 #[test]
 fn rollback_of_blocker_lets_waiter_see_original_row() {
     let mut w = World::new(Config::default());
