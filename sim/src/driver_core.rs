@@ -128,3 +128,33 @@ pub(crate) fn pause_ends<B: Backend + Waits>(
     clock.frozen_since = None;
     record_holder(hosts, clock, name, now, Op::Resume);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use leaselab_model::Config;
+
+    /// A frozen VM's clock stands still from the pause to the thaw, then reads right again; a
+    /// SIGSTOPped process's clock keeps running. A request of the paused holder that lands
+    /// meanwhile is stamped with that reading.
+    #[test]
+    fn only_a_freeze_stops_the_holders_clock() {
+        let name = Holder::new("holder-a");
+        for (kind, frozen_at_500) in [(PauseKind::Freeze, 100), (PauseKind::Sigstop, 500)] {
+            let mut hosts = DbHosts::new(Config::default());
+            let mut clock = NodeClock::default();
+            pause_begins(&mut hosts, &mut clock, &name, Millis(100), kind);
+            assert_eq!(clock.local(Millis(500)), Millis(frozen_at_500), "{kind:?}");
+            pause_ends(&mut hosts, &mut clock, &name, Millis(600));
+            assert_eq!(clock.local(Millis(700)), Millis(700), "{kind:?}");
+            let ops: Vec<Op> = hosts
+                .world
+                .history
+                .events
+                .iter()
+                .map(|e| e.op.clone())
+                .collect();
+            assert_eq!(ops, [Op::Pause, Op::Resume], "{kind:?}");
+        }
+    }
+}
