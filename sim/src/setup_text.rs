@@ -183,35 +183,11 @@ impl Reader<'_> {
         TextError::at(self.file, line, field, message)
     }
 
-    fn fields<'a>(&self, line: usize, words: &[&'a str]) -> Result<Fields<'a>, SetupError>
-    where
-        Self: 'a,
-    {
-        Fields::read(self.file, line, words)
-    }
-
-    fn take<'a>(&self, f: &mut Fields<'a>, key: &str) -> Result<&'a str, SetupError> {
-        f.take(key)
-    }
-
-    fn opt<'a>(&self, f: &mut Fields<'a>, key: &str) -> Result<Option<&'a str>, SetupError> {
-        Ok(f.opt(key))
-    }
-
     fn done(&self, f: &Fields<'_>) -> Result<(), SetupError> {
         match f.leftover() {
             Some(k) => Err(f.err(k, "unknown field")),
             None => Ok(()),
         }
-    }
-
-    fn parse<T: std::str::FromStr>(
-        &self,
-        f: &mut Fields<'_>,
-        key: &str,
-        what: &str,
-    ) -> Result<T, SetupError> {
-        f.parse(key, what)
     }
 
     fn kinds(&self, line: usize, key: &str, v: &str) -> Result<Vec<FaultKind>, SetupError> {
@@ -253,8 +229,8 @@ impl Reader<'_> {
         if words.first() != Some(&"sim") {
             return Err(self.err(sim_line, "setup", "expected `setup sim …` first"));
         }
-        let mut f = self.fields(sim_line, &words[1..])?;
-        let driver = match self.take(&mut f, "driver")? {
+        let mut f = Fields::read(self.file, sim_line, &words[1..])?;
+        let driver = match f.take("driver")? {
             "fast" => Driver::Fast,
             "turmoil" => Driver::Turmoil,
             other => {
@@ -265,18 +241,18 @@ impl Reader<'_> {
                 ))
             }
         };
-        let holders: usize = self.parse(&mut f, "holders", "a number of holders")?;
-        let allowed = match self.opt(&mut f, "faults")? {
+        let holders: usize = f.parse("holders", "a number of holders")?;
+        let allowed = match f.opt("faults") {
             Some(v) => self.kinds(sim_line, "faults", v)?,
             None if legacy => FaultKind::ALL.to_vec(),
             None => return Err(self.err(sim_line, "faults", "missing field")),
         };
-        let safety_ms = self.parse(&mut f, "safety_ms", "milliseconds")?;
-        let liveness_ms = self.parse(&mut f, "liveness_ms", "milliseconds")?;
-        let ttl_ms = self.parse(&mut f, "ttl_ms", "milliseconds")?;
-        let renew_ms = self.parse(&mut f, "renew_ms", "milliseconds")?;
-        let margin_ms = self.parse(&mut f, "margin_ms", "milliseconds")?;
-        let tick_ms = match self.opt(&mut f, "tick_ms")? {
+        let safety_ms = f.parse("safety_ms", "milliseconds")?;
+        let liveness_ms = f.parse("liveness_ms", "milliseconds")?;
+        let ttl_ms = f.parse("ttl_ms", "milliseconds")?;
+        let renew_ms = f.parse("renew_ms", "milliseconds")?;
+        let margin_ms = f.parse("margin_ms", "milliseconds")?;
+        let tick_ms = match f.opt("tick_ms") {
             Some(v) => v.parse::<u64>().ok().filter(|t| *t > 0).ok_or_else(|| {
                 self.err(
                     sim_line,
@@ -287,7 +263,7 @@ impl Reader<'_> {
             None if legacy => 1,
             None => return Err(self.err(sim_line, "tick_ms", "missing field")),
         };
-        let lat = self.take(&mut f, "latency_ms")?;
+        let lat = f.take("latency_ms")?;
         let latency_ms = lat
             .split_once("..")
             .and_then(|(a, b)| Some((a.parse::<u64>().ok()?, b.parse::<u64>().ok()?)))
@@ -299,7 +275,7 @@ impl Reader<'_> {
                     format!("expected LO..HI, found `{lat}`"),
                 )
             })?;
-        let swarm_text = self.take(&mut f, "swarm")?;
+        let swarm_text = f.take("swarm")?;
         let swarm = self.kinds(sim_line, "swarm", swarm_text)?;
         self.done(&f)?;
 
@@ -336,8 +312,8 @@ impl Reader<'_> {
             if words.first() != Some(&"holder") {
                 return Err(self.err(n, "setup", "expected `setup holder …`"));
             }
-            let mut f = self.fields(n, &words[1..])?;
-            let name = self.take(&mut f, "name")?;
+            let mut f = Fields::read(self.file, n, &words[1..])?;
+            let name = f.take("name")?;
             if cfgs.iter().any(|h: &HolderCfg| h.name.as_str() == name) {
                 return Err(self.err(n, "name", format!("holder `{name}` named twice")));
             }
@@ -349,11 +325,11 @@ impl Reader<'_> {
                 ttl_ms,
                 renew_ms,
                 margin_ms,
-                start_ms: self.parse(&mut f, "start_ms", "milliseconds")?,
-                retry_ms: self.parse(&mut f, "retry_ms", "milliseconds")?,
-                job_gap_ms: self.parse(&mut f, "job_gap_ms", "milliseconds")?,
-                rpc_timeout_ms: self.parse(&mut f, "rpc_timeout_ms", "milliseconds")?,
-                whole_writes: match self.opt(&mut f, "whole_writes")? {
+                start_ms: f.parse("start_ms", "milliseconds")?,
+                retry_ms: f.parse("retry_ms", "milliseconds")?,
+                job_gap_ms: f.parse("job_gap_ms", "milliseconds")?,
+                rpc_timeout_ms: f.parse("rpc_timeout_ms", "milliseconds")?,
+                whole_writes: match f.opt("whole_writes") {
                     None | Some("0") => false,
                     Some("1") => true,
                     Some(_) => return Err(self.err(n, "whole_writes", "expected 0 or 1")),
@@ -396,9 +372,9 @@ impl Reader<'_> {
         let (kind, rest) = words
             .split_first()
             .ok_or_else(|| self.err(n, "fault", "empty fault line"))?;
-        let mut f = self.fields(n, rest)?;
+        let mut f = Fields::read(self.file, n, rest)?;
         let holder = |r: &Self, f: &mut Fields<'_>| -> Result<usize, SetupError> {
-            let h = r.take(f, "holder")?;
+            let h = f.take("holder")?;
             names.iter().position(|x| x == h).ok_or_else(|| {
                 r.err(
                     n,
@@ -411,14 +387,14 @@ impl Reader<'_> {
             })
         };
         let db = |r: &Self, f: &mut Fields<'_>| -> Result<DbName, SetupError> {
-            match r.take(f, "db")? {
+            match f.take("db")? {
                 "lease" => Ok(DbName::Lease),
                 "res" => Ok(DbName::Res),
                 other => Err(r.err(n, "db", format!("expected lease or res, found `{other}`"))),
             }
         };
         let pause_kind = |r: &Self, f: &mut Fields<'_>| -> Result<PauseKind, SetupError> {
-            match r.take(f, "kind")? {
+            match f.take("kind")? {
                 "sigstop" => Ok(PauseKind::Sigstop),
                 "freeze" => Ok(PauseKind::Freeze),
                 other => Err(r.err(
@@ -431,7 +407,7 @@ impl Reader<'_> {
         let fault = match *kind {
             "pause" if f.has("point") => {
                 let holder = holder(self, &mut f)?;
-                let p = self.take(&mut f, "point")?;
+                let p = f.take("point")?;
                 let point = Point::ALL
                     .into_iter()
                     .find(|x| x.as_str() == p)
@@ -447,44 +423,44 @@ impl Reader<'_> {
                 Fault::PauseAtPoint {
                     holder,
                     point,
-                    nth: self.parse(&mut f, "nth", "a count from 1")?,
-                    dur_ms: self.parse(&mut f, "dur_ms", "milliseconds")?,
+                    nth: f.parse("nth", "a count from 1")?,
+                    dur_ms: f.parse("dur_ms", "milliseconds")?,
                     kind: pause_kind(self, &mut f)?,
                 }
             }
             "pause" => Fault::PauseAtTime {
                 holder: holder(self, &mut f)?,
-                at: Millis(self.parse(&mut f, "at_ms", "milliseconds")?),
-                dur_ms: self.parse(&mut f, "dur_ms", "milliseconds")?,
+                at: Millis(f.parse("at_ms", "milliseconds")?),
+                dur_ms: f.parse("dur_ms", "milliseconds")?,
                 kind: pause_kind(self, &mut f)?,
             },
             "partition" => Fault::Partition {
                 holder: holder(self, &mut f)?,
                 db: db(self, &mut f)?,
-                at: Millis(self.parse(&mut f, "at_ms", "milliseconds")?),
-                dur_ms: self.parse(&mut f, "dur_ms", "milliseconds")?,
+                at: Millis(f.parse("at_ms", "milliseconds")?),
+                dur_ms: f.parse("dur_ms", "milliseconds")?,
             },
             "delay" => Fault::Delay {
                 holder: holder(self, &mut f)?,
                 db: db(self, &mut f)?,
-                at: Millis(self.parse(&mut f, "at_ms", "milliseconds")?),
-                dur_ms: self.parse(&mut f, "dur_ms", "milliseconds")?,
-                extra_ms: self.parse(&mut f, "extra_ms", "milliseconds")?,
+                at: Millis(f.parse("at_ms", "milliseconds")?),
+                dur_ms: f.parse("dur_ms", "milliseconds")?,
+                extra_ms: f.parse("extra_ms", "milliseconds")?,
             },
             "skew" => Fault::Skew {
                 holder: holder(self, &mut f)?,
-                offset_ms: self.parse(&mut f, "offset_ms", "signed milliseconds")?,
-                ppm: self.parse(&mut f, "ppm", "signed parts per million")?,
+                offset_ms: f.parse("offset_ms", "signed milliseconds")?,
+                ppm: f.parse("ppm", "signed parts per million")?,
             },
             "step" => Fault::Step {
                 holder: holder(self, &mut f)?,
-                at: Millis(self.parse(&mut f, "at_ms", "milliseconds")?),
-                delta_ms: self.parse(&mut f, "delta_ms", "signed milliseconds")?,
+                at: Millis(f.parse("at_ms", "milliseconds")?),
+                delta_ms: f.parse("delta_ms", "signed milliseconds")?,
             },
             "crash" => Fault::Crash {
                 db: db(self, &mut f)?,
-                at: Millis(self.parse(&mut f, "at_ms", "milliseconds")?),
-                down_ms: self.parse(&mut f, "down_ms", "milliseconds")?,
+                at: Millis(f.parse("at_ms", "milliseconds")?),
+                down_ms: f.parse("down_ms", "milliseconds")?,
             },
             other => {
                 return Err(self.err(
