@@ -658,6 +658,16 @@ fn repeatable_read_on_a_changed_lease_row_acquire_fails_renew_is_refused() {
         w.run_on(B, "tb", Op::acquire(B, 1000)),
         Outcome::Error(Reason::SERIALIZATION_FAILURE)
     );
+    // The error aborted the transaction: every statement fails with 25P02 until it ends.
+    assert_eq!(
+        w.run_on(B, "tb", Op::read_lease()),
+        Outcome::Error(Reason::IN_FAILED_SQL_TRANSACTION)
+    );
+    assert_eq!(w.run_on(B, "tb", Op::rollback(DbName::Lease)), Outcome::Ok);
+    assert!(matches!(
+        w.run_on(B, "tb", Op::read_lease()),
+        Outcome::Lease(Some(_))
+    ));
 }
 
 /// Each wrong rule has one spelling, read back by the command line.
