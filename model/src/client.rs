@@ -6,7 +6,7 @@ use crate::config::ClientExpiry;
 use crate::time::Millis;
 
 /// The holder's own idea of when its lease ends.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct LocalDeadline {
     /// On the holder's clock; writes may start while `local < deadline`.
     pub deadline: Millis,
@@ -52,7 +52,7 @@ pub fn client_thinks_valid(
 
 /// Seed 003's `LeaseGuard`: a renewer every TTL/3 sets `lost` on a failed renew; the worker
 /// checks `lost` before each write, aborts and re-queues instead of reclaiming.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct LeaseGuard {
     lost: bool,
 }

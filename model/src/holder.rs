@@ -100,7 +100,7 @@ pub enum Effect {
     Point(Point),
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum WStep {
     /// One `write` operation: fence and upsert in the spec's own statements.
     Whole,
@@ -111,7 +111,7 @@ enum WStep {
     Rollback,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum Work {
     /// Waiting to (re)start the job at this local time.
     Idle {
@@ -131,23 +131,28 @@ enum Work {
     },
 }
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 struct Holding {
     token: Token,
     deadline: LocalDeadline,
 }
 
-#[derive(Clone, Copy, Debug)]
-enum Pending {
-    Work {
-        timeout_at: Millis,
-        db: DbName,
-    },
-    Renew {
-        timeout_at: Millis,
-        sent: Millis,
-        token: Token,
-    },
+/// The job's request awaiting its reply (at most one: the job sends its next statement only
+/// on the reply to the last, and a timeout or an error ends the wait).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct WorkWait {
+    req: u64,
+    timeout_at: Millis,
+    db: DbName,
+}
+
+/// The renewer's request awaiting its reply (at most one: it renews again only after it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct RenewWait {
+    req: u64,
+    timeout_at: Millis,
+    sent: Millis,
+    token: Token,
 }
 
 /// Counts of what the holder did, for the run summary.
@@ -161,29 +166,41 @@ pub struct HolderStats {
     pub aborts: u64,
 }
 
-/// The holder state machine.
-#[derive(Clone, Debug)]
-pub struct HolderMachine {
-    cfg: HolderCfg,
+/// Everything the holder remembers between two inputs, apart from its configuration: `Copy`,
+/// hashable and without heap data, so that a driver can keep one per holder and a search can keep
+/// it in every state it explores (as a stateright actor's state is kept apart from the actor).
+/// What the holder writes into a part (`name-tTOKEN-jJOB`) and its connections' names are
+/// derived from it, not stored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct HolderState {
     work: Work,
     holding: Option<Holding>,
-    /// What the current holding writes into every part (formatted once per grant).
-    content: String,
     /// Seed 003's guard of the current holding: a failed renew sets `lost` for good.
     guard: LeaseGuard,
     renew_at: Option<Millis>,
-    renew_inflight: Option<u64>,
-    /// Requests awaiting a reply, in request order (ids only grow, so pushing keeps the order;
-    /// there are at most a few, so a list beats a map).
-    pending: Vec<(u64, Pending)>,
+    work_wait: Option<WorkWait>,
+    renew_wait: Option<RenewWait>,
     next_req: u64,
     /// Connection generations: a new connection replaces an abandoned one.
     gen: [u32; 3],
-    /// The current connection ids (cached: they go into every request).
-    conns: [ConnId; 3],
     job: u64,
+}
+
+/// The holder state machine: its configuration, its state, and the names of its current
+/// connections (derived from the state, cached because they go into every request).
+#[derive(Clone, Debug)]
+pub struct HolderMachine {
+    cfg: HolderCfg,
+    s: HolderState,
+    conns: [ConnId; 3],
     /// What it did.
     pub stats: HolderStats,
+}
+
+/// A request the holder awaits, by the connection it went out on.
+enum Wait {
+    Work,
+    Renew(RenewWait),
 }
 
 fn conn_name(holder: &Holder, which: usize, gen: u32) -> ConnId {
@@ -198,78 +215,94 @@ const CONN_RES: usize = 2;
 impl HolderMachine {
     /// A holder that starts its first job at `cfg.start_ms` on its own clock.
     pub fn new(cfg: HolderCfg) -> Self {
-        let start = Millis(cfg.start_ms);
-        let cfg_name = cfg.name.clone();
+        let conns = [0, 1, 2].map(|w| conn_name(&cfg.name, w, 0));
         HolderMachine {
+            s: HolderState {
+                work: Work::Idle {
+                    until: Millis(cfg.start_ms),
+                },
+                holding: None,
+                guard: LeaseGuard::default(),
+                renew_at: None,
+                work_wait: None,
+                renew_wait: None,
+                next_req: 1,
+                gen: [0; 3],
+                job: 0,
+            },
             cfg,
-            work: Work::Idle { until: start },
-            holding: None,
-            content: String::new(),
-            guard: LeaseGuard::default(),
-            renew_at: None,
-            renew_inflight: None,
-            pending: Vec::new(),
-            next_req: 1,
-            gen: [0; 3],
-            conns: [0, 1, 2].map(|w| conn_name(&cfg_name, w, 0)),
-            job: 0,
+            conns,
             stats: HolderStats::default(),
         }
     }
 
+    /// Its state: everything that decides what it does next.
+    pub fn state(&self) -> &HolderState {
+        &self.s
+    }
+
     /// The earliest local time at which `on_timer` has something to do.
     pub fn next_timer(&self) -> Option<Millis> {
-        let mut t: Option<Millis> = None;
-        let mut min = |x: Millis| t = Some(t.map_or(x, |y: Millis| y.min(x)));
-        if let Work::Idle { until } = self.work {
-            min(until);
-        }
-        if let Some(r) = self.renew_at {
-            min(r);
-        }
-        for (_, p) in &self.pending {
-            match p {
-                Pending::Work { timeout_at, .. } | Pending::Renew { timeout_at, .. } => {
-                    min(*timeout_at)
-                }
-            }
-        }
-        t
+        let s = &self.s;
+        let idle = match s.work {
+            Work::Idle { until } => Some(until),
+            _ => None,
+        };
+        [
+            idle,
+            s.renew_at,
+            s.work_wait.map(|w| w.timeout_at),
+            s.renew_wait.map(|w| w.timeout_at),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 
-    fn take_pending(&mut self, req: u64) -> Option<Pending> {
-        let i = self.pending.iter().position(|(r, _)| *r == req)?;
-        Some(self.pending.remove(i).1)
+    fn take_wait(&mut self, req: u64) -> Option<Wait> {
+        if self.s.work_wait.is_some_and(|w| w.req == req) {
+            self.s.work_wait = None;
+            return Some(Wait::Work);
+        }
+        if self.s.renew_wait.is_some_and(|w| w.req == req) {
+            return self.s.renew_wait.take().map(Wait::Renew);
+        }
+        None
     }
 
-    fn conn(&self, which: usize) -> ConnId {
-        self.conns[which].clone()
+    /// What the current holding writes into every part: who wrote it, with which token, in
+    /// which job.
+    fn content(&self, token: Token) -> String {
+        format!("{}-t{}-j{}", self.cfg.name, token, self.s.job)
     }
 
     fn send(&mut self, now: Millis, which: usize, op: Op, out: &mut Vec<Effect>) -> u64 {
-        let req = self.next_req;
-        self.next_req += 1;
+        let req = self.s.next_req;
+        self.s.next_req += 1;
         let db = if which == CONN_RES {
             DbName::Res
         } else {
             DbName::Lease
         };
         let timeout_at = now.plus(self.cfg.rpc_timeout_ms);
-        let p = if which == CONN_RENEW {
-            let token = self.holding.map(|h| h.token).unwrap_or_default();
-            Pending::Renew {
+        if which == CONN_RENEW {
+            self.s.renew_wait = Some(RenewWait {
+                req,
                 timeout_at,
                 sent: now,
-                token,
-            }
+                token: self.token(),
+            });
         } else {
-            Pending::Work { timeout_at, db }
-        };
-        self.pending.push((req, p));
+            self.s.work_wait = Some(WorkWait {
+                req,
+                timeout_at,
+                db,
+            });
+        }
         out.push(Effect::Send {
             req,
             db,
-            conn: self.conn(which),
+            conn: self.conns[which].clone(),
             op,
         });
         req
@@ -278,55 +311,55 @@ impl HolderMachine {
     /// Handles every timer due at local time `now`, appending the effects to `out` (a buffer
     /// the driver may reuse).
     pub fn on_timer(&mut self, now: Millis, out: &mut Vec<Effect>) {
-        // Timed-out requests first: their connections are abandoned.
-        let expired: Vec<(u64, Pending)> = self
-            .pending
-            .iter()
-            .filter(|(_, p)| match p {
-                Pending::Work { timeout_at, .. } | Pending::Renew { timeout_at, .. } => {
-                    *timeout_at <= now
-                }
-            })
-            .map(|(k, p)| (*k, *p))
-            .collect();
-        for (req, p) in expired {
-            self.take_pending(req);
-            match p {
-                Pending::Renew { .. } => {
-                    self.abandon(CONN_RENEW, out);
-                    self.renew_inflight = None;
-                    self.mark_lost(out);
-                }
-                Pending::Work { db, .. } => {
-                    let which = if db == DbName::Res {
-                        CONN_RES
-                    } else {
-                        CONN_LEASE
-                    };
-                    self.abandon(which, out);
-                    self.abort(now);
-                }
-            }
+        // Timed-out requests first, oldest first: their connections are abandoned.
+        let work = self.s.work_wait.filter(|w| w.timeout_at <= now);
+        let renew = self.s.renew_wait.filter(|w| w.timeout_at <= now);
+        let renew_first = match (work, renew) {
+            (Some(w), Some(r)) => r.req < w.req,
+            _ => true,
+        };
+        if renew_first {
+            self.renew_timed_out(renew, out);
         }
-        if let Work::Idle { until } = self.work {
+        if let Some(w) = work {
+            self.s.work_wait = None;
+            let which = if w.db == DbName::Res {
+                CONN_RES
+            } else {
+                CONN_LEASE
+            };
+            self.abandon(which, out);
+            self.abort(now);
+        }
+        if !renew_first {
+            self.renew_timed_out(renew, out);
+        }
+        if let Work::Idle { until } = self.s.work {
             if until <= now {
                 self.start_acquire(now, out);
             }
         }
-        if let Some(r) = self.renew_at {
-            if r <= now && self.renew_inflight.is_none() {
-                self.renew_at = None;
-                if let (Some(h), false) = (self.holding, self.guard.is_lost()) {
+        if let Some(r) = self.s.renew_at {
+            if r <= now && self.s.renew_wait.is_none() {
+                self.s.renew_at = None;
+                if let (Some(h), false) = (self.s.holding, self.s.guard.is_lost()) {
                     let op = Op::Renew {
                         lease: self.cfg.lease.clone(),
                         holder: self.cfg.name.clone(),
                         token: h.token,
                         ttl_ms: self.cfg.ttl_ms,
                     };
-                    let req = self.send(now, CONN_RENEW, op, out);
-                    self.renew_inflight = Some(req);
+                    self.send(now, CONN_RENEW, op, out);
                 }
             }
+        }
+    }
+
+    fn renew_timed_out(&mut self, timed_out: Option<RenewWait>, out: &mut Vec<Effect>) {
+        if timed_out.is_some() {
+            self.s.renew_wait = None;
+            self.abandon(CONN_RENEW, out);
+            self.mark_lost(out);
         }
     }
 
@@ -338,35 +371,28 @@ impl HolderMachine {
         };
         out.push(Effect::Abandon {
             db,
-            conn: self.conn(which),
+            conn: self.conns[which].clone(),
         });
-        self.gen[which] += 1;
-        self.conns[which] = conn_name(&self.cfg.name, which, self.gen[which]);
+        self.s.gen[which] += 1;
+        self.conns[which] = conn_name(&self.cfg.name, which, self.s.gen[which]);
         // Replies on the old connection are no longer awaited.
-        let stale: Vec<u64> = self
-            .pending
-            .iter()
-            .filter(|(_, p)| match p {
-                Pending::Work { db: d, .. } => which != CONN_RENEW && *d == db,
-                Pending::Renew { .. } => which == CONN_RENEW,
-            })
-            .map(|(k, _)| *k)
-            .collect();
-        for k in stale {
-            self.take_pending(k);
+        if which == CONN_RENEW {
+            self.s.renew_wait = None;
+        } else if self.s.work_wait.is_some_and(|w| w.db == db) {
+            self.s.work_wait = None;
         }
     }
 
     fn mark_lost(&mut self, out: &mut Vec<Effect>) {
-        if !self.guard.is_lost() && self.holding.is_some() {
-            self.guard.on_renew(false);
+        if !self.s.guard.is_lost() && self.s.holding.is_some() {
+            self.s.guard.on_renew(false);
             out.push(Effect::Record(Op::Lost));
         }
-        self.renew_at = None;
+        self.s.renew_at = None;
     }
 
     fn start_acquire(&mut self, now: Millis, out: &mut Vec<Effect>) {
-        self.job += 1;
+        self.s.job += 1;
         let op = Op::Acquire {
             lease: self.cfg.lease.clone(),
             holder: self.cfg.name.clone(),
@@ -374,7 +400,7 @@ impl HolderMachine {
         };
         // The local deadline starts from the clock read *before* sending.
         let req = self.send(now, CONN_LEASE, op, out);
-        self.work = Work::Acquiring { req, sent: now };
+        self.s.work = Work::Acquiring { req, sent: now };
     }
 
     /// Ends the current job without finishing it: stop renewing, forget the holding, re-queue.
@@ -387,27 +413,27 @@ impl HolderMachine {
 
     /// Forgets the holding, stops renewing and waits until `until` for the next job.
     fn end_job(&mut self, until: Millis) {
-        self.holding = None;
-        self.guard = LeaseGuard::default();
-        self.renew_at = None;
-        self.work = Work::Idle { until };
+        self.s.holding = None;
+        self.s.guard = LeaseGuard::default();
+        self.s.renew_at = None;
+        self.s.work = Work::Idle { until };
     }
 
     /// The token of the current holding (0 when none: such a write is refused by any fence).
     fn token(&self) -> Token {
-        self.holding.map(|h| h.token).unwrap_or_default()
+        self.s.holding.map(|h| h.token).unwrap_or_default()
     }
 
     /// Before each part: check the local deadline and `lost`, then begin the write.
     fn start_part(&mut self, now: Millis, part: usize, out: &mut Vec<Effect>) {
-        let Some(h) = self.holding else {
+        let Some(h) = self.s.holding else {
             self.abort(now);
             return;
         };
         out.push(Effect::Record(Op::Check {
             deadline: h.deadline.deadline,
         }));
-        if !self.guard.may_start_write() || !h.deadline.allows(now) {
+        if !self.s.guard.may_start_write() || !h.deadline.allows(now) {
             self.abort(now);
             return;
         }
@@ -416,57 +442,59 @@ impl HolderMachine {
             let op = Op::Write {
                 scope: self.cfg.scope.clone(),
                 part: self.cfg.parts[part].clone(),
-                content: self.content.clone(),
+                content: self.content(h.token),
                 token: h.token,
             };
             self.step(now, part, WStep::Whole, op, out);
             return;
         }
-        let req = self.send(now, CONN_RES, Op::Begin { db: DbName::Res }, out);
-        self.work = Work::Writing {
-            part,
-            step: WStep::Begin,
-            req,
-        };
+        self.step(now, part, WStep::Begin, Op::Begin { db: DbName::Res }, out);
     }
 
     fn step(&mut self, now: Millis, part: usize, step: WStep, op: Op, out: &mut Vec<Effect>) {
         let req = self.send(now, CONN_RES, op, out);
-        self.work = Work::Writing { part, step, req };
+        self.s.work = Work::Writing { part, step, req };
     }
 
     /// Handles the reply to request `req` at local time `now`, appending the effects to `out`.
     pub fn on_reply(&mut self, now: Millis, req: u64, outcome: &Outcome, out: &mut Vec<Effect>) {
-        let Some(p) = self.take_pending(req) else {
-            return; // abandoned or unknown: ignore
-        };
-        if let Pending::Renew { sent, token, .. } = p {
-            self.renew_inflight = None;
-            match (outcome, self.holding) {
-                (Outcome::Renewed { .. }, Some(h)) if h.token == token => {
-                    let deadline = h
-                        .deadline
-                        .renewed(sent, self.cfg.ttl_ms, self.cfg.margin_ms);
-                    self.holding = Some(Holding { token, deadline });
-                    if !self.guard.is_lost() {
-                        self.renew_at = Some(now.plus(self.cfg.renew_ms));
-                    }
-                }
-                (_, Some(h)) if h.token == token => {
-                    if matches!(outcome, Outcome::Error(_)) {
-                        self.abandon(CONN_RENEW, out);
-                    }
-                    self.mark_lost(out);
-                }
-                _ => {}
-            }
-            return;
+        match self.take_wait(req) {
+            None => {} // abandoned or unknown: ignore
+            Some(Wait::Renew(w)) => self.on_renewed(now, w, outcome, out),
+            Some(Wait::Work) => self.on_work_reply(now, req, outcome, out),
         }
+    }
+
+    fn on_renewed(&mut self, now: Millis, w: RenewWait, outcome: &Outcome, out: &mut Vec<Effect>) {
+        match (outcome, self.s.holding) {
+            (Outcome::Renewed { .. }, Some(h)) if h.token == w.token => {
+                let deadline = h
+                    .deadline
+                    .renewed(w.sent, self.cfg.ttl_ms, self.cfg.margin_ms);
+                self.s.holding = Some(Holding {
+                    token: w.token,
+                    deadline,
+                });
+                if !self.s.guard.is_lost() {
+                    self.s.renew_at = Some(now.plus(self.cfg.renew_ms));
+                }
+            }
+            (_, Some(h)) if h.token == w.token => {
+                if matches!(outcome, Outcome::Error(_)) {
+                    self.abandon(CONN_RENEW, out);
+                }
+                self.mark_lost(out);
+            }
+            _ => {}
+        }
+    }
+
+    fn on_work_reply(&mut self, now: Millis, req: u64, outcome: &Outcome, out: &mut Vec<Effect>) {
         let conn_error = matches!(
             outcome,
             Outcome::Error(_) | Outcome::Unavailable | Outcome::Indeterminate(_)
         );
-        match self.work.clone() {
+        match self.s.work {
             Work::Acquiring { req: r, sent } if r == req => match outcome {
                 Outcome::Granted { token, .. } => {
                     let deadline = LocalDeadline::from_request_start(
@@ -474,21 +502,19 @@ impl HolderMachine {
                         self.cfg.ttl_ms,
                         self.cfg.margin_ms,
                     );
-                    self.holding = Some(Holding {
+                    self.s.holding = Some(Holding {
                         token: *token,
                         deadline,
                     });
-                    // Who wrote a part, with which token, in which job.
-                    self.content = format!("{}-t{}-j{}", self.cfg.name, token, self.job);
-                    self.guard = LeaseGuard::default();
-                    self.renew_at = Some(now.plus(self.cfg.renew_ms));
+                    self.s.guard = LeaseGuard::default();
+                    self.s.renew_at = Some(now.plus(self.cfg.renew_ms));
                     self.start_part(now, 0, out);
                 }
                 _ => {
                     if conn_error {
                         self.abandon(CONN_LEASE, out);
                     }
-                    self.work = Work::Idle {
+                    self.s.work = Work::Idle {
                         until: now.plus(self.cfg.retry_ms),
                     };
                 }
@@ -500,9 +526,9 @@ impl HolderMachine {
                     return;
                 }
                 let scope = self.cfg.scope.clone();
+                let token = self.token();
                 match (step, outcome) {
                     (WStep::Begin, _) => {
-                        let token = self.token();
                         self.step(now, part, WStep::Fence, Op::Fence { scope, token }, out);
                     }
                     (WStep::Fence, Outcome::Passed) => {
@@ -510,8 +536,8 @@ impl HolderMachine {
                         let op = Op::Upsert {
                             scope,
                             part: self.cfg.parts[part].clone(),
-                            content: self.content.clone(),
-                            token: self.token(),
+                            content: self.content(token),
+                            token,
                         };
                         self.step(now, part, WStep::Upsert, op, out);
                     }
@@ -539,14 +565,14 @@ impl HolderMachine {
                         self.stats.commits += 1;
                         if part + 1 < self.cfg.parts.len() {
                             self.start_part(now, part + 1, out);
-                        } else if let Some(h) = self.holding {
+                        } else if let Some(h) = self.s.holding {
                             let op = Op::Release {
                                 lease: self.cfg.lease.clone(),
                                 holder: self.cfg.name.clone(),
                                 token: h.token,
                             };
                             let req = self.send(now, CONN_LEASE, op, out);
-                            self.work = Work::Releasing { req };
+                            self.s.work = Work::Releasing { req };
                         }
                     }
                     (WStep::Rollback, _) | (WStep::Whole, _) => self.abort(now),
