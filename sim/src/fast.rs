@@ -8,7 +8,7 @@
 
 use crate::clock::{NodeClock, PauseKind};
 use crate::driver_core::{carry, pause_begins, pause_ends, Carry, HolderSide, PointCounts};
-use crate::faults::{Fault, LinkWindow};
+use crate::faults::{LinkWindow, Timed};
 use crate::host::{DbHosts, Reply, Request};
 use crate::scenario::{finish, Driver, Setup, SimRun};
 use leaselab_model::holder::{Effect, HolderMachine};
@@ -193,35 +193,30 @@ impl<B: Backend + Waits> FastSim<B> {
         let links = self.nodes.len() * 2;
         self.windows = vec![Vec::new(); links];
         self.last = vec![[Millis::ZERO; 2]; links];
-        let faults = self.setup.plan.faults.clone();
+        let faults = self.setup.plan.clone();
         for w in faults
+            .faults
             .iter()
             .filter_map(|f| f.link_window(self.setup.opts.heal()))
         {
             self.windows[link_index(w.holder, w.db)].push(w);
         }
-        for f in faults {
-            match f {
-                Fault::Step { holder, at, .. } => self.at(at, Ev::Wake { holder }),
-                Fault::PauseAtTime {
+        let heal = self.setup.opts.heal();
+        for (_, at, t) in faults.timed(heal) {
+            let ev = match t {
+                Timed::ClockStep { holder } => Ev::Wake { holder },
+                Timed::Pause {
                     holder,
-                    at,
                     dur_ms,
                     kind,
-                } => self.at(
-                    at,
-                    Ev::PauseStart {
-                        holder,
-                        dur_ms,
-                        kind,
-                    },
-                ),
-                Fault::Crash { db, at, down_ms } => self.at(at, Ev::Crash { db, down_ms }),
-                Fault::Skew { .. }
-                | Fault::PauseAtPoint { .. }
-                | Fault::Partition { .. }
-                | Fault::Delay { .. } => {}
-            }
+                } => Ev::PauseStart {
+                    holder,
+                    dur_ms,
+                    kind,
+                },
+                Timed::Crash { db, down_ms } => Ev::Crash { db, down_ms },
+            };
+            self.queue.push(at, ev);
         }
         for h in 0..self.nodes.len() {
             self.reschedule(h);

@@ -349,7 +349,62 @@ impl FaultPlan {
     }
 }
 
+/// A fault that happens at an instant, as both drivers carry it out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Timed {
+    /// An NTP step of `holder`'s clock (the clock itself knows it, [`FaultPlan::clocks`]): its
+    /// timers fall due earlier or later than the driver planned.
+    ClockStep {
+        /// Holder index.
+        holder: usize,
+    },
+    /// `holder` pauses for `dur_ms`.
+    Pause {
+        /// Holder index.
+        holder: usize,
+        /// Duration.
+        dur_ms: u64,
+        /// Clock behaviour while paused.
+        kind: PauseKind,
+    },
+    /// `db` crashes; it restarts `down_ms` later, or at the heal if that comes first.
+    Crash {
+        /// Database.
+        db: DbName,
+        /// Outage.
+        down_ms: u64,
+    },
+}
+
 impl FaultPlan {
+    /// The faults that happen at an instant, with their place in the plan: a driver runs those
+    /// that fall on the same instant in plan order. A pause or crash planned at or after the
+    /// heal does not happen (the run is fault-free from then on); a clock step does, since the
+    /// clock keeps it.
+    pub(crate) fn timed(&self, heal: Millis) -> impl Iterator<Item = (usize, Millis, Timed)> + '_ {
+        self.faults.iter().enumerate().filter_map(move |(i, f)| {
+            let (at, t) = match *f {
+                Fault::Step { holder, at, .. } => (at, Timed::ClockStep { holder }),
+                Fault::PauseAtTime {
+                    holder,
+                    at,
+                    dur_ms,
+                    kind,
+                } if at < heal => (
+                    at,
+                    Timed::Pause {
+                        holder,
+                        dur_ms,
+                        kind,
+                    },
+                ),
+                Fault::Crash { db, at, down_ms } if at < heal => (at, Timed::Crash { db, down_ms }),
+                _ => return None,
+            };
+            Some((i, at, t))
+        })
+    }
+
     /// Each holder's clock as the plan sets it: offsets and skews added up, NTP steps listed.
     pub fn clocks(&self, holders: usize) -> Vec<crate::clock::NodeClock> {
         let mut clocks = vec![crate::clock::NodeClock::default(); holders];

@@ -22,7 +22,7 @@ compile_error!(
 
 use crate::clock::{NodeClock, PauseKind};
 use crate::driver_core::{carry, pause_begins, pause_ends, Carry, HolderSide, PointCounts};
-use crate::faults::Fault;
+use crate::faults::Timed;
 use crate::host::{DbHosts, Reply, Request};
 use crate::scenario::{finish, Driver, Setup, SimRun};
 use leaselab_model::holder::{Effect, HolderMachine, HolderStats};
@@ -411,29 +411,19 @@ pub fn run_with(setup: Setup, garbage: Option<&str>) -> SimRun {
         sim.host(host_name(db), move || serve_db(sh.clone(), db));
     }
     for (i, cfg) in setup.holders.iter().enumerate() {
-        let timed = setup
-            .plan
-            .faults
-            .iter()
-            .filter_map(|f| match f {
-                Fault::PauseAtTime {
+        let mut timed = Vec::new();
+        let mut steps = Vec::new();
+        for (_, at, t) in setup.plan.timed(heal) {
+            match t {
+                Timed::Pause {
                     holder,
-                    at,
                     dur_ms,
                     kind,
-                } if *holder == i && *at < heal => Some((*at, *dur_ms, *kind)),
-                _ => None,
-            })
-            .collect();
-        let steps = setup
-            .plan
-            .faults
-            .iter()
-            .filter_map(|f| match f {
-                Fault::Step { holder, at, .. } if *holder == i => Some(*at),
-                _ => None,
-            })
-            .collect();
+                } if holder == i => timed.push((at, dur_ms, kind)),
+                Timed::ClockStep { holder } if holder == i => steps.push(at),
+                _ => {}
+            }
+        }
         let client = Client {
             idx: i,
             sh: sh.clone(),
@@ -451,35 +441,29 @@ pub fn run_with(setup: Setup, garbage: Option<&str>) -> SimRun {
         sim.client(cfg.name.as_str(), client.run());
     }
 
-    // Faults turmoil carries out itself, in time order.
-    let mut ctl: Vec<(Millis, u64, Ctl)> = Vec::new();
-    let mut n = 0u64;
-    let mut push = |t: Millis, c: Ctl, v: &mut Vec<(Millis, u64, Ctl)>| {
-        n += 1;
-        v.push((t, n, c));
-    };
-    for f in &setup.plan.faults {
-        match *f {
-            Fault::Crash { db, at, down_ms } if at < heal => {
-                push(at, Ctl::Crash(db), &mut ctl);
-                push(at.plus(down_ms).min(heal), Ctl::Restart(db), &mut ctl);
-            }
-            _ => {
-                if let Some(w) = f.link_window(heal) {
-                    let (on, off) = match w.extra_ms {
-                        None => (Ctl::Hold(w.holder, w.db), Ctl::Release(w.holder, w.db)),
-                        Some(extra) => (
-                            Ctl::Slow(w.holder, w.db, hi + extra),
-                            Ctl::Slow(w.holder, w.db, hi),
-                        ),
-                    };
-                    push(w.from, on, &mut ctl);
-                    push(w.end, off, &mut ctl);
-                }
-            }
+    // Faults turmoil carries out itself, in time order; on the same instant in plan order, a
+    // fault's start before its end, and the heal last.
+    let mut ctl: Vec<(Millis, (usize, u8), Ctl)> = Vec::new();
+    for (i, at, t) in setup.plan.timed(heal) {
+        if let Timed::Crash { db, down_ms } = t {
+            ctl.push((at, (i, 0), Ctl::Crash(db)));
+            ctl.push((at.plus(down_ms).min(heal), (i, 1), Ctl::Restart(db)));
         }
     }
-    push(heal, Ctl::Heal, &mut ctl);
+    for (i, f) in setup.plan.faults.iter().enumerate() {
+        if let Some(w) = f.link_window(heal) {
+            let (on, off) = match w.extra_ms {
+                None => (Ctl::Hold(w.holder, w.db), Ctl::Release(w.holder, w.db)),
+                Some(extra) => (
+                    Ctl::Slow(w.holder, w.db, hi + extra),
+                    Ctl::Slow(w.holder, w.db, hi),
+                ),
+            };
+            ctl.push((w.from, (i, 0), on));
+            ctl.push((w.end, (i, 1), off));
+        }
+    }
+    ctl.push((heal, (usize::MAX, 0), Ctl::Heal));
     ctl.sort_by_key(|(t, n, _)| (*t, *n));
     let mut ctl = ctl.into_iter().peekable();
     let mut down = [false; 2];
