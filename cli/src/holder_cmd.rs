@@ -2,6 +2,7 @@
 //! `lab --backend pg` ([`leaselab_pg::real`]).
 
 use crate::args::Exit;
+use leaselab_model::names::defaults;
 use std::path::PathBuf;
 
 /// `leaselab holder`'s arguments.
@@ -23,13 +24,13 @@ pub struct HolderArgs {
     #[arg(long, default_value = "scope")]
     pub fence: String,
     /// TTL.
-    #[arg(long, default_value_t = 1500)]
+    #[arg(long, default_value_t = defaults::TTL_MS)]
     pub ttl_ms: u64,
     /// Renew period.
-    #[arg(long, default_value_t = 400)]
+    #[arg(long, default_value_t = defaults::RENEW_MS)]
     pub renew_ms: u64,
     /// Local margin.
-    #[arg(long, default_value_t = 300)]
+    #[arg(long, default_value_t = defaults::MARGIN_MS)]
     pub margin_ms: u64,
     /// Record every call this process makes to FILE (JSON lines, `leaselab judge`).
     #[arg(long, value_name = "FILE")]

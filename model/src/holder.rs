@@ -241,6 +241,12 @@ impl HolderMachine {
         &self.s
     }
 
+    /// Whether a request it sent still awaits its reply: a driver that ends the holder waits
+    /// for these, so every call it began is answered (and recorded).
+    pub fn awaits_reply(&self) -> bool {
+        self.s.work_wait.is_some() || self.s.renew_wait.is_some()
+    }
+
     /// The earliest local time at which `on_timer` has something to do.
     pub fn next_timer(&self) -> Option<Millis> {
         let s = &self.s;

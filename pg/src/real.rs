@@ -1,17 +1,24 @@
-//! Real-time experiments, exactly as the source ran them: real `now()`, real connections, and
-//! for F4/F5 two real OS processes of our own binary (`leaselab holder …`) that the parent
-//! stops with SIGSTOP and resumes with SIGCONT.
+//! Real-time experiments, as the source ran them: real `now()`, real connections, and for
+//! F4/F5 two real OS processes of our own binary (`leaselab holder …`) that the parent stops
+//! with SIGSTOP and resumes with SIGCONT. Those processes run the model crate's holder — the
+//! one the simulation and the exhaustive checker run — through a tokio driver.
 
 use crate::recording::{epoch_ms, Recording};
 use crate::sql;
-use leaselab_model::{Millis, Op, Outcome, PartRow, Token};
+use leaselab_model::client::LocalDeadline;
+use leaselab_model::holder::{Effect, HolderCfg, HolderMachine, Point};
+use leaselab_model::names::defaults;
+use leaselab_model::{
+    ConnId, DbName, Holder, LeaseName, Millis, Op, Outcome, Part, PartRow, Scope, Token,
+};
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdout, Command, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use tokio::sync::mpsc;
 use tokio_postgres::{Client, NoTls};
 
 /// Why a real-time experiment could not run (not an outcome of it).
@@ -91,8 +98,8 @@ RETURNING floor(extract(epoch FROM expires_at) * 1000)::int8";
 /// Arguments of `leaselab holder`.
 #[derive(Clone, Debug)]
 pub struct HolderArgs {
-    /// `a` (acquire, renew in the background, check, wait for the release line, write, renew)
-    /// or `b` (acquire, write, renew, release).
+    /// `a` (stops at the point after its local check until the parent writes a line, renewing
+    /// meanwhile) or `b` (runs its job straight through).
     pub role: String,
     /// Holder name.
     pub name: String,
@@ -125,79 +132,77 @@ async fn recorded<T>(
     rec.around(conn, op, call, outcome).await.ctx("record")?
 }
 
-/// The lease `report-job` for `holder`: the token and expiry granted, or `None` if held.
-async fn acquire(
-    lease: &Client,
-    rec: &Recording,
-    holder: &str,
-    ttl_ms: u64,
-) -> Result<Option<(i64, i64)>, RealError> {
+/// Runs one request of the holder as real SQL on `client` (the connection the holder named
+/// `conn`), recorded: its outcome, or `Indeterminate` when the call failed (the holder then
+/// abandons the connection, as it does a timed-out one).
+async fn exec(client: &Client, rec: &Recording, conn: &str, op: &Op, fenced: bool) -> Outcome {
     let call = async {
-        let row = lease
-            .query_opt(ACQUIRE_REAL, &[&"report-job", &holder, &(ttl_ms as f64)])
-            .await
-            .ctx("acquire")?;
-        Ok(row.map(|r| (r.get(0), r.get(1))))
+        Ok(match op {
+            Op::Acquire {
+                lease,
+                holder,
+                ttl_ms,
+            } => {
+                let args: [&(dyn tokio_postgres::types::ToSql + Sync); 3] =
+                    [&lease.as_str(), &holder.as_str(), &(*ttl_ms as f64)];
+                match client.query_opt(ACQUIRE_REAL, &args).await.ctx("acquire")? {
+                    Some(r) => Outcome::Granted {
+                        token: Token(r.get::<_, i64>(0) as u64),
+                        expires: rec.at(r.get(1)),
+                    },
+                    None => Outcome::Refused,
+                }
+            }
+            Op::Renew {
+                lease,
+                holder,
+                token,
+                ttl_ms,
+            } => {
+                let args: [&(dyn tokio_postgres::types::ToSql + Sync); 4] = [
+                    &(*ttl_ms as f64),
+                    &lease.as_str(),
+                    &holder.as_str(),
+                    &(token.0 as i64),
+                ];
+                match client.query_opt(RENEW_REAL, &args).await.ctx("renew")? {
+                    Some(r) => Outcome::Renewed {
+                        expires: rec.at(r.get(0)),
+                    },
+                    None => Outcome::Refused,
+                }
+            }
+            Op::Release {
+                lease,
+                holder,
+                token,
+            } => {
+                let args: [&(dyn tokio_postgres::types::ToSql + Sync); 3] =
+                    [&lease.as_str(), &holder.as_str(), &(token.0 as i64)];
+                match client.execute(sql::RELEASE, &args).await.ctx("release")? {
+                    1 => Outcome::Released,
+                    _ => Outcome::Refused,
+                }
+            }
+            Op::Write { content, token, .. } => {
+                let writer = conn.split('/').next().unwrap_or(conn);
+                if write(client, fenced, writer, token.0 as i64, content).await? {
+                    Outcome::Accepted
+                } else {
+                    Outcome::Rejected
+                }
+            }
+            other => {
+                return Err(RealError::Unexpected(format!(
+                    "the real holder has no statement for `{other}`"
+                )))
+            }
+        })
     };
-    recorded(rec, None, &Op::acquire(holder, ttl_ms), call, |g| match g {
-        Some((token, expires)) => Outcome::Granted {
-            token: Token(*token as u64),
-            expires: rec.at(*expires),
-        },
-        None => Outcome::Refused,
-    })
-    .await
-}
-
-/// Renews `report-job` on `client`: whether it was renewed.
-async fn renew(
-    client: &Client,
-    rec: &Recording,
-    conn: Option<&str>,
-    holder: &str,
-    token: i64,
-    ttl_ms: u64,
-) -> Result<bool, RealError> {
-    let call = async {
-        let row = client
-            .query_opt(
-                RENEW_REAL,
-                &[&(ttl_ms as f64), &"report-job", &holder, &token],
-            )
-            .await
-            .ctx("renew")?;
-        Ok(row.map(|r| r.get::<_, i64>(0)))
-    };
-    let op = Op::renew(holder, token as u64, ttl_ms);
-    let renewed = recorded(rec, conn, &op, call, |r| match r {
-        Some(expires) => Outcome::Renewed {
-            expires: rec.at(*expires),
-        },
-        None => Outcome::Refused,
-    })
-    .await?;
-    Ok(renewed.is_some())
-}
-
-/// A recorded write of `daily-report/summary`: whether it was accepted.
-async fn write_recorded(
-    res: &Client,
-    rec: &Recording,
-    fenced: bool,
-    name: &str,
-    token: i64,
-    content: &str,
-) -> Result<bool, RealError> {
-    let op = Op::write("summary", content, token as u64);
-    let call = write(res, fenced, name, token, content);
-    recorded(rec, None, &op, call, |ok| {
-        if *ok {
-            Outcome::Accepted
-        } else {
-            Outcome::Rejected
-        }
-    })
-    .await
+    match recorded(rec, Some(conn), op, call, Outcome::clone).await {
+        Ok(o) => o,
+        Err(e) => Outcome::Indeterminate(e.to_string()),
+    }
 }
 
 async fn write(
@@ -244,127 +249,220 @@ async fn write(
     Ok(ok)
 }
 
-/// The child process. Prints one line per step; the parent reads them. With `record`, every
-/// call it makes is also written to that file as it happens (JSON lines, `leaselab judge`).
+/// The line the process prints for a reply, for the parent to read.
+fn reply_line(op: &Op, o: &Outcome) -> Option<String> {
+    let ok = |yes: bool| if yes { "true" } else { "false" };
+    Some(match (op, o) {
+        (Op::Acquire { .. }, Outcome::Granted { token, .. }) => format!("ACQUIRED token={token}"),
+        (Op::Acquire { .. }, Outcome::Refused) => return None, // the holder tries again
+        (Op::Write { token, .. }, Outcome::Accepted | Outcome::Rejected) => format!(
+            "WRITE accepted={} token={token}",
+            ok(*o == Outcome::Accepted)
+        ),
+        (Op::Renew { .. }, Outcome::Renewed { .. } | Outcome::Refused) => {
+            format!("RENEW ok={}", ok(*o != Outcome::Refused))
+        }
+        (Op::Release { .. }, Outcome::Released | Outcome::Refused) => {
+            format!("RELEASE ok={}", ok(*o == Outcome::Released))
+        }
+        (op, o) => format!("ERROR {op} => {o}"),
+    })
+}
+
+/// The holder process of F4/F5: the one holder of the model crate
+/// ([`leaselab_model::holder`]) — the machine the simulation and the exhaustive checker run —
+/// driven in real time. Its requests run as real statements (real `now()`) on real
+/// connections, one per connection it names; its clock is this process's monotonic clock; it
+/// runs one job (acquire, local check, the fenced write, release, the renewer beside it) and
+/// exits once every call it began is answered. Role `a` stops at the code point after its
+/// local check ([`Point::AfterCheck`]) and goes on only when the parent writes a line — the
+/// parent stops the whole process with SIGSTOP right there — while its renewer keeps renewing
+/// until then; role `b` runs straight through. It prints one line per step for the parent;
+/// with `record`, every call is also written to that file as it happens (JSON lines,
+/// `leaselab judge`).
 pub fn holder_main(a: &HolderArgs) -> Result<(), RealError> {
     let rt = runtime()?;
-    let out = |s: String| {
-        println!("{s}");
-        let _ = std::io::stdout().flush();
-    };
     let rec = Arc::new(
         Recording::open(a.record.as_deref(), &a.name, a.clock_origin_ms)
             .ctx("open the record file")?,
     );
-    rt.block_on(async {
-        let lease = connect(&a.lease).await?;
-        let res = connect(&a.res).await?;
-        // The local deadline starts from the monotonic clock read *before* sending.
+    let cfg = HolderCfg {
+        name: Holder::new(a.name.as_str()),
+        lease: LeaseName::new(defaults::LEASE),
+        scope: Scope::new(defaults::SCOPE),
+        parts: vec![Part::new(defaults::SUMMARY)],
+        ttl_ms: a.ttl_ms,
+        renew_ms: a.renew_ms,
+        margin_ms: a.margin_ms,
+        // Longer than the experiment: no statement of it is given up.
+        rpc_timeout_ms: 60_000,
+        retry_ms: 50,
+        job_gap_ms: 60_000,
+        start_ms: 0,
+        // The fenced write as the source's one call (BEGIN, fence, upsert, COMMIT or ROLLBACK,
+        // and the attempt log), recorded as one `write`.
+        whole_writes: true,
+    };
+    rt.block_on(RealHolder::new(a, cfg, rec).run())
+}
+
+/// A request's id and its outcome, from the task that ran it.
+type Reply = (u64, Outcome);
+
+/// The driver of [`holder_main`].
+struct RealHolder<'a> {
+    a: &'a HolderArgs,
+    m: HolderMachine,
+    rec: Arc<Recording>,
+    /// The holder's clock: time 0 is its start, on the monotonic clock and on the recording's.
+    start: Instant,
+    start_rec: Millis,
+    clients: BTreeMap<ConnId, Arc<Client>>,
+    /// What each awaited request asked, to print its reply.
+    asked: BTreeMap<u64, Op>,
+    replies: (mpsc::UnboundedSender<Reply>, mpsc::UnboundedReceiver<Reply>),
+    /// The effects after the stop point, carried out once the parent says so.
+    held: Option<Vec<Effect>>,
+}
+
+impl<'a> RealHolder<'a> {
+    fn new(a: &'a HolderArgs, cfg: HolderCfg, rec: Arc<Recording>) -> Self {
         let start = Instant::now();
-        let start_rec = rec.now();
-        let mut token: Option<i64> = None;
-        let give_up = Instant::now() + Duration::from_secs(20);
-        while token.is_none() && Instant::now() < give_up {
-            token = acquire(&lease, &rec, &a.name, a.ttl_ms)
-                .await?
-                .map(|(t, _)| t);
-            if token.is_none() {
-                tokio::time::sleep(Duration::from_millis(50)).await;
+        RealHolder {
+            a,
+            m: HolderMachine::new(cfg),
+            start_rec: rec.now(),
+            rec,
+            start,
+            clients: BTreeMap::new(),
+            asked: BTreeMap::new(),
+            replies: mpsc::unbounded_channel(),
+            held: None,
+        }
+    }
+
+    fn local(&self) -> Millis {
+        Millis(self.start.elapsed().as_millis() as u64)
+    }
+
+    fn say(&self, line: &str) {
+        println!("{line}");
+        let _ = std::io::stdout().flush();
+    }
+
+    async fn run(mut self) -> Result<(), RealError> {
+        // The parent's lines, read on a thread of their own (a blocking read).
+        let (line_tx, mut lines) = mpsc::unbounded_channel::<()>();
+        std::thread::spawn(move || {
+            for l in std::io::stdin().lock().lines() {
+                if l.is_err() || line_tx.send(()).is_err() {
+                    break;
+                }
+            }
+        });
+        let give_up = Duration::from_secs(30);
+        let mut effects = Vec::new();
+        self.m.on_timer(self.local(), &mut effects);
+        self.carry(effects).await?;
+        loop {
+            let s = self.m.stats;
+            if s.jobs + s.aborts >= 1 && !self.m.awaits_reply() && self.held.is_none() {
+                return Ok(());
+            }
+            if self.start.elapsed() > give_up {
+                return Err(RealError::Unexpected(format!(
+                    "{}: the job did not end within {} s",
+                    self.a.name,
+                    give_up.as_secs()
+                )));
+            }
+            let now = self.local();
+            let wake = self
+                .m
+                .next_timer()
+                .map_or(1_000, |t| t.since(now).min(1_000));
+            let held = self.held.is_some();
+            let mut effects = Vec::new();
+            tokio::select! {
+                Some((req, o)) = self.replies.1.recv() => {
+                    if let Some(line) = self.asked.remove(&req).and_then(|op| reply_line(&op, &o)) {
+                        self.say(&line);
+                    }
+                    self.m.on_reply(self.local(), req, &o, &mut effects);
+                    self.carry(effects).await?;
+                }
+                Some(()) = lines.recv(), if held => {
+                    // Resumed: what fell due while the process was stopped runs first (the
+                    // renewer's overdue renew), then the write it was stopped before.
+                    self.m.on_timer(self.local(), &mut effects);
+                    self.carry(effects).await?;
+                    let rest = self.held.take().unwrap_or_default();
+                    self.carry(rest).await?;
+                }
+                _ = tokio::time::sleep(Duration::from_millis(wake)) => {
+                    self.m.on_timer(self.local(), &mut effects);
+                    self.carry(effects).await?;
+                }
             }
         }
-        let token = token.ok_or_else(|| RealError::Unexpected("never acquired".into()))?;
-        out(format!("ACQUIRED token={token}"));
-        if a.role == "b" {
-            let ok = write_recorded(&res, &rec, a.fenced, &a.name, token, "rows=201(B)").await?;
-            out(format!("WRITE accepted={ok} token={token}"));
-            let ok = renew(&lease, &rec, None, &a.name, token, a.ttl_ms).await?;
-            out(format!("RENEW ok={ok}"));
-            let op = Op::release(&a.name, token as u64);
-            let call = async {
-                lease
-                    .execute(sql::RELEASE, &[&"report-job", &a.name, &token])
-                    .await
-                    .ctx("release")
-            };
-            recorded(&rec, None, &op, call, |n| {
-                if *n == 1 {
-                    Outcome::Released
-                } else {
-                    Outcome::Refused
+    }
+
+    /// Carries out the holder's effects in order; role `a` holds the ones after its check.
+    async fn carry(&mut self, effects: Vec<Effect>) -> Result<(), RealError> {
+        let mut it = effects.into_iter();
+        while let Some(e) = it.next() {
+            match e {
+                Effect::Send { req, db, conn, op } => {
+                    let client = match self.clients.get(&conn) {
+                        Some(c) => c.clone(),
+                        None => {
+                            let info = match db {
+                                DbName::Lease => &self.a.lease,
+                                DbName::Res => &self.a.res,
+                            };
+                            let c = Arc::new(connect(info).await?);
+                            self.clients.insert(conn.clone(), c.clone());
+                            c
+                        }
+                    };
+                    self.asked.insert(req, op.clone());
+                    let (rec, tx, fenced) =
+                        (self.rec.clone(), self.replies.0.clone(), self.a.fenced);
+                    tokio::spawn(async move {
+                        let o = exec(&client, &rec, conn.as_str(), &op, fenced).await;
+                        let _ = tx.send((req, o));
+                    });
                 }
-            })
-            .await?;
-            out("RELEASED".into());
-            return Ok(());
+                Effect::Abandon { conn, .. } => {
+                    // Closed once its last statement's task lets go of it.
+                    self.clients.remove(&conn);
+                }
+                Effect::Record(Op::Check { deadline }) => {
+                    let valid = LocalDeadline { deadline }.allows(self.local());
+                    // On the recording's clock, as every other time in the file.
+                    let check = Op::check(Millis(self.start_rec.0 + deadline.0));
+                    let verdict = if valid {
+                        Outcome::Valid
+                    } else {
+                        Outcome::Expired
+                    };
+                    self.rec.local(&check, &verdict).ctx("record")?;
+                    self.say(&format!("CHECK valid={valid}"));
+                }
+                Effect::Record(op) => {
+                    self.rec.local(&op, &Outcome::Ok).ctx("record")?;
+                    self.say(&op.to_string().to_uppercase());
+                }
+                Effect::Point(Point::AfterCheck) if self.a.role == "a" => {
+                    self.say("READY");
+                    self.held = Some(it.collect());
+                    return Ok(());
+                }
+                Effect::Point(_) => {}
+            }
         }
-        // Holder A: a background renewer thread with its own connection.
-        let deadline_ms = Arc::new(AtomicU64::new(a.ttl_ms.saturating_sub(a.margin_ms)));
-        let lost = Arc::new(AtomicBool::new(false));
-        let stop = Arc::new(AtomicBool::new(false));
-        let renewer = {
-            let (deadline_ms, lost, stop, info, name, rec) = (
-                deadline_ms.clone(),
-                lost.clone(),
-                stop.clone(),
-                a.lease.clone(),
-                a.name.clone(),
-                rec.clone(),
-            );
-            let (renew_ms, ttl_ms, margin_ms) = (a.renew_ms, a.ttl_ms, a.margin_ms);
-            let conn = format!("{name}-renewer");
-            std::thread::spawn(move || {
-                let Ok(rt) = runtime() else { return };
-                rt.block_on(async move {
-                    let Ok(c) = connect(&info).await else { return };
-                    loop {
-                        tokio::time::sleep(Duration::from_millis(renew_ms)).await;
-                        if stop.load(Ordering::SeqCst) {
-                            return;
-                        }
-                        let sent = start.elapsed().as_millis() as u64;
-                        match renew(&c, &rec, Some(&conn), &name, token, ttl_ms).await {
-                            Ok(true) => {
-                                deadline_ms.store(sent + ttl_ms - margin_ms, Ordering::SeqCst)
-                            }
-                            _ => {
-                                lost.store(true, Ordering::SeqCst);
-                                return;
-                            }
-                        }
-                    }
-                });
-            })
-        };
-        // Wait for the parent's go-ahead to check, then wait for the release line right after
-        // the check: that is where the parent stops this process.
-        let mut line = String::new();
-        let stdin = std::io::stdin();
-        stdin.lock().read_line(&mut line).ctx("stdin")?;
-        let deadline = deadline_ms.load(Ordering::SeqCst);
-        let valid = !lost.load(Ordering::SeqCst) && (start.elapsed().as_millis() as u64) < deadline;
-        let check = Op::check(Millis(start_rec.0 + deadline));
-        let verdict = if valid {
-            Outcome::Valid
-        } else {
-            Outcome::Expired
-        };
-        rec.local(&check, &verdict).ctx("record")?;
-        out(format!("CHECK valid={valid}"));
-        out("READY".into());
-        line.clear();
-        stdin.lock().read_line(&mut line).ctx("stdin")?;
-        let ok = write_recorded(&res, &rec, a.fenced, &a.name, token, "rows=200(A)").await?;
-        out(format!("WRITE accepted={ok} token={token}"));
-        let ok = renew(&lease, &rec, None, &a.name, token, a.ttl_ms).await?;
-        out(format!("RENEW_AFTER_WRITE ok={ok}"));
-        // The renewer ends at its next wake-up: every call it began is answered, and recorded,
-        // before this process exits.
-        stop.store(true, Ordering::SeqCst);
-        renewer
-            .join()
-            .map_err(|_| RealError::Unexpected("the renewer thread panicked".into()))?;
         Ok(())
-    })
+    }
 }
 
 /// What the parent observed in F4/F5.
@@ -380,7 +478,7 @@ pub struct PauseReport {
     pub state_after_stop: char,
     /// B's lines.
     pub b_lines: Vec<String>,
-    /// A's lines after SIGCONT.
+    /// A's lines after READY: its renewer's while it waited, then those after SIGCONT.
     pub a_after: Vec<String>,
     /// Final summary: (content, writer, token).
     pub summary: Option<(String, String, i64)>,
@@ -546,10 +644,26 @@ pub fn pause_experiment(
     let mut a_in = a_in.ok_or_else(|| RealError::Unexpected("no stdin".into()))?;
     let mut a_out = BufReader::new(a_out.ok_or_else(|| RealError::Unexpected("no stdout".into()))?);
     rep.a_acquired = next_line(&mut a_out)?;
-    // Renewals must keep the lease for 3000 ms (two TTLs).
-    std::thread::sleep(Duration::from_millis(3000));
     let lease_c = rt.block_on(connect(lease))?;
     let res_c = rt.block_on(connect(res))?;
+    // A checks right after its grant and waits at the point after the check.
+    rep.a_check = next_line(&mut a_out)?;
+    let ready = next_line(&mut a_out)?;
+    if ready != "READY" {
+        return Err(RealError::Unexpected(format!("A said `{ready}`")));
+    }
+    // Its renewer must keep the lease for 3000 ms (two TTLs): its renews are read as they
+    // come, and A is stopped right after one was answered, so no renew is in flight when it
+    // stops (the next is a renew period away) and the one it sends on resume is refused.
+    let renewals = 3000u64.div_ceil(defaults::RENEW_MS);
+    for _ in 0..renewals {
+        let l = next_line(&mut a_out)?;
+        let renewed = l == "RENEW ok=true";
+        rep.a_after.push(l);
+        if !renewed {
+            break;
+        }
+    }
     let row = rt
         .block_on(lease_c.query_one(
             "SELECT holder, token, expires_at > now() FROM lease WHERE name = 'report-job'",
@@ -557,12 +671,6 @@ pub fn pause_experiment(
         ))
         .ctx("lease row")?;
     rep.held_after_wait = (row.get(0), row.get(1), row.get(2));
-    writeln!(a_in, "check").ctx("stdin")?;
-    rep.a_check = next_line(&mut a_out)?;
-    let ready = next_line(&mut a_out)?;
-    if ready != "READY" {
-        return Err(RealError::Unexpected(format!("A said `{ready}`")));
-    }
     // A passed its check and now waits right before writing: stop the whole process.
     signal(a.id(), "-STOP")?;
     let t = Instant::now();
