@@ -595,3 +595,42 @@ impl HolderMachine {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg() -> HolderCfg {
+        HolderCfg {
+            name: Holder::new("holder-a"),
+            lease: LeaseName::new("report-job"),
+            scope: Scope::new("daily-report"),
+            parts: vec![Part::new("summary")],
+            ttl_ms: 1500,
+            renew_ms: 400,
+            margin_ms: 300,
+            rpc_timeout_ms: 1000,
+            retry_ms: 50,
+            job_gap_ms: 100,
+            start_ms: 0,
+            whole_writes: true,
+        }
+    }
+
+    /// A driver that ends the holder waits while a request is out — the job's or the
+    /// renewer's alone is enough — and not once every reply is in.
+    #[test]
+    fn it_awaits_a_reply_while_any_request_is_out() {
+        let mut m = HolderMachine::new(cfg());
+        let mut out = Vec::new();
+        assert!(!m.awaits_reply());
+        m.on_timer(Millis(0), &mut out);
+        let Some(Effect::Send { req, .. }) = out.first().cloned() else {
+            panic!("no acquire sent: {out:?}");
+        };
+        assert!(m.awaits_reply(), "the acquire is out");
+        out.clear();
+        m.on_reply(Millis(1), req, &Outcome::Refused, &mut out);
+        assert!(!m.awaits_reply(), "every reply is in");
+    }
+}
