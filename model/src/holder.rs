@@ -254,15 +254,19 @@ impl HolderMachine {
             Work::Idle { until } => Some(until),
             _ => None,
         };
-        [
-            idle,
-            s.renew_at,
-            s.work_wait.map(|w| w.timeout_at),
-            s.renew_wait.map(|w| w.timeout_at),
-        ]
-        .into_iter()
-        .flatten()
-        .min()
+        // Asked after every input of every holder: plain comparisons, no iterator chain.
+        let earlier = |a: Option<Millis>, b: Option<Millis>| match (a, b) {
+            (Some(x), Some(y)) => Some(x.min(y)),
+            (x, None) => x,
+            (None, y) => y,
+        };
+        earlier(
+            earlier(idle, s.renew_at),
+            earlier(
+                s.work_wait.map(|w| w.timeout_at),
+                s.renew_wait.map(|w| w.timeout_at),
+            ),
+        )
     }
 
     fn take_wait(&mut self, req: u64) -> Option<Wait> {
