@@ -80,6 +80,7 @@ impl Owned {
 /// or SIGTERM, which exits without running destructors.
 pub fn stop_all() {
     CLOSED.store(true, std::sync::atomic::Ordering::SeqCst);
+    kill_helpers();
     let live = match LIVE.lock() {
         Ok(mut l) => std::mem::take(&mut *l),
         Err(poisoned) => std::mem::take(&mut *poisoned.into_inner()),
@@ -93,6 +94,28 @@ pub fn stop_all() {
         && t.elapsed() < std::time::Duration::from_secs(60)
     {
         std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// Helper programs running now (`initdb`, `pg_ctl`), by process group: an abandoned command
+/// kills them before it removes their clusters. Killing the one child is not enough: as root
+/// the child is `runuser`, and the `initdb` it started would go on writing into a removed
+/// folder after this process is gone.
+static HELPERS: Mutex<Vec<u32>> = Mutex::new(Vec::new());
+
+fn helpers() -> std::sync::MutexGuard<'static, Vec<u32>> {
+    HELPERS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Kills every helper program still running, with everything it started.
+fn kill_helpers() {
+    for group in std::mem::take(&mut *helpers()) {
+        let _ = Command::new("kill")
+            .args(["-KILL", "--", &format!("-{group}")])
+            .stderr(std::process::Stdio::null())
+            .status();
     }
 }
 
@@ -278,11 +301,36 @@ impl Cluster {
         server_cmd(&self.bin, prog, self.as_root)
     }
 
+    /// Runs a helper program to its end, in a process group of its own that [`stop_all`] kills
+    /// if the command is abandoned meanwhile.
     fn run(&self, mut c: Command, what: &str) -> Result<(), ClusterError> {
-        let out = c.output().map_err(|source| ClusterError::Spawn {
+        use std::os::unix::process::CommandExt;
+        use std::process::Stdio;
+        let spawn_error = |source| ClusterError::Spawn {
             program: what.to_string(),
             source,
-        })?;
+        };
+        let child = c
+            .process_group(0)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(spawn_error)?;
+        let group = child.id();
+        {
+            // Checked under the lock [`kill_helpers`] takes: a helper started as the command
+            // is being abandoned is killed here or there, never missed.
+            let mut h = helpers();
+            h.push(group);
+            if CLOSED.load(std::sync::atomic::Ordering::SeqCst) {
+                drop(h);
+                kill_helpers();
+            }
+        }
+        let out = child.wait_with_output();
+        helpers().retain(|g| *g != group);
+        let out = out.map_err(spawn_error)?;
         if out.status.success() {
             Ok(())
         } else {
