@@ -132,10 +132,16 @@ async fn recorded<T>(
     rec.around(conn, op, call, outcome).await.ctx("record")?
 }
 
-/// Runs one request of the holder as real SQL on `client` (the connection the holder named
-/// `conn`), recorded: its outcome, or `Indeterminate` when the call failed (the holder then
-/// abandons the connection, as it does a timed-out one).
-async fn exec(client: &Client, rec: &Recording, conn: &str, op: &Op, fenced: bool) -> Outcome {
+/// Runs one request of holder `writer` as real SQL on `client` (the connection the holder
+/// named `conn`), recorded: its outcome, or `Indeterminate` when the call failed (the holder
+/// then abandons the connection, as it does a timed-out one).
+async fn exec(
+    client: &Client,
+    rec: &Recording,
+    (writer, conn): (&str, &str),
+    op: &Op,
+    fenced: bool,
+) -> Outcome {
     let call = async {
         Ok(match op {
             Op::Acquire {
@@ -185,7 +191,6 @@ async fn exec(client: &Client, rec: &Recording, conn: &str, op: &Op, fenced: boo
                 }
             }
             Op::Write { content, token, .. } => {
-                let writer = conn.split('/').next().unwrap_or(conn);
                 if write(client, fenced, writer, token.0 as i64, content).await? {
                     Outcome::Accepted
                 } else {
@@ -428,8 +433,9 @@ impl<'a> RealHolder<'a> {
                     self.asked.insert(req, op.clone());
                     let (rec, tx, fenced) =
                         (self.rec.clone(), self.replies.0.clone(), self.a.fenced);
+                    let writer = self.a.name.clone();
                     tokio::spawn(async move {
-                        let o = exec(&client, &rec, conn.as_str(), &op, fenced).await;
+                        let o = exec(&client, &rec, (&writer, conn.as_str()), &op, fenced).await;
                         let _ = tx.send((req, o));
                     });
                 }
