@@ -1,6 +1,7 @@
 //! The argument set of a simulation run, shared by every command that runs seeds (`sim`,
 //! `diff --sim-seeds`), so that the same seed and the same flags mean the same run everywhere.
 
+use crate::error::CliError;
 use clap::builder::PossibleValue;
 use clap::ValueEnum;
 use leaselab_model::{FenceMode, LeaseDurability};
@@ -38,11 +39,12 @@ pub struct RunArgs {
 
 impl RunArgs {
     /// The simulation's options.
-    pub fn options(&self) -> Result<SimOptions, String> {
+    pub fn options(&self) -> Result<SimOptions, CliError> {
         Ok(SimOptions {
             fence: self.fence,
             lease_table: self.lease_table,
-            holders: usize::try_from(self.holders).map_err(|e| format!("--holders: {e}"))?,
+            holders: usize::try_from(self.holders)
+                .map_err(|e| CliError::Input(format!("--holders: {e}")))?,
             faults: fault_kinds(&self.faults)?,
             safety_ms: self.safety_ms,
             liveness_ms: self.liveness_ms,
@@ -85,7 +87,7 @@ pub struct AuditSimArgs {
 
 impl AuditSimArgs {
     /// The simulation's options: the same run as `sim` with these flags and the defaults.
-    pub fn options(&self) -> Result<SimOptions, String> {
+    pub fn options(&self) -> Result<SimOptions, CliError> {
         RunArgs {
             fence: SimOptions::default().fence,
             holders: self.holders,
@@ -131,9 +133,11 @@ impl ValueEnum for FaultsArg {
 }
 
 /// The kinds a `--faults` list names; `all` and `none` stand alone.
-pub fn fault_kinds(words: &[FaultsArg]) -> Result<Vec<FaultKind>, String> {
+pub fn fault_kinds(words: &[FaultsArg]) -> Result<Vec<FaultKind>, CliError> {
     match words {
-        [] => Err("--faults: give all, none or a comma list of kinds".into()),
+        [] => Err(CliError::Input(
+            "--faults: give all, none or a comma list of kinds".into(),
+        )),
         [FaultsArg::All] => Ok(FaultKind::ALL.to_vec()),
         [FaultsArg::None] => Ok(Vec::new()),
         _ => {
@@ -146,9 +150,9 @@ pub fn fault_kinds(words: &[FaultsArg]) -> Result<Vec<FaultKind>, String> {
                         }
                     }
                     FaultsArg::All | FaultsArg::None => {
-                        return Err(
+                        return Err(CliError::Input(
                             "--faults: `all` and `none` stand alone, not in a list of kinds".into(),
-                        )
+                        ))
                     }
                 }
             }
@@ -202,7 +206,7 @@ impl From<Exit> for std::process::ExitCode {
 }
 
 /// Prints a command's text, or its error as `leaselab CMD: …` with the usage exit class.
-pub fn print_or_fail(cmd: &str, r: Result<String, String>) -> Exit {
+pub fn print_or_fail(cmd: &str, r: Result<String, CliError>) -> Exit {
     match r {
         Ok(text) => {
             print!("{text}");

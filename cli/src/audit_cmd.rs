@@ -4,6 +4,7 @@
 
 use crate::args::Exit;
 use crate::diff_cmd::gen_runner;
+use crate::error::{CliError, FileOp};
 use leaselab_checkers::Report;
 use leaselab_gen::WholeOps;
 use leaselab_pg::spec::{OpKind, Spec};
@@ -54,7 +55,7 @@ pub fn main(a: AuditArgs) -> Exit {
         (None, Some(seeds)) => a.run.options().and_then(|opts| {
             crate::audit_sim::run_seeds_cmd(&a.spec, seeds, &opts, &a.out, &a.pg_dir)
         }),
-        (None, None) => Err("give --gen N or --sim-seeds A..B".into()),
+        (None, None) => Err(CliError::Input("give --gen N or --sim-seeds A..B".into())),
     };
     match r {
         Ok(e) => e,
@@ -80,14 +81,12 @@ pub struct AuditOutcome {
 }
 
 /// Reads and checks the spec at `file` (an error names the file, line and statement).
-pub fn load(file: &Path, pg_dir: &Path) -> Result<(Spec, PgBackend), String> {
-    let text = std::fs::read_to_string(file)
-        .map_err(|e| format!("{}: cannot read: {e}", file.display()))?;
-    let spec =
-        leaselab_pg::spec::parse(&file.display().to_string(), &text).map_err(|e| e.to_string())?;
+pub fn load(file: &Path, pg_dir: &Path) -> Result<(Spec, PgBackend), CliError> {
+    let text = std::fs::read_to_string(file).map_err(CliError::file(FileOp::Read, file))?;
+    let spec = leaselab_pg::spec::parse(&file.display().to_string(), &text)?;
     let pg = PgBackend::audit(pg_dir, spec.clone()).map_err(|e| match e {
-        PgError::Spec(s) => s.to_string(),
-        e => format!("postgres: {e}"),
+        PgError::Spec(s) => CliError::Spec(s),
+        e => CliError::Postgres(e),
     })?;
     Ok((spec, pg))
 }
@@ -118,7 +117,7 @@ pub fn run_gen(
     search: crate::diff_cmd::Search,
     out: &Path,
     progress: bool,
-) -> Result<AuditOutcome, String> {
+) -> Result<AuditOutcome, CliError> {
     let crate::diff_cmd::Search {
         schedules: n,
         seed,
@@ -131,7 +130,7 @@ pub fn run_gen(
     let pg = RefCell::new(pg);
     let counts = RefCell::new((0u64, 0u64));
     let first: RefCell<Option<u64>> = RefCell::new(None);
-    let infra: RefCell<Option<String>> = RefCell::new(None);
+    let infra: RefCell<Option<PgError>> = RefCell::new(None);
     let mut runner = gen_runner(n, seed, shrink_iters);
     let result = runner.run(&leaselab_gen::schedule(steps), |s| {
         // Interrupted: the remaining cases are generated (cheap) but not run.
@@ -141,7 +140,7 @@ pub fn run_gen(
         let h = match leaselab_pg::audit::audit_schedule(&mut pg.borrow_mut(), &s, ops) {
             Ok((h, _)) => h,
             Err(e) => {
-                *infra.borrow_mut() = Some(e.to_string());
+                *infra.borrow_mut() = Some(e);
                 return Err(TestCaseError::fail("postgres failed"));
             }
         };
@@ -163,16 +162,15 @@ pub fn run_gen(
         eprintln!();
     }
     if let Some(e) = infra.into_inner() {
-        return Err(format!("postgres: {e}"));
+        return Err(e.into());
     }
     let (schedules, steps_run) = counts.into_inner();
     let violation = match result {
         Ok(()) => None,
-        Err(TestError::Abort(why)) => return Err(format!("generator aborted: {why}")),
+        Err(TestError::Abort(why)) => return Err(CliError::GeneratorAborted(why.to_string())),
         Err(TestError::Fail(_, minimal)) => {
             let mut pg = pg.borrow_mut();
-            let (h, pauses) = leaselab_pg::audit::audit_schedule(&mut pg, &minimal, ops)
-                .map_err(|e| format!("postgres: {e}"))?;
+            let (h, pauses) = leaselab_pg::audit::audit_schedule(&mut pg, &minimal, ops)?;
             let report = leaselab_checkers::check(&h);
             let name = format!("audit-{seed}");
             let scripts = leaselab_pg::spec::psql::scripts(
@@ -191,9 +189,9 @@ pub fn run_gen(
                     .map_or(spec.file.clone(), |f| f.to_string_lossy().into_owned())
             );
             t.expect = report.verdict();
-            std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+            std::fs::create_dir_all(out).map_err(CliError::file(FileOp::Create, out))?;
             let file = out.join(format!("{name}.trace"));
-            t.save(&file).map_err(|e| e.to_string())?;
+            t.save(&file)?;
             write_scripts(&out.join(format!("{name}.psql")), &scripts)?;
             Some((file, report))
         }
@@ -208,14 +206,14 @@ pub fn run_gen(
 }
 
 /// Writes the psql scripts of a failure into `dir` (emptied first).
-pub fn write_scripts(dir: &Path, files: &leaselab_pg::spec::psql::Files) -> Result<(), String> {
+pub fn write_scripts(dir: &Path, files: &leaselab_pg::spec::psql::Files) -> Result<(), CliError> {
     let _ = std::fs::remove_dir_all(dir);
     for (name, text) in files {
         let p = dir.join(name);
         if let Some(parent) = p.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
+            std::fs::create_dir_all(parent).map_err(CliError::file(FileOp::Create, parent))?;
         }
-        std::fs::write(&p, text).map_err(|e| format!("{}: {e}", p.display()))?;
+        std::fs::write(&p, text).map_err(CliError::file(FileOp::Write, &p))?;
     }
     Ok(())
 }
@@ -229,7 +227,7 @@ pub fn run_gen_cmd(
     steps: usize,
     out: &Path,
     pg_dir: &Path,
-) -> Result<crate::args::Exit, String> {
+) -> Result<crate::args::Exit, CliError> {
     let (spec, mut pg) = load(file, pg_dir)?;
     let t0 = std::time::Instant::now();
     let search = crate::diff_cmd::Search {
@@ -245,7 +243,7 @@ pub fn run_gen_cmd(
     )?;
     let secs = t0.elapsed().as_secs_f64().max(1e-9);
     if let Some((trace, report)) = &r.violation {
-        let t = Trace::read(trace).map_err(|e| e.to_string())?;
+        let t = Trace::read(trace)?;
         println!(
             "VIOLATION {} :: found at schedule {}, shrunk to {} steps",
             verdict_text(report),

@@ -7,6 +7,7 @@
 
 use crate::args::Exit;
 use crate::audit_cmd::{load, ops_of};
+use crate::error::{CliError, FileOp};
 use leaselab_model::Op;
 use leaselab_pg::spec::Spec;
 use leaselab_pg::PgBackend;
@@ -37,13 +38,12 @@ pub fn run_setup_on(
     pg: PgBackend,
     spec: &Spec,
     mut setup: Setup,
-) -> Result<(SimRun, PgBackend), String> {
+) -> Result<(SimRun, PgBackend), CliError> {
     for h in &mut setup.holders {
         h.whole_writes = true;
     }
     let mut pg = pg;
-    pg.reset(&setup.config())
-        .map_err(|e| format!("postgres: {e}"))?;
+    pg.reset(&setup.config())?;
     let (mut run, mut pg) = FastSim::on(setup, DbHosts::on(pg)).run_keeping();
     if ops_of(spec).read_part {
         leaselab_pg::audit::read_back(&mut pg, &mut run.trace.history);
@@ -97,7 +97,7 @@ pub fn run_seeds(
     opts: &SimOptions,
     out: &Path,
     progress: bool,
-) -> Result<SimAudit, String> {
+) -> Result<SimAudit, CliError> {
     let mut pg = Some(pg);
     let mut found = SimAudit {
         seeds: 0,
@@ -110,7 +110,9 @@ pub fn run_seeds(
             found.interrupted_at = Some(seed);
             break;
         }
-        let backend = pg.take().ok_or("postgres backend lost")?;
+        let backend = pg
+            .take()
+            .ok_or_else(|| CliError::Input("postgres backend lost".into()))?;
         let (run, back) = run_setup_on(backend, spec, Setup::derive(seed, opts))?;
         pg = Some(back);
         found.seeds += 1;
@@ -127,7 +129,7 @@ pub fn run_seeds(
         if progress {
             eprintln!("\n  seed {seed} failed; shrinking on PostgreSQL");
         }
-        let mut infra: Option<String> = None;
+        let mut infra: Option<CliError> = None;
         let shrunk = leaselab_sim::sweep::shrink_with(&run, SHRINK_BUDGET, &mut |setup| {
             let backend = pg.take()?;
             match run_setup_on(backend, spec, setup) {
@@ -155,9 +157,9 @@ pub fn run_seeds(
                 ", shrunk"
             }
         );
-        std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+        std::fs::create_dir_all(out).map_err(CliError::file(FileOp::Create, out))?;
         let file = out.join(format!("{}.trace", t.name));
-        t.save(&file).map_err(|e| e.to_string())?;
+        t.save(&file)?;
         found.failure = Some((shrunk, file));
         break;
     }
@@ -181,7 +183,7 @@ pub fn run_seeds_cmd(
     opts: &SimOptions,
     out: &Path,
     pg_dir: &Path,
-) -> Result<Exit, String> {
+) -> Result<Exit, CliError> {
     let (spec, pg) = load(file, pg_dir)?;
     let t0 = std::time::Instant::now();
     let r = run_seeds(

@@ -3,6 +3,7 @@
 //! the commands that replay it on the model and diff it on PostgreSQL.
 
 use crate::args::Exit;
+use crate::error::CliError;
 use leaselab_checkers::sometimes::Sometimes;
 use leaselab_explore::search::{self, Found, Options, Order, Progress, Stopped};
 use leaselab_explore::system::Action;
@@ -181,32 +182,38 @@ pub fn main(a: CheckArgs) -> Exit {
 }
 
 /// `N/D` with 1 <= N, D <= 10: a clock rate as a fraction.
-pub fn parse_rate(s: &str) -> Result<(u8, u8), String> {
+pub fn parse_rate(s: &str) -> Result<(u8, u8), CliError> {
     let (n, d) = s
         .split_once('/')
-        .ok_or_else(|| format!("`{s}`: expected N/D, e.g. 1/2"))?;
-    let num = |x: &str| -> Result<u8, String> {
+        .ok_or_else(|| CliError::Input(format!("`{s}`: expected N/D, e.g. 1/2")))?;
+    let num = |x: &str| -> Result<u8, CliError> {
         x.parse::<u8>()
             .ok()
             .filter(|v| (1..=10).contains(v))
-            .ok_or_else(|| format!("`{x}` in `{s}`: expected a whole number from 1 to 10"))
+            .ok_or_else(|| {
+                CliError::Input(format!(
+                    "`{x}` in `{s}`: expected a whole number from 1 to 10"
+                ))
+            })
     };
     Ok((num(n)?, num(d)?))
 }
 
 /// Whether `--serve ADDR` can work: an address that parses, and a port free to listen on. One
 /// clear line otherwise (stateright's server would panic).
-pub fn can_serve(addr: &str) -> Result<(), String> {
+pub fn can_serve(addr: &str) -> Result<(), CliError> {
     use std::net::ToSocketAddrs;
     let mut addrs = addr.to_socket_addrs().map_err(|e| {
-        format!("--serve {addr}: not an address to listen on ({e}); e.g. 127.0.0.1:3000")
+        CliError::Input(format!(
+            "--serve {addr}: not an address to listen on ({e}); e.g. 127.0.0.1:3000"
+        ))
     })?;
     let first = addrs
         .next()
-        .ok_or_else(|| format!("--serve {addr}: names no address"))?;
+        .ok_or_else(|| CliError::Input(format!("--serve {addr}: names no address")))?;
     std::net::TcpListener::bind(first)
         .map(drop)
-        .map_err(|e| format!("--serve {addr}: cannot listen there: {e}"))
+        .map_err(|e| CliError::Input(format!("--serve {addr}: cannot listen there: {e}")))
 }
 
 /// What `check --serve` prints before it serves: the address, and — found first by a
@@ -273,7 +280,7 @@ fn show(p: &Progress) {
 
 /// The result of `leaselab check`: the text to print, and how to exit (1 a violation; 5 stopped
 /// by Ctrl-C with none found; 0 otherwise, a cap stated in the text).
-pub fn run(o: &Options, trace_out: Option<&Path>) -> Result<(String, Exit), String> {
+pub fn run(o: &Options, trace_out: Option<&Path>) -> Result<(String, Exit), CliError> {
     eprintln!(
         "searching: progress about once a second; Ctrl-C prints what was found so far{}",
         if o.all {
@@ -377,8 +384,7 @@ pub fn run(o: &Options, trace_out: Option<&Path>) -> Result<(String, Exit), Stri
         leaselab_model::LeaseDurability::Unlogged => "check-unlogged".to_string(),
         _ => format!("check-{}", o.bounds.fence),
     };
-    let (mut t, counts) = to_trace_steps(&sys, &actions, &name_of)
-        .map_err(|e| format!("the explorer and the model disagree: {e}"))?;
+    let (mut t, counts) = to_trace_steps(&sys, &actions, &name_of)?;
     t.title = format!(
         "shortest counterexample ({name}, {} steps) of: {} --trace-out FILE",
         actions.len(),
@@ -400,7 +406,7 @@ pub fn run(o: &Options, trace_out: Option<&Path>) -> Result<(String, Exit), Stri
     s.push_str(&crate::picture_cmd::indented(&story, "  "));
     s.push_str(&steps_text(&actions, &counts, &t.history, o.bounds.tick_ms));
     if let Some(p) = trace_out {
-        t.save(p).map_err(|e| e.to_string())?;
+        t.save(p)?;
         let _ = writeln!(
             s,
             "trace: {} ({} events)",

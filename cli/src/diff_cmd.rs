@@ -1,6 +1,7 @@
 //! `leaselab diff`: traces or simulation seeds against the model and PostgreSQL.
 
 use crate::args::Exit;
+use crate::error::{CliError, FileOp};
 use leaselab_model::FenceMode;
 use leaselab_pg::{diff_schedule, diff_with_rule, PgBackend};
 use leaselab_sim::{run_seed, Driver, SimOptions};
@@ -119,18 +120,20 @@ pub fn run(
     model: ModelSide,
     out: &Path,
     pg_dir: &Path,
-) -> Result<crate::args::Exit, String> {
+) -> Result<crate::args::Exit, CliError> {
     let ModelSide {
         fence: model_fence,
         wrong,
     } = model;
     if files.is_empty() && sim_seeds.is_none() {
-        return Err("give trace files or --sim-seeds A..B".into());
+        return Err(CliError::Input(
+            "give trace files or --sim-seeds A..B".into(),
+        ));
     }
     // (name, trace, the sim command of a seed's run)
     let mut traces: Vec<(String, Trace, Option<String>)> = Vec::new();
     for f in files {
-        let t = Trace::read(f).map_err(|e| e.to_string())?;
+        let t = Trace::read(f)?;
         traces.push((f.display().to_string(), t, None));
     }
     let seeds = sim_seeds.as_ref().map_or(0..0, |(a, b, _, _)| *a..*b);
@@ -141,7 +144,7 @@ pub fn run(
     if let Some(w) = wrong {
         flags.push_str(&format!(" --wrong-rule {}", w.as_str()));
     }
-    let mut pg = PgBackend::throwaway(pg_dir).map_err(|e| e.to_string())?;
+    let mut pg = PgBackend::throwaway(pg_dir)?;
     let (mut ok, mut bad) = (0, 0);
     let total = traces.len() as u64 + (seeds.end - seeds.start);
     let items = traces
@@ -169,8 +172,12 @@ pub fn run(
             fence: f,
             ..t.config.clone()
         });
-        let r = diff_with_rule(&mut pg, &t, model_cfg.as_ref(), wrong)
-            .map_err(|e| format!("{name}: {e}"))?;
+        let r = diff_with_rule(&mut pg, &t, model_cfg.as_ref(), wrong).map_err(|source| {
+            CliError::PostgresOn {
+                what: name.clone(),
+                source,
+            }
+        })?;
         println!("DIFF {name} :: {}", r.describe());
         if r.ok() {
             ok += 1;
@@ -179,10 +186,9 @@ pub fn run(
         bad += 1;
         match sim_cmd {
             Some(cmd) => {
-                std::fs::create_dir_all(out)
-                    .map_err(|e| format!("cannot create {}: {e}", out.display()))?;
+                std::fs::create_dir_all(out).map_err(CliError::file(FileOp::Create, out))?;
                 let p = out.join(format!("sim-seed-{}.trace", t.seed));
-                t.save(&p).map_err(|e| e.to_string())?;
+                t.save(&p)?;
                 println!("  trace: {}", p.display());
                 let again = format!("leaselab diff {}{flags}", p.display());
                 println!("    reproduce: {again}");
@@ -290,7 +296,7 @@ pub fn run_gen(
     wrong: Option<leaselab_model::model::WrongRule>,
     out: &Path,
     progress: bool,
-) -> Result<GenOutcome, String> {
+) -> Result<GenOutcome, CliError> {
     let Search {
         schedules: n,
         seed,
@@ -301,7 +307,7 @@ pub fn run_gen(
     use std::cell::RefCell;
     let pg = RefCell::new(pg);
     let counts = RefCell::new((0u64, 0u64));
-    let infra: RefCell<Option<String>> = RefCell::new(None);
+    let infra: RefCell<Option<leaselab_pg::PgError>> = RefCell::new(None);
     let mut runner = gen_runner(n, seed, shrink_iters);
     let result = runner.run(&leaselab_gen::schedule(steps), |s| {
         // Interrupted: the remaining cases are generated (cheap) but not run.
@@ -312,7 +318,7 @@ pub fn run_gen(
         let r = match diff_schedule(&mut pg, &s, wrong) {
             Ok(r) => r,
             Err(e) => {
-                *infra.borrow_mut() = Some(e.to_string());
+                *infra.borrow_mut() = Some(e);
                 return Err(TestCaseError::fail("postgres failed"));
             }
         };
@@ -364,21 +370,21 @@ pub fn run_gen(
         eprintln!();
     }
     if let Some(e) = infra.into_inner() {
-        return Err(format!("postgres: {e}"));
+        return Err(e.into());
     }
     let (schedules, steps_run) = counts.into_inner();
     let divergence = match result {
         Ok(()) => None,
-        Err(TestError::Abort(why)) => return Err(format!("generator aborted: {why}")),
+        Err(TestError::Abort(why)) => return Err(CliError::GeneratorAborted(why.to_string())),
         Err(TestError::Fail(reason, minimal)) => {
             let mut pg = pg.borrow_mut();
             let name = format!("gen-{seed}");
             // PostgreSQL can be nondeterministic where the model is not told so: run the
             // shrunk schedule again until it diverges (a few tries), and say so if it will not.
-            let mut r = diff_schedule(&mut pg, &minimal, wrong).map_err(|e| e.to_string())?;
+            let mut r = diff_schedule(&mut pg, &minimal, wrong)?;
             let mut tries = 1;
             while r.report.ok() && tries < 10 {
-                r = diff_schedule(&mut pg, &minimal, wrong).map_err(|e| e.to_string())?;
+                r = diff_schedule(&mut pg, &minimal, wrong)?;
                 tries += 1;
             }
             if r.report.ok() {
@@ -394,9 +400,9 @@ pub fn run_gen(
                 r.report.describe().lines().next().unwrap_or("")
             );
             t.expect = leaselab_checkers::check(&t.history).verdict();
-            std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+            std::fs::create_dir_all(out).map_err(CliError::file(FileOp::Create, out))?;
             let file = out.join(format!("{name}.trace"));
-            t.save(&file).map_err(|e| e.to_string())?;
+            t.save(&file)?;
             Some((file, r.report.describe()))
         }
     };
@@ -416,8 +422,8 @@ pub fn run_gen_cmd(
     wrong: Option<leaselab_model::model::WrongRule>,
     out: &Path,
     pg_dir: &Path,
-) -> Result<crate::args::Exit, String> {
-    let mut pg = PgBackend::throwaway(pg_dir).map_err(|e| e.to_string())?;
+) -> Result<crate::args::Exit, CliError> {
+    let mut pg = PgBackend::throwaway(pg_dir)?;
     let t0 = std::time::Instant::now();
     let search = Search {
         steps,

@@ -2,6 +2,7 @@
 //! HTML picture of its boundary case.
 
 use crate::args::Exit;
+use crate::error::{CliError, FileOp};
 use leaselab_model::FenceMode;
 use leaselab_sim::envelope::{Boundary, Envelope, Probe};
 use leaselab_sim::SimOptions;
@@ -170,18 +171,18 @@ fn takeaway(fence: FenceMode, found: &[Boundary]) -> String {
 }
 
 /// The boundary case the pictures show: the first probe that broke, else the pause probe.
-fn boundary(found: &[Boundary]) -> Result<&Boundary, String> {
+fn boundary(found: &[Boundary]) -> Result<&Boundary, CliError> {
     found
         .iter()
         .find(|b| b.found.is_some())
         .or(found.first())
-        .ok_or_else(|| "no probe ran".to_string())
+        .ok_or_else(|| CliError::Input("no probe ran".into()))
 }
 
 /// Writes the boundary case's trace to `out`, with the command that runs its setup again.
-pub fn write_trace(found: &[Boundary], out: &Path) -> Result<String, String> {
+pub fn write_trace(found: &[Boundary], out: &Path) -> Result<String, CliError> {
     let run = &boundary(found)?.run;
-    run.trace.save(out).map_err(|e| e.to_string())?;
+    run.trace.save(out)?;
     Ok(format!(
         "wrote {} (run it again: leaselab sim --from-trace {})\n",
         out.display(),
@@ -191,7 +192,7 @@ pub fn write_trace(found: &[Boundary], out: &Path) -> Result<String, String> {
 
 /// Writes the HTML picture of the first boundary that broke (else of the pause probe's
 /// largest run) to `out`.
-pub fn write_html(found: &[Boundary], out: &Path) -> Result<String, String> {
+pub fn write_html(found: &[Boundary], out: &Path) -> Result<String, CliError> {
     let b = boundary(found)?;
     let run = &b.run;
     let story = leaselab_picture::Story::new(&run.trace.history, &run.trace.config, &run.report);
@@ -209,6 +210,6 @@ pub fn write_html(found: &[Boundary], out: &Path) -> Result<String, String> {
         ),
     };
     std::fs::write(out, leaselab_picture::html::render(&story, &title))
-        .map_err(|e| format!("cannot write {}: {e}", out.display()))?;
+        .map_err(CliError::file(FileOp::Write, out))?;
     Ok(format!("wrote {} ({title})\n", out.display()))
 }

@@ -4,6 +4,7 @@
 //! `leaselab export TRACE --jsonl`: a trace's history in that format.
 
 use crate::args::Exit;
+use crate::error::CliError;
 use leaselab_checkers::check;
 use leaselab_model::{Op, Outcome};
 use leaselab_record::read::{self, Recorded};
@@ -48,8 +49,8 @@ pub fn export_main(a: ExportArgs) -> Exit {
 }
 
 /// Reads one recorded history; errors name the file, line and field.
-pub fn read_recorded(path: &Path) -> Result<Recorded, String> {
-    read::read_file(path).map_err(|e| e.to_string())
+pub fn read_recorded(path: &Path) -> Result<Recorded, read::ReadError> {
+    read::read_file(path)
 }
 
 /// What `judge` prints and how it exits.
@@ -76,7 +77,7 @@ pub fn judge(files: &[PathBuf], merge: bool) -> Judged {
     for path in files {
         match read_recorded(path) {
             Ok(r) => read.push((path.display().to_string(), r)),
-            Err(e) => errors.push(e),
+            Err(e) => errors.push(e.to_string()),
         }
     }
     if merge && !errors.is_empty() {
@@ -253,7 +254,7 @@ fn unanswered(r: &Recorded) -> usize {
 }
 
 /// `leaselab export TRACE --jsonl`: the trace's history as JSON lines.
-pub fn export_jsonl(path: &Path) -> Result<String, String> {
+pub fn export_jsonl(path: &Path) -> Result<String, CliError> {
     let t = crate::picture_cmd::read_trace(path)?;
     Ok(leaselab_record::write::history(&t.history))
 }

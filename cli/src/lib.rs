@@ -17,6 +17,7 @@
 //! - [`check_cmd`]: `leaselab check`, the exhaustive search, its progress and its caps.
 //! - [`replay`]: `leaselab replay`: re-executes a trace against the model and re-judges it.
 //! - [`args`]: what several commands share: a simulation run's arguments, exit codes.
+//! - [`error`]: why a command could not do its work (`CliError`, exit status 2).
 //! - [`summary`]: `--json FILE`, one JSON object saying how a run ended.
 //! - [`interrupt`]: Ctrl-C and SIGTERM for every command (results kept, clusters removed).
 
@@ -28,6 +29,7 @@ pub mod audit_sim;
 pub mod check_cmd;
 pub mod diff_cmd;
 pub mod envelope_cmd;
+pub mod error;
 pub mod holder_cmd;
 pub mod interrupt;
 pub mod judge_cmd;

@@ -2,6 +2,7 @@
 //! timeline that `lab`, `sim` and `replay` print on a failure.
 
 use crate::args::{print_or_fail, Exit};
+use crate::error::{CliError, FileOp};
 use leaselab_checkers::check;
 use leaselab_model::{Config, History};
 use leaselab_picture::{explain, html, mermaid, timeline, Story};
@@ -71,31 +72,33 @@ pub fn indented(story: &Story, indent: &str) -> String {
 
 /// Reads and parses a trace file — or a recorded history in JSON lines (its first character
 /// is `{`), judged by the checkers for its `expect`; errors name the file, line and field.
-pub fn read_trace(path: &Path) -> Result<Trace, String> {
+pub fn read_trace(path: &Path) -> Result<Trace, CliError> {
     read_any(path).map(|(t, _)| t)
 }
 
 /// One trace or recorded history; or several recorded histories — one deployment's processes,
 /// each its own file — merged into one (`leaselab_record::merge`, as `judge --merge` does).
 /// With the name of what was recorded, when it was.
-fn read_all(paths: &[std::path::PathBuf]) -> Result<(Trace, Option<String>), String> {
+fn read_all(paths: &[std::path::PathBuf]) -> Result<(Trace, Option<String>), CliError> {
     let names: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
     match paths {
-        [] => Err("give a trace file or recorded histories".into()),
+        [] => Err(CliError::Input(
+            "give a trace file or recorded histories".into(),
+        )),
         [one] => read_any(one).map(|(t, recorded)| (t, recorded.then(|| names.join("")))),
         many => {
             let mut parts = Vec::new();
             for p in many {
                 let (_, recorded) = read_any(p)?;
                 if !recorded {
-                    return Err(format!(
+                    return Err(CliError::Input(format!(
                         "{}: a trace; several files are drawn together only as recorded histories (JSON lines), one per process",
                         p.display()
-                    ));
+                    )));
                 }
-                parts.push(leaselab_record::read::read_file(p).map_err(|e| e.to_string())?);
+                parts.push(leaselab_record::read::read_file(p)?);
             }
-            let r = leaselab_record::merge::merge(parts).map_err(|e| e.to_string())?;
+            let r = leaselab_record::merge::merge(parts)?;
             let title = format!("the recorded histories of {} processes, merged", many.len());
             let t = recorded_trace("merged".into(), title, r.history);
             Ok((t, Some(names.join(" + "))))
@@ -119,12 +122,11 @@ fn recorded_trace(name: String, title: String, history: History) -> Trace {
 }
 
 /// [`read_trace`], also telling whether the file was a recorded history.
-fn read_any(path: &Path) -> Result<(Trace, bool), String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+fn read_any(path: &Path) -> Result<(Trace, bool), CliError> {
+    let text = std::fs::read_to_string(path).map_err(CliError::file(FileOp::Read, path))?;
     let name = path.display().to_string();
     if text.trim_start().starts_with('{') {
-        let r = leaselab_record::read::parse(&text, &name).map_err(|e| e.to_string())?;
+        let r = leaselab_record::read::parse(&text, &name)?;
         let stem = path
             .file_stem()
             .map_or(name.clone(), |s| s.to_string_lossy().into_owned());
@@ -133,9 +135,7 @@ fn read_any(path: &Path) -> Result<(Trace, bool), String> {
             true,
         ));
     }
-    Trace::parse(&text, &name)
-        .map(|t| (t, false))
-        .map_err(|e| e.to_string())
+    Ok((Trace::parse(&text, &name)?, false))
 }
 
 /// What `leaselab diagram` draws.
@@ -161,7 +161,7 @@ fn title(t: &Trace) -> String {
 
 /// `leaselab diagram TRACE [--mermaid | --html OUT]`: the text to print. Several recorded
 /// histories are drawn merged.
-pub fn diagram(paths: &[std::path::PathBuf], form: &Form) -> Result<String, String> {
+pub fn diagram(paths: &[std::path::PathBuf], form: &Form) -> Result<String, CliError> {
     let (t, recorded) = read_all(paths)?;
     let mut s = story(&t.history, &t.config);
     s.recorded = recorded;
@@ -174,8 +174,7 @@ pub fn diagram(paths: &[std::path::PathBuf], form: &Form) -> Result<String, Stri
             } else {
                 html::render(&s, &title(&t))
             };
-            std::fs::write(out, page)
-                .map_err(|e| format!("cannot write {}: {e}", out.display()))?;
+            std::fs::write(out, page).map_err(CliError::file(FileOp::Write, out))?;
             Ok(format!("wrote {}\n", out.display()))
         }
     }
@@ -183,7 +182,7 @@ pub fn diagram(paths: &[std::path::PathBuf], form: &Form) -> Result<String, Stri
 
 /// `leaselab explain TRACE`: the run in plain words, then its timeline. Several recorded
 /// histories are told merged.
-pub fn explain(paths: &[std::path::PathBuf]) -> Result<String, String> {
+pub fn explain(paths: &[std::path::PathBuf]) -> Result<String, CliError> {
     let (t, recorded) = read_all(paths)?;
     let mut s = story(&t.history, &t.config);
     s.spec = t.spec.clone();

@@ -2,7 +2,7 @@
 
 pub use leaselab_trace::compare::Comparison;
 pub use leaselab_trace::replay::replay;
-use leaselab_trace::Trace;
+use leaselab_trace::{Trace, TraceFileError};
 use std::path::{Path, PathBuf};
 
 /// `leaselab replay`'s arguments.
@@ -15,8 +15,8 @@ pub struct ReplayArgs {
 
 /// Reads, parses and replays one file. Errors name the file (and for parse errors the line and
 /// field).
-pub fn replay_file(path: &Path) -> Result<Comparison, String> {
-    let trace = Trace::read(path).map_err(|e| e.to_string())?;
+pub fn replay_file(path: &Path) -> Result<Comparison, TraceFileError> {
+    let trace = Trace::read(path)?;
     Ok(replay(&trace))
 }
 

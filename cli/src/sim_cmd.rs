@@ -2,6 +2,7 @@
 //! its failures to disk, shows live progress and stops cleanly on Ctrl-C.
 
 use crate::args::{Exit, RunArgs};
+use crate::error::{CliError, FileOp};
 use leaselab_sim::sweep::{sweep_streaming, Failure, Seeds, SweepSpec, Tally};
 use leaselab_sim::{run_setup, Driver, Setup, SimOptions, SimRun};
 use leaselab_trace::event_line;
@@ -12,31 +13,37 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// Parses `A..B` (B exclusive; `A..` runs to the largest seed).
-pub fn parse_range(s: &str) -> Result<(u64, u64), String> {
+pub fn parse_range(s: &str) -> Result<(u64, u64), CliError> {
     let (a, b) = s
         .split_once("..")
-        .ok_or_else(|| format!("expected A..B, found `{s}`"))?;
-    let a: u64 = a.parse().map_err(|_| format!("`{a}` is not a seed"))?;
+        .ok_or_else(|| CliError::Input(format!("expected A..B, found `{s}`")))?;
+    let a: u64 = a
+        .parse()
+        .map_err(|_| CliError::Input(format!("`{a}` is not a seed")))?;
     let b: u64 = if b.is_empty() {
         u64::MAX
     } else {
-        b.parse().map_err(|_| format!("`{b}` is not a seed"))?
+        b.parse()
+            .map_err(|_| CliError::Input(format!("`{b}` is not a seed")))?
     };
     if b <= a {
-        return Err(format!("empty range {a}..{b}"));
+        return Err(CliError::Input(format!("empty range {a}..{b}")));
     }
     Ok((a, b))
 }
 
 /// Parses `K/N`.
-pub fn parse_shard(s: &str) -> Result<(u64, u64), String> {
+pub fn parse_shard(s: &str) -> Result<(u64, u64), CliError> {
     let (k, n) = s
         .split_once('/')
-        .ok_or_else(|| format!("expected K/N, found `{s}`"))?;
-    let k: u64 = k.parse().map_err(|_| format!("`{k}` is not a number"))?;
-    let n: u64 = n.parse().map_err(|_| format!("`{n}` is not a number"))?;
+        .ok_or_else(|| CliError::Input(format!("expected K/N, found `{s}`")))?;
+    let number = |x: &str| {
+        x.parse::<u64>()
+            .map_err(|_| CliError::Input(format!("`{x}` is not a number")))
+    };
+    let (k, n) = (number(k)?, number(n)?);
     if n == 0 || k >= n {
-        return Err(format!("need 0 <= K < N, found {k}/{n}"));
+        return Err(CliError::Input(format!("need 0 <= K < N, found {k}/{n}")));
     }
     Ok((k, n))
 }
@@ -165,8 +172,8 @@ pub fn one(setup: Setup, driver: Driver, detail: Detail, source: Source<'_>) -> 
     (s, run)
 }
 
-fn save(path: &Path, run: &SimRun) -> Result<(), String> {
-    run.trace.save(path).map_err(|e| e.to_string())
+fn save(path: &Path, run: &SimRun) -> Result<(), CliError> {
+    Ok(run.trace.save(path)?)
 }
 
 /// The sweep's own folder under `--out`: one per seed range, fence, driver and shard, so a
@@ -252,17 +259,14 @@ struct Manifest {
 }
 
 impl Manifest {
-    fn start(dir: &Path, command: &str) -> Result<Manifest, String> {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    fn start(dir: &Path, command: &str) -> Result<Manifest, CliError> {
+        std::fs::create_dir_all(dir).map_err(CliError::file(FileOp::Create, dir))?;
         // Whatever an earlier run of this same sweep left is stale now.
-        let entries =
-            std::fs::read_dir(dir).map_err(|e| format!("cannot read {}: {e}", dir.display()))?;
+        let entries = std::fs::read_dir(dir).map_err(CliError::file(FileOp::Read, dir))?;
         for e in entries.flatten() {
             let p = e.path();
             if p.extension().is_some_and(|x| x == "trace") {
-                std::fs::remove_file(&p)
-                    .map_err(|e| format!("cannot remove stale {}: {e}", p.display()))?;
+                std::fs::remove_file(&p).map_err(CliError::file(FileOp::Remove, &p))?;
             }
         }
         let m = Manifest {
@@ -272,7 +276,7 @@ impl Manifest {
             &m.path,
             format!("# leaselab sweep manifest: every failure of this sweep, as it was found\ncommand {command}\n"),
         )
-        .map_err(|e| format!("cannot write {}: {e}", m.path.display()))?;
+        .map_err(CliError::file(FileOp::Write, &m.path))?;
         Ok(m)
     }
 
@@ -280,18 +284,18 @@ impl Manifest {
     /// from (its last `status … resume_at=N`), with its failures and traces kept. `None` when
     /// there is nothing to go on with: no manifest (or no status: the sweep was killed, and
     /// how far it got is unknown), so it starts afresh.
-    fn resume(dir: &Path, command: &str) -> Result<Option<(Manifest, Resume)>, String> {
+    fn resume(dir: &Path, command: &str) -> Result<Option<(Manifest, Resume)>, CliError> {
         let path = dir.join("MANIFEST");
         let Ok(text) = std::fs::read_to_string(&path) else {
             return Ok(None);
         };
         let theirs = text.lines().find_map(|l| l.strip_prefix("command "));
         if theirs != Some(command) {
-            return Err(format!(
+            return Err(CliError::Input(format!(
                 "{}: a sweep of another command ({}); --resume goes on only with the same one",
                 path.display(),
                 theirs.unwrap_or("none")
-            ));
+            )));
         }
         let status = text
             .lines()
@@ -307,7 +311,10 @@ impl Manifest {
                     .rsplit_once("resume_at=")
                     .and_then(|(_, n)| n.trim().parse::<u64>().ok())
                     .ok_or_else(|| {
-                        format!("{}: status `{s}` names no resume_at", path.display())
+                        CliError::Input(format!(
+                            "{}: status `{s}` names no resume_at",
+                            path.display()
+                        ))
                     })?;
                 Resume::From(at)
             }
@@ -319,12 +326,12 @@ impl Manifest {
         Ok(Some((m, resume)))
     }
 
-    fn add(&self, line: &str) -> Result<(), String> {
+    fn add(&self, line: &str) -> Result<(), CliError> {
         let mut f = std::fs::OpenOptions::new()
             .append(true)
             .open(&self.path)
-            .map_err(|e| format!("cannot open {}: {e}", self.path.display()))?;
-        writeln!(f, "{line}").map_err(|e| format!("cannot write {}: {e}", self.path.display()))
+            .map_err(CliError::file(FileOp::Open, &self.path))?;
+        writeln!(f, "{line}").map_err(CliError::file(FileOp::Write, &self.path))
     }
 }
 
@@ -415,7 +422,7 @@ fn report_failure(
     manifest: &Manifest,
     f: &Failure,
     with_picture: bool,
-) -> Result<u64, String> {
+) -> Result<u64, CliError> {
     let r = &f.run;
     let seed = r.setup.seed;
     println!("FAIL seed={seed} {}", first_problem(r));
@@ -485,7 +492,7 @@ pub fn many(
     opts: &SimOptions,
     driver: Driver,
     how: Sweep<'_>,
-) -> Result<Exit, String> {
+) -> Result<Exit, CliError> {
     let Sweep {
         out,
         shrink,
@@ -549,7 +556,7 @@ pub fn many(
             if crate::interrupt::requested() {
                 stop.store(true, Ordering::SeqCst);
             }
-            Ok::<(), String>(())
+            Ok::<(), CliError>(())
         },
         &mut |t, total| {
             if crate::interrupt::requested() {
@@ -680,9 +687,9 @@ pub fn main(a: SimArgs) -> Exit {
     }
 }
 
-fn run(a: SimArgs) -> Result<Exit, String> {
+fn run(a: SimArgs) -> Result<Exit, CliError> {
     use {one, Source};
-    let single = |setup: leaselab_sim::Setup, driver, source| -> Result<Exit, String> {
+    let single = |setup: leaselab_sim::Setup, driver, source| -> Result<Exit, CliError> {
         let detail = match (a.quiet, a.events) {
             (true, _) => Detail::Quiet,
             (_, true) => Detail::Events,
@@ -691,16 +698,14 @@ fn run(a: SimArgs) -> Result<Exit, String> {
         let (text, run) = one(setup, driver, detail, source);
         print!("{text}");
         if let Some(f) = &a.trace_out {
-            run.trace.save(f).map_err(|e| e.to_string())?;
+            run.trace.save(f)?;
             println!("trace: {}", f.display());
         }
         Ok(exit_of(&run))
     };
     if let Some(file) = &a.from_trace {
-        let text = std::fs::read_to_string(file)
-            .map_err(|e| format!("{}: cannot read: {e}", file.display()))?;
-        let t = leaselab_sim::Setup::from_trace_text(&text, &file.display().to_string())
-            .map_err(|e| e.to_string())?;
+        let text = std::fs::read_to_string(file).map_err(CliError::file(FileOp::Read, file))?;
+        let t = leaselab_sim::Setup::from_trace_text(&text, &file.display().to_string())?;
         let driver = a.driver.unwrap_or(t.driver);
         return single(t.setup, driver, Source::Trace(file, t.driver));
     }
@@ -719,7 +724,9 @@ fn run(a: SimArgs) -> Result<Exit, String> {
                 shard: a.shard,
             };
             let jobs = match a.jobs {
-                Some(j) => usize::try_from(j).map_err(|e| format!("--jobs: {e}"))?,
+                Some(j) => {
+                    usize::try_from(j).map_err(|e| CliError::Input(format!("--jobs: {e}")))?
+                }
                 None => leaselab_sim::sweep::default_jobs(),
             };
             many(
@@ -738,6 +745,8 @@ fn run(a: SimArgs) -> Result<Exit, String> {
                 },
             )
         }
-        (None, None) => Err("give --seed N, --seeds A..B or --from-trace FILE".into()),
+        (None, None) => Err(CliError::Input(
+            "give --seed N, --seeds A..B or --from-trace FILE".into(),
+        )),
     }
 }

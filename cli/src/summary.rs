@@ -4,6 +4,7 @@
 //! commands note what they print here as they print it. The schema is `docs/json-summary.md`.
 
 use crate::args::Exit;
+use crate::error::{CliError, FileOp};
 use serde_json::{json, Map, Value};
 use std::path::Path;
 use std::sync::Mutex;
@@ -106,12 +107,12 @@ pub fn write_to(path: &Path, command: Vec<String>) {
 
 /// Writes the summary (one line) where [`write_to`] said, if it did: at the end of a run, or
 /// from the signal handler before an interrupted command exits.
-pub fn finish(exit: Exit) -> Result<(), String> {
+pub fn finish(exit: Exit) -> Result<(), CliError> {
     let mut to = None;
     with(|s| to = s.to.take());
     let Some((path, command)) = to else {
         return Ok(());
     };
     let text = format!("{}\n", object(&command, exit));
-    std::fs::write(&path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
+    std::fs::write(&path, text).map_err(CliError::file(FileOp::Write, &path))
 }

@@ -29,7 +29,7 @@ fn every_committed_trace_replays_with_its_verdict() {
         match replay_file(f) {
             Ok(r) if r.ok() => {}
             Ok(r) => failures.push(format!("{}: {}", f.display(), r.describe())),
-            Err(e) => failures.push(e),
+            Err(e) => failures.push(e.to_string()),
         }
     }
     assert!(

@@ -9,6 +9,7 @@ mod cases_g;
 mod cases_x;
 pub mod table;
 
+use crate::error::CliError;
 use leaselab_checkers::{check, Check, Report};
 use leaselab_model::{Backend, Config, FenceMode, Model, World};
 use leaselab_pg::PgBackend;
@@ -285,7 +286,7 @@ pub struct LabResult {
 }
 
 /// Runs the catalogue cases whose id is in `only` (all when `None`) on the model.
-pub fn run(only: Option<&str>, fence_override: Option<FenceMode>) -> Result<LabResult, String> {
+pub fn run(only: Option<&str>, fence_override: Option<FenceMode>) -> Result<LabResult, CliError> {
     run_select(only, false, fence_override, None, None)
 }
 
@@ -298,7 +299,7 @@ pub fn run_select(
     fence_override: Option<FenceMode>,
     pg: Option<PgBackend>,
     real: Option<RealProcs>,
-) -> Result<LabResult, String> {
+) -> Result<LabResult, CliError> {
     let mut all = cases();
     if beyond || only.is_some() {
         all.extend(beyond_cases());
@@ -312,10 +313,10 @@ pub fn run_select(
                 .collect();
             if c.is_empty() {
                 let ids: Vec<&str> = all.iter().map(|c| c.id).collect();
-                return Err(format!(
+                return Err(CliError::Input(format!(
                     "unknown case `{id}`; known cases: {}",
                     ids.join(" ")
-                ));
+                )));
             }
             c
         }
@@ -340,7 +341,10 @@ pub fn run_select(
         lab.failed = 0;
         (case.run)(&mut lab);
         if let Some(e) = lab.infra_error.take() {
-            return Err(format!("case {}: {e}", case.id));
+            return Err(CliError::CaseCouldNotRun {
+                case: case.id.to_string(),
+                why: e,
+            });
         }
         text.push_str(&format!("CASE {} :: {}\n", case.id, case.title));
         for l in &lab.lines {
