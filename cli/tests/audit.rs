@@ -82,57 +82,86 @@ const OF_THE_LEASE: [Mistake; 6] = [
     ("renew-any-holder", &[Check::I1], 100),
 ];
 
-// Two tests, so that the test harness runs the halves side by side.
-#[test]
-fn every_mistake_of_the_write_is_found_and_shrunk() {
-    found_and_shrunk("write-mistakes", &OF_THE_WRITE);
+// One test per mistake, so that the test harness runs them side by side: each waits on
+// PostgreSQL far more than it computes, and run in one loop they were the suite's longest test.
+macro_rules! mistakes {
+    ($($test:ident: $name:literal),* $(,)?) => {
+        $(
+            #[test]
+            fn $test() {
+                found_and_shrunk($name);
+            }
+        )*
+
+        /// Every mistake of the table has its test above.
+        #[test]
+        fn every_mistake_of_the_table_has_a_test() {
+            let mut tested = vec![$($name),*];
+            let mut table: Vec<&str> = OF_THE_WRITE.iter().chain(&OF_THE_LEASE).map(|m| m.0).collect();
+            tested.sort_unstable();
+            table.sort_unstable();
+            assert_eq!(tested, table);
+        }
+    };
 }
 
-#[test]
-fn every_mistake_of_the_lease_is_found_and_shrunk() {
-    found_and_shrunk("lease-mistakes", &OF_THE_LEASE);
+mistakes! {
+    unfenced_write_is_found_and_shrunk: "unfenced-write",
+    check_then_write_is_found_and_shrunk: "check-then-write",
+    row_guard_is_found_and_shrunk: "row-guard",
+    unlogged_lease_is_found_and_shrunk: "unlogged-lease",
+    advisory_lock_is_found_and_shrunk: "advisory-lock",
+    timestamp_token_is_found_and_shrunk: "timestamp-token",
+    max_plus_one_is_found_and_shrunk: "max-plus-one",
+    select_for_update_autocommit_is_found_and_shrunk: "select-for-update-autocommit",
+    renew_any_holder_is_found_and_shrunk: "renew-any-holder",
 }
 
 /// Each found as the README's table says, shrunk as the command shrinks (its full budget: the
 /// sizes asserted are the table's), and rerun from its psql scripts on fresh databases.
-fn found_and_shrunk(tag: &str, mistakes: &[Mistake]) {
-    let Some(dir) = tmp(tag) else { return };
+fn found_and_shrunk(name: &str) {
+    let &(name, check, within) = OF_THE_WRITE
+        .iter()
+        .chain(&OF_THE_LEASE)
+        .find(|m| m.0 == name)
+        .unwrap_or_else(|| panic!("{name}: not a mistake of the table"));
+    let Some(dir) = tmp(&format!("mistake-{name}")) else {
+        return;
+    };
     let fresh = Fresh::start(&dir);
-    for &(name, check, within) in mistakes {
-        let (spec, mut pg) =
-            load(&example(name), &dir.join("pg")).unwrap_or_else(|e| panic!("{name}: {e}"));
-        let out = dir.join(name);
-        let r = run_gen(&mut pg, &spec, Search::new(within as u32, 1), &out, false)
-            .unwrap_or_else(|e| panic!("{name}: {e}"));
-        let (file, report) = r
-            .violation
-            .unwrap_or_else(|| panic!("{name}: not found in {within} schedules"));
-        assert!(
-            check.iter().any(|c| report.violated(*c)),
-            "{name}: {:?}",
-            report.violations
-        );
-        assert!(
-            r.first.is_some_and(|f| f <= within),
-            "{name}: {:?}",
-            r.first
-        );
-        // The written trace holds the shrunk history, judged as the run judged it.
-        let text = std::fs::read_to_string(&file).expect("trace written");
-        let t = leaselab_trace::Trace::parse(&text, &file.display().to_string()).expect("parses");
-        assert!(t.history.events.len() <= 10, "{name}: {text}");
-        assert_eq!(t.expect, report.verdict(), "{name}");
-        assert!(leaselab_trace::replay::replay(&t).ok(), "{name}: {text}");
-        // Its psql scripts rerun it on fresh databases with the same outcomes.
-        let shapes = pg.spec_shapes().expect("a spec backend").to_vec();
-        fresh.rerun(
-            name,
-            &file.with_extension("psql"),
-            &spec,
-            &shapes,
-            &t.history,
-        );
-    }
+    let (spec, mut pg) =
+        load(&example(name), &dir.join("pg")).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let out = dir.join(name);
+    let r = run_gen(&mut pg, &spec, Search::new(within as u32, 1), &out, false)
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+    let (file, report) = r
+        .violation
+        .unwrap_or_else(|| panic!("{name}: not found in {within} schedules"));
+    assert!(
+        check.iter().any(|c| report.violated(*c)),
+        "{name}: {:?}",
+        report.violations
+    );
+    assert!(
+        r.first.is_some_and(|f| f <= within),
+        "{name}: {:?}",
+        r.first
+    );
+    // The written trace holds the shrunk history, judged as the run judged it.
+    let text = std::fs::read_to_string(&file).expect("trace written");
+    let t = leaselab_trace::Trace::parse(&text, &file.display().to_string()).expect("parses");
+    assert!(t.history.events.len() <= 10, "{name}: {text}");
+    assert_eq!(t.expect, report.verdict(), "{name}");
+    assert!(leaselab_trace::replay::replay(&t).ok(), "{name}: {text}");
+    // Its psql scripts rerun it on fresh databases with the same outcomes.
+    let shapes = pg.spec_shapes().expect("a spec backend").to_vec();
+    fresh.rerun(
+        name,
+        &file.with_extension("psql"),
+        &spec,
+        &shapes,
+        &t.history,
+    );
 }
 
 /// Two fresh clusters (lease, resource) on which a failure's psql scripts run, each in new
@@ -303,6 +332,12 @@ fn each_kind_of_bad_spec_gets_one_clear_error() {
         let Err(e) = load(&file, &dir.join("pg")) else {
             panic!("{name}: accepted");
         };
+        // A bad spec, not a failure of PostgreSQL.
+        assert!(
+            matches!(e, leaselab::error::CliError::Spec(_)),
+            "{name}: {e:?}"
+        );
+        let e = e.to_string();
         assert!(e.contains(&file.display().to_string()), "{name}: {e}");
         for w in words {
             assert!(e.contains(w), "{name}: `{w}` not in: {e}");

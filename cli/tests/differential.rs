@@ -72,49 +72,83 @@ fn generated_schedules_agree_with_postgres() {
     assert!(r.schedules >= 300, "{} schedules", r.schedules);
 }
 
-#[test]
-fn every_wrong_model_rule_is_found_and_shrunk() {
-    let Some((mut pg, out)) = postgres("wrong") else {
+// One test per wrong rule, so that the test harness runs them side by side: each waits on
+// PostgreSQL far more than it computes, and run in one loop they were the suite's longest test.
+// `waiters-in-queue-order` has none: PostgreSQL takes a non-queue order by timing alone (3 runs
+// of 20 with three waiters), so whether a given run shows it is not for a test to require;
+// `model/tests/allowed.rs` shows the rule removes those orders from the allowed set.
+macro_rules! wrong_rules {
+    ($($test:ident: $rule:expr),* $(,)?) => {
+        $(
+            #[test]
+            fn $test() {
+                wrong_rule_is_found_and_shrunk($rule);
+            }
+        )*
+
+        /// Every wrong rule but `waiters-in-queue-order` has its test above.
+        #[test]
+        fn every_wrong_rule_has_a_test() {
+            let tested = [$($rule),*];
+            for rule in WrongRule::ALL {
+                assert_eq!(
+                    tested.contains(&rule),
+                    rule != WrongRule::WaitersInQueueOrder,
+                    "{}",
+                    rule.as_str()
+                );
+            }
+        }
+    };
+}
+
+wrong_rules! {
+    update_waits_before_where_is_found_and_shrunk: WrongRule::UpdateWaitsBeforeWhere,
+    repeatable_read_reads_latest_is_found_and_shrunk: WrongRule::RepeatableReadReadsLatest,
+    disconnect_drops_waiter_is_found_and_shrunk: WrongRule::DisconnectDropsWaiter,
+    failed_recheck_releases_row_is_found_and_shrunk: WrongRule::FailedRecheckReleasesRow,
+}
+
+/// The wrong rule is found within 1,000 schedules, shrunk to at most 12 steps, and the printed
+/// reproduce command diverges again, while the right rules agree on the same trace.
+fn wrong_rule_is_found_and_shrunk(rule: WrongRule) {
+    let Some((mut pg, out)) = postgres(&format!("wrong-{}", rule.as_str())) else {
         return;
     };
+    let dir = out.join(rule.as_str());
+    let r = run_gen(&mut pg, search(1_000, 1), Some(rule), &dir, false).expect("postgres runs");
+    let (file, what) = r
+        .divergence
+        .unwrap_or_else(|| panic!("{}: not found in {} schedules", rule.as_str(), r.schedules));
+    let text = std::fs::read_to_string(&file).expect("trace written");
+    let t = Trace::parse(&text, &file.display().to_string()).expect("parses");
+    // The printed reproduce command, `leaselab diff FILE --wrong-rule RULE`, diverges again.
+    let again = leaselab_pg::diff_with_rule(&mut pg, &t, None, Some(rule)).expect("diff runs");
+    assert!(
+        !again.ok(),
+        "{}: the trace does not reproduce: {}",
+        rule.as_str(),
+        again.describe()
+    );
+    // ... and with the right rules the same trace agrees with PostgreSQL.
+    let right = leaselab_pg::diff(&mut pg, &t, None).expect("diff runs");
+    assert!(right.ok(), "{}: {}", rule.as_str(), right.describe());
+    assert!(
+        t.history.events.len() <= 12,
+        "{}: shrunk to {} steps: {what}\n{text}",
+        rule.as_str(),
+        t.history.events.len()
+    );
+}
 
-    // Each wrong rule is found within 1,000 schedules and shrunk to at most 12 steps — except
-    // `waiters-in-queue-order`: PostgreSQL takes a non-queue order by timing alone (3 runs of
-    // 20 with three waiters), so whether a given run shows it is not for a test to require;
-    // `model/tests/allowed.rs` shows the rule removes those orders from the allowed set.
-    for rule in WrongRule::ALL
-        .into_iter()
-        .filter(|r| *r != WrongRule::WaitersInQueueOrder)
-    {
-        let dir = out.join(rule.as_str());
-        let r = run_gen(&mut pg, search(1_000, 1), Some(rule), &dir, false).expect("postgres runs");
-        let (file, what) = r
-            .divergence
-            .unwrap_or_else(|| panic!("{}: not found in {} schedules", rule.as_str(), r.schedules));
-        let text = std::fs::read_to_string(&file).expect("trace written");
-        let t = Trace::parse(&text, &file.display().to_string()).expect("parses");
-        // The printed reproduce command, `leaselab diff FILE --wrong-rule RULE`, diverges again.
-        let again = leaselab_pg::diff_with_rule(&mut pg, &t, None, Some(rule)).expect("diff runs");
-        assert!(
-            !again.ok(),
-            "{}: the trace does not reproduce: {}",
-            rule.as_str(),
-            again.describe()
-        );
-        // ... and with the right rules the same trace agrees with PostgreSQL.
-        let right = leaselab_pg::diff(&mut pg, &t, None).expect("diff runs");
-        assert!(right.ok(), "{}: {}", rule.as_str(), right.describe());
-        assert!(
-            t.history.events.len() <= 12,
-            "{}: shrunk to {} steps: {what}\n{text}",
-            rule.as_str(),
-            t.history.events.len()
-        );
-    }
-
-    // The failed re-check keeps its row for every statement kind: each committed trace of that
-    // place (fences, renew, release) diverges under the wrong rule at the third session's
-    // step, and agrees with the right rules.
+/// The failed re-check keeps its row for every statement kind: each committed trace of that
+/// place (fences, renew, release) diverges under the wrong rule at the third session's step,
+/// and agrees with the right rules.
+#[test]
+fn a_failed_recheck_keeps_its_row_in_every_committed_trace_of_it() {
+    let Some((mut pg, _)) = postgres("wrong-recheck-traces") else {
+        return;
+    };
     for name in [
         "trust2-failed-fence-keeps-floor-scope",
         "trust2-failed-fence-keeps-floor-strict",
