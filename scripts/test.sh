@@ -34,7 +34,7 @@ stop_background() {
 trap 'stop_background; summary' EXIT
 cargo test --release --workspace --no-run
 for t in "${pg_bound[@]}"; do
-  cargo test --release --workspace --no-fail-fast --test "$t" -- --test-threads 8 >"target/test-$t.log" 2>&1 &
+  cargo test --release --workspace --no-fail-fast --test "$t" -- --test-threads 16 >"target/test-$t.log" 2>&1 &
   pids+=("$!")
 done
 others=()

@@ -192,9 +192,9 @@ fn leaselab(args: &[&str]) -> (Option<i32>, String) {
     )
 }
 
-/// Every command `diff` prints is run as printed: the reproduce command of a diverging
-/// simulation seed and of a shrunk generated schedule diverges again at the same step, and the
-/// timeline command recreates the diffed trace byte for byte.
+/// Every command `diff --sim-seeds` prints is run as printed: the reproduce command of a
+/// diverging simulation seed diverges again at the same step, and the timeline command
+/// recreates the diffed trace byte for byte.
 #[test]
 fn every_command_diff_prints_does_what_it_says() {
     let Some((pg, out)) = postgres("printed") else {
@@ -253,7 +253,18 @@ fn every_command_diff_prints_does_what_it_says() {
         "`{timeline}` recreates {}",
         saved.display()
     );
+}
 
+/// `leaselab diff --gen … --wrong-rule …` finds and shrinks a divergence, and the `reproduce:`
+/// command it prints diverges again. (Apart from the test above, so that the two run side by
+/// side: each waits on PostgreSQL far more than it computes.)
+#[test]
+fn every_command_diff_gen_prints_does_what_it_says() {
+    let Some((pg, out)) = postgres("printed-gen") else {
+        return;
+    };
+    drop(pg);
+    let p = out.with_extension("pg").to_string_lossy().into_owned();
     // A shrunk generated schedule of a wrong rule.
     let gen_out = out.join("gen");
     let g = gen_out.to_string_lossy().into_owned();
