@@ -637,4 +637,76 @@ mod tests {
         m.on_reply(Millis(1), req, &Outcome::Refused, &mut out);
         assert!(!m.awaits_reply(), "every reply is in");
     }
+
+    fn sent(out: &[Effect]) -> Vec<(u64, Op)> {
+        out.iter()
+            .filter_map(|e| match e {
+                Effect::Send { req, op, .. } => Some((*req, op.clone())),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn granted(token: u64) -> Outcome {
+        Outcome::Granted {
+            token: Token(token),
+            expires: crate::time::Expiry::At(Millis(1500)),
+        }
+    }
+
+    /// Each part carries who wrote it, with which token, in which job.
+    #[test]
+    fn a_part_names_its_writer_token_and_job() {
+        let mut m = HolderMachine::new(cfg());
+        let mut out = Vec::new();
+        m.on_timer(Millis(0), &mut out);
+        let [(acquire, _)] = sent(&out)[..] else {
+            panic!("{out:?}")
+        };
+        out.clear();
+        m.on_reply(Millis(1), acquire, &granted(7), &mut out);
+        let [(_, Op::Write { ref content, .. })] = sent(&out)[..] else {
+            panic!("{out:?}")
+        };
+        assert_eq!(content, "holder-a-t7-j1");
+    }
+
+    /// Requests that time out together are given up oldest first: a renew sent before the
+    /// write that is out marks the holding lost before the write's abort forgets it.
+    #[test]
+    fn timed_out_requests_are_given_up_oldest_first() {
+        let mut m = HolderMachine::new(HolderCfg {
+            parts: vec![Part::new("summary"), Part::new("detail")],
+            ..cfg()
+        });
+        let mut out = Vec::new();
+        m.on_timer(Millis(0), &mut out);
+        let acquire = sent(&out)[0].0;
+        out.clear();
+        m.on_reply(Millis(1), acquire, &granted(7), &mut out);
+        let first_write = sent(&out)[0].0;
+        out.clear();
+        m.on_timer(Millis(401), &mut out); // the renew goes out
+        assert!(matches!(sent(&out)[..], [(_, Op::Renew { .. })]), "{out:?}");
+        out.clear();
+        m.on_reply(Millis(500), first_write, &Outcome::Accepted, &mut out);
+        assert!(matches!(sent(&out)[..], [(_, Op::Write { .. })]), "{out:?}");
+        out.clear();
+        // Both the renew (sent at 401) and the second write (sent at 500) have timed out.
+        m.on_timer(Millis(2000), &mut out);
+        let lost = out.iter().position(|e| *e == Effect::Record(Op::Lost));
+        let write_abandoned = out.iter().position(|e| {
+            matches!(
+                e,
+                Effect::Abandon {
+                    db: DbName::Res,
+                    ..
+                }
+            )
+        });
+        assert!(
+            lost.is_some() && write_abandoned.is_some() && lost < write_abandoned,
+            "{out:?}"
+        );
+    }
 }
