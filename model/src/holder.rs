@@ -752,4 +752,114 @@ mod tests {
             "{out:?}"
         );
     }
+
+    /// A renewed lease moves the local deadline and schedules the next renew; a refused one
+    /// marks the holding lost (once, in the history).
+    #[test]
+    fn a_renew_extends_or_loses_the_holding() {
+        let mut m = HolderMachine::new(cfg());
+        let mut out = Vec::new();
+        m.on_timer(Millis(0), &mut out);
+        let acquire = sent(&out)[0].0;
+        m.on_reply(Millis(1), acquire, &granted(7), &mut out);
+        out.clear();
+        m.on_timer(Millis(401), &mut out);
+        let renew = sent(&out)[0].0;
+        out.clear();
+        let renewed = Outcome::Renewed {
+            expires: crate::time::Expiry::At(Millis(1901)),
+        };
+        m.on_reply(Millis(402), renew, &renewed, &mut out);
+        m.on_timer(Millis(802), &mut out);
+        let [(renew, Op::Renew { .. })] = sent(&out)[..] else {
+            panic!("no renew a period after the last: {out:?}")
+        };
+        out.clear();
+        m.on_reply(Millis(803), renew, &Outcome::Refused, &mut out);
+        assert_eq!(shapes(&out), ["lost"], "{out:?}");
+    }
+
+    /// The reply to a renew of an earlier holding changes nothing of the current one: not its
+    /// token, not its `lost`.
+    #[test]
+    fn a_renew_of_an_earlier_holding_is_ignored() {
+        for late in [
+            Outcome::Renewed {
+                expires: crate::time::Expiry::At(Millis(1901)),
+            },
+            Outcome::Refused,
+        ] {
+            let mut m = HolderMachine::new(cfg());
+            let mut out = Vec::new();
+            m.on_timer(Millis(0), &mut out);
+            let acquire = sent(&out)[0].0;
+            m.on_reply(Millis(1), acquire, &granted(7), &mut out);
+            let write = sent(&out)[1].0;
+            out.clear();
+            m.on_timer(Millis(401), &mut out);
+            let old_renew = sent(&out)[0].0;
+            m.on_reply(Millis(450), write, &Outcome::Rejected, &mut out);
+            out.clear();
+            m.on_timer(Millis(500), &mut out);
+            let acquire = sent(&out)[0].0;
+            out.clear();
+            m.on_reply(Millis(501), acquire, &granted(8), &mut out);
+            let write = sent(&out)[0].0;
+            out.clear();
+            m.on_reply(Millis(600), old_renew, &late, &mut out);
+            assert!(out.is_empty(), "{late}: {out:?}");
+            m.on_reply(Millis(601), write, &Outcome::Accepted, &mut out);
+            let [(_, Op::Release { token, .. })] = sent(&out)[..] else {
+                panic!("{late}: {out:?}")
+            };
+            assert_eq!(token, Token(8), "{late}");
+        }
+    }
+
+    /// An abandoned connection is replaced by a new one, and only the requests on it stop
+    /// being awaited: the renewer's failure leaves the write's reply awaited.
+    #[test]
+    fn an_abandoned_connection_is_replaced_and_only_its_requests_are_dropped() {
+        let mut m = HolderMachine::new(cfg());
+        let mut out = Vec::new();
+        m.on_timer(Millis(0), &mut out);
+        let Some(Effect::Send { conn: first, .. }) = out.first().cloned() else {
+            panic!("{out:?}")
+        };
+        out.clear();
+        m.on_timer(Millis(1000), &mut out); // the acquire times out
+        m.on_timer(Millis(1050), &mut out); // and is sent again
+        let again = out.iter().find_map(|e| match e {
+            Effect::Send { conn, .. } => Some(conn.clone()),
+            _ => None,
+        });
+        assert!(again.is_some_and(|c| c != first), "{out:?}");
+        let acquire = sent(&out)[0].0;
+        out.clear();
+        m.on_reply(Millis(1051), acquire, &granted(7), &mut out);
+        let write = sent(&out)[0].0;
+        m.on_timer(Millis(1451), &mut out);
+        let renew = sent(&out)[1].0;
+        out.clear();
+        let lost = Outcome::Error(crate::reason::Reason::ConnLost);
+        m.on_reply(Millis(1452), renew, &lost, &mut out);
+        assert_eq!(shapes(&out), ["abandon lease", "lost"], "{out:?}");
+        out.clear();
+        m.on_reply(Millis(1453), write, &Outcome::Accepted, &mut out);
+        assert!(
+            matches!(sent(&out)[..], [(_, Op::Release { .. })]),
+            "the write's reply was dropped: {out:?}"
+        );
+
+        // And the other way: the write's connection failing leaves the renew awaited.
+        let mut m = HolderMachine::new(cfg());
+        out.clear();
+        m.on_timer(Millis(0), &mut out);
+        let acquire = sent(&out)[0].0;
+        m.on_reply(Millis(1), acquire, &granted(7), &mut out);
+        let write = sent(&out)[1].0;
+        m.on_timer(Millis(401), &mut out);
+        m.on_reply(Millis(402), write, &lost, &mut out);
+        assert!(m.awaits_reply(), "the renew's reply was dropped: {out:?}");
+    }
 }
