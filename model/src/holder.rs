@@ -647,6 +647,18 @@ mod tests {
             .collect()
     }
 
+    /// A holder with `cfg` that has sent its acquire and been granted token 7; the effects
+    /// of the grant.
+    fn holding(cfg: HolderCfg) -> (HolderMachine, Vec<Effect>) {
+        let mut m = HolderMachine::new(cfg);
+        let mut out = Vec::new();
+        m.on_timer(Millis(0), &mut out);
+        let acquire = sent(&out)[0].0;
+        out.clear();
+        m.on_reply(Millis(1), acquire, &granted(7), &mut out);
+        (m, out)
+    }
+
     fn granted(token: u64) -> Outcome {
         Outcome::Granted {
             token: Token(token),
@@ -675,15 +687,10 @@ mod tests {
     /// write that is out marks the holding lost before the write's abort forgets it.
     #[test]
     fn timed_out_requests_are_given_up_oldest_first() {
-        let mut m = HolderMachine::new(HolderCfg {
+        let (mut m, mut out) = holding(HolderCfg {
             parts: vec![Part::new("summary"), Part::new("detail")],
             ..cfg()
         });
-        let mut out = Vec::new();
-        m.on_timer(Millis(0), &mut out);
-        let acquire = sent(&out)[0].0;
-        out.clear();
-        m.on_reply(Millis(1), acquire, &granted(7), &mut out);
         let first_write = sent(&out)[0].0;
         out.clear();
         m.on_timer(Millis(401), &mut out); // the renew goes out
@@ -729,12 +736,7 @@ mod tests {
     /// next job's renewer back until its reply or its timeout.
     #[test]
     fn one_renew_at_a_time() {
-        let mut m = HolderMachine::new(cfg());
-        let mut out = Vec::new();
-        m.on_timer(Millis(0), &mut out);
-        let acquire = sent(&out)[0].0;
-        out.clear();
-        m.on_reply(Millis(1), acquire, &granted(7), &mut out);
+        let (mut m, mut out) = holding(cfg());
         let write = sent(&out)[0].0;
         m.on_timer(Millis(401), &mut out); // the renew goes out, and stays out
         out.clear();
@@ -757,11 +759,7 @@ mod tests {
     /// marks the holding lost (once, in the history).
     #[test]
     fn a_renew_extends_or_loses_the_holding() {
-        let mut m = HolderMachine::new(cfg());
-        let mut out = Vec::new();
-        m.on_timer(Millis(0), &mut out);
-        let acquire = sent(&out)[0].0;
-        m.on_reply(Millis(1), acquire, &granted(7), &mut out);
+        let (mut m, mut out) = holding(cfg());
         out.clear();
         m.on_timer(Millis(401), &mut out);
         let renew = sent(&out)[0].0;
@@ -789,12 +787,8 @@ mod tests {
             },
             Outcome::Refused,
         ] {
-            let mut m = HolderMachine::new(cfg());
-            let mut out = Vec::new();
-            m.on_timer(Millis(0), &mut out);
-            let acquire = sent(&out)[0].0;
-            m.on_reply(Millis(1), acquire, &granted(7), &mut out);
-            let write = sent(&out)[1].0;
+            let (mut m, mut out) = holding(cfg());
+            let write = sent(&out)[0].0;
             out.clear();
             m.on_timer(Millis(401), &mut out);
             let old_renew = sent(&out)[0].0;
