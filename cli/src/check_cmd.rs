@@ -474,10 +474,6 @@ fn steps_text(
             .collect();
         let text = match (actions[k], said.is_empty()) {
             (Action::Crash, _) => format!("both databases crash and restart: {}", said.join("; ")),
-            (Action::Check(i), true) => format!(
-                "{} sees its lease marked lost and stops the job (no check runs)",
-                leaselab_model::names::holder_name(i as usize)
-            ),
             (a, true) => format!("{a:?} (no statement)"),
             (_, false) => said.join("; "),
         };

@@ -1,27 +1,39 @@
-//! The lease system as a stateright [`Model`]: K holders stepping through the source's job loop
-//! (acquire, local deadline check, fence, upsert, commit, renew on its own, release), abstract
+//! The lease system as a stateright [`Model`]: K holders — each the one holder every driver
+//! runs ([`leaselab_model::holder`]), with its own state kept in the explored state — abstract
 //! time in ticks, and a crash-restart of both databases as an action.
 //!
-//! The state is a compact view (a few bytes per holder) so that it hashes and clones cheaply;
-//! every decision in it is taken by the model's own rule functions — `rules::acquire`,
-//! `rules::renew`, `rules::release`, `rules::floor_passes`, `rules::row_guard_passes` and
-//! `LocalDeadline` — on rows built from the view, and when a statement waits is asked of the
-//! model's lock protocol (`leaselab_model::protocol`): the fence `UPDATE` of the scope fence
-//! evaluates its `WHERE` on the committed floor first and waits for the floor's row lock only
-//! if that qualifies; the guarded upsert and the part upserts always wait for a locked row.
-//! What the view keeps itself is which holder holds which lock (until commit). A waiting statement is an action that is
-//! not enabled yet. Every counterexample is re-run on the model itself, step by step, and the
-//! outcomes compared ([`crate::trace`]), so the view cannot drift from the model unnoticed.
+//! The explorer owns only what a driver owns: a compact view of the two databases that answers
+//! the holders' statements, and the scheduling. Its actions are a tick of database time, a
+//! crash, a holder's timer firing ([`Action::Timer`]: it starts a job with an acquire, renews,
+//! …) and a holder's deferred statement running ([`Action::Run`]). Every statement a holder
+//! sends is answered at once, and the reply handed straight back, unless it follows one of the
+//! holder's code points
+//! ([`Point`](leaselab_model::holder::Point)) — then it waits for a `Run`, so that time can pass right
+//! there (a pause between check and write, F4) — or it would have to wait for a row lock — then
+//! it waits for a `Run` that can go. A timer that is due need not fire at once either: a holder
+//! not scheduled while time ticks is a paused or slow one.
 //!
-//! A pause is a holder that is not scheduled while time ticks (its renewer too); skew is a
-//! holder whose clock advances at another rate ([`Bounds::slow`]).
+//! Every answer of the view is taken by the model's own rule functions — `rules::acquire`,
+//! `rules::renew`, `rules::release`, `rules::floor_passes`, `rules::row_guard_passes` — on rows
+//! built from the view, and when a statement waits is asked of the model's lock protocol
+//! (`leaselab_model::protocol`): the fence `UPDATE` of the scope fence evaluates its `WHERE` on
+//! the committed floor first and waits for the floor's row lock only if that qualifies; the
+//! guarded upsert and the part upserts always wait for a locked row. What the view keeps itself
+//! is which holder holds which lock (until commit or rollback) and whose transaction a crash cut.
+//! Every counterexample is re-run on the model itself, statement by statement, and the outcomes
+//! compared ([`crate::trace`]), so the view cannot drift from the model unnoticed.
+//!
+//! Skew is a holder whose clock advances at another rate ([`Bounds::slow`]).
 
 use leaselab_checkers::sometimes::Sometimes;
-use leaselab_model::client::LocalDeadline;
+use leaselab_model::holder::{Effect, HolderCfg, HolderMachine, HolderState};
+use leaselab_model::names::defaults;
 use leaselab_model::{
-    protocol, rules, Expiry, FenceMode, Holder, LeaseDurability, LeaseRow, Millis, Token,
+    protocol, rules, ConnId, DbName, Expiry, FenceMode, Holder, LeaseDurability, LeaseName,
+    LeaseRow, Millis, Op, Outcome, Part, Reason, Scope, Token,
 };
 use stateright::{Model, Property};
+
 
 /// The most holders a state has room for.
 pub const MAX_HOLDERS: usize = 3;
@@ -76,42 +88,56 @@ impl Default for Bounds {
     }
 }
 
-/// Where a holder is in its job loop.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Pc {
-    /// Wants the lease.
-    Idle,
-    /// Holds a token; next: the local check before part `n`.
-    Check(u8),
-    /// The check passed; next: the fence of part `n` (a pause here is F4's).
-    Checked(u8),
-    /// The fence passed (inside the write's transaction, or read for check-then-write).
-    Fenced(u8),
-    /// The part is upserted, the transaction still open; next: commit.
-    Upserted(u8),
-    /// Every part written; next: release.
-    Release,
-    /// Out of acquires.
-    Done,
+/// A statement a holder sends, compactly (tokens fit a byte within the bounds).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Stmt {
+    /// Acquire the lease.
+    Acquire,
+    /// Renew with this token.
+    Renew(u8),
+    /// Release with this token.
+    Release(u8),
+    /// Begin the write's transaction.
+    Begin,
+    /// The fence statement with this token.
+    Fence(u8),
+    /// The upsert of part `part` with `token`.
+    Upsert {
+        /// Part index.
+        part: u8,
+        /// Token.
+        token: u8,
+    },
+    /// Commit.
+    Commit,
+    /// Roll back.
+    Rollback,
 }
 
-/// One holder, in a few bytes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct HolderState {
-    /// Job loop position.
-    pub pc: Pc,
-    /// Token held (0: none).
-    pub token: u8,
-    /// Local deadline, in local ticks.
-    pub deadline: u8,
-    /// When the renewer fires next, in local ticks.
-    pub renew_at: u8,
-    /// A renew failed (seed 003's `lost`).
-    pub lost: bool,
-    /// Acquires made.
+/// A statement the holder sent that the view has not run yet: it follows a code point, or it
+/// would wait for a row lock. `req` is the holder's request id (the holder's own state already
+/// says which request it awaits, so only the statement is hashed).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Pending {
+    /// The holder's request id.
+    pub req: u64,
+    /// The statement.
+    pub stmt: Stmt,
+}
+
+/// One holder: its own state and what the explorer keeps about it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Slot {
+    /// The holder's state.
+    pub h: HolderState,
+    /// Its statement waiting for a [`Action::Run`].
+    pub pending: Option<Pending>,
+    /// Leases granted to it (bounded by [`Bounds::acquires`]).
     pub acquired: u8,
-    /// Time ticked while it sat between its check and its write.
-    pub paused_after_check: bool,
+    /// Its resource connection has a transaction open.
+    pub txn: bool,
+    /// A crash cut that transaction: the connection's next statement is answered `conn-lost`.
+    pub cut: bool,
 }
 
 /// The lease row, compactly.
@@ -144,8 +170,8 @@ pub struct State {
     /// Part row locks: (holder, token written; 0 for a lock without a write).
     pub part_locks: [Option<(u8, u8)>; 2],
     /// The holders.
-    pub holders: [HolderState; MAX_HOLDERS],
-    /// Crashes so far (also the generation of every connection).
+    pub holders: [Slot; MAX_HOLDERS],
+    /// Crashes so far.
     pub crashes: u8,
     /// Highest token ever granted.
     pub max_granted: u8,
@@ -159,23 +185,10 @@ pub struct State {
     pub seen: u8,
 }
 
-impl Pc {
-    fn code(self) -> u8 {
-        match self {
-            Pc::Idle => 0,
-            Pc::Check(p) => 1 + p,
-            Pc::Checked(p) => 3 + p,
-            Pc::Fenced(p) => 5 + p,
-            Pc::Upserted(p) => 7 + p,
-            Pc::Release => 9,
-            Pc::Done => 10,
-        }
-    }
-}
-
-/// The state hashes as one packed byte string: the search fingerprints every state it meets,
-/// and one write of 44 bytes is much cheaper than a hasher call per field. The packing is
-/// injective, so equal hashes of unequal states are only the hasher's own collisions.
+/// The state hashes as the packed view, then each holder in its canonical form
+/// ([`HolderState::canonical`]): states that differ only in job numbers, connection
+/// generations or request ids do the same from here on, and merge. (Equal states hash equal;
+/// the converse is what merging means.)
 impl std::hash::Hash for State {
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
         const NONE: u8 = u8::MAX;
@@ -184,7 +197,7 @@ impl std::hash::Hash for State {
             Some(r) => [r.holder, r.token, r.expires.unwrap_or(NONE - 1)],
         };
         let pair = |p: Option<(u8, u8)>| p.map_or([NONE; 2], |(a, b)| [a, b]);
-        let mut b = [0u8; 44];
+        let mut b = [0u8; 26];
         b[0] = self.now;
         b[1..4].copy_from_slice(&row(self.lease));
         b[4..7].copy_from_slice(&row(self.ghost));
@@ -194,22 +207,30 @@ impl std::hash::Hash for State {
         b[12..14].copy_from_slice(&pair(self.parts[1]));
         b[14..16].copy_from_slice(&pair(self.part_locks[0]));
         b[16..18].copy_from_slice(&pair(self.part_locks[1]));
-        for (i, h) in self.holders.iter().enumerate() {
-            let o = 18 + 6 * i;
-            b[o] = h.pc.code();
-            b[o + 1] = h.token;
-            b[o + 2] = h.deadline;
-            b[o + 3] = h.renew_at;
-            b[o + 4] = u8::from(h.lost) | (u8::from(h.paused_after_check) << 1);
-            b[o + 5] = h.acquired;
-        }
-        b[36] = self.crashes;
-        b[37] = self.max_granted;
-        b[38] = self.max_accepted;
-        b[39] = self.accepted_by.unwrap_or(NONE);
-        b[40] = self.broken;
-        b[41] = self.seen;
+        b[18] = self.crashes;
+        b[19] = self.max_granted;
+        b[20] = self.max_accepted;
+        b[21] = self.accepted_by.unwrap_or(NONE);
+        b[22] = self.broken;
+        b[23] = self.seen;
         state.write(&b);
+        for slot in &self.holders {
+            slot.key().hash(state);
+        }
+    }
+}
+
+impl Slot {
+    /// What of the slot decides what happens next (its hash, and its place when holders are
+    /// sorted for symmetry).
+    fn key(&self) -> (HolderState, Option<Stmt>, u8, bool, bool) {
+        (
+            self.h.canonical(),
+            self.pending.map(|p| p.stmt),
+            self.acquired,
+            self.txn,
+            self.cut,
+        )
     }
 }
 
@@ -245,66 +266,55 @@ pub const SOMETIMES: [(Sometimes, u8); 4] = [
     (Sometimes::DbRestart, 8),
 ];
 
+
 /// One step.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Action {
     /// Database time advances one tick.
     Tick,
-    /// Holder acquires.
-    Acquire(u8),
-    /// Holder checks its local deadline and `lost` before a part.
-    Check(u8),
-    /// Holder's fence statement (beginning the write's transaction).
-    Fence(u8),
-    /// Holder's upsert of the part.
-    Upsert(u8),
-    /// Holder commits.
-    Commit(u8),
-    /// Holder's renewer renews.
-    Renew(u8),
-    /// Holder releases.
-    Release(u8),
+    /// The holder's timers that are due fire (a job starts with an acquire, the renewer
+    /// renews), and what they send runs.
+    Timer(u8),
+    /// The holder's deferred statement runs, and what its reply makes the holder send.
+    Run(u8),
     /// Both databases crash and restart.
     Crash,
 }
 
-impl Action {
-    /// Every step holder `i` can take, in the order the search offers them.
-    pub fn of_holder(i: u8) -> [Action; 7] {
-        [
-            Action::Acquire(i),
-            Action::Check(i),
-            Action::Fence(i),
-            Action::Upsert(i),
-            Action::Commit(i),
-            Action::Renew(i),
-            Action::Release(i),
-        ]
-    }
-}
-
-/// What a step returned, as the model must return it too.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Said {
-    /// Nothing to compare (a tick, a crash).
-    Nothing,
-    /// Granted with this token, expiring at this tick.
-    Granted(u8, u8),
-    /// Acquire, renew or release changed nothing.
-    Refused,
-    /// Renewed until this tick.
-    Renewed(u8),
-    /// Released.
-    Released,
-    /// The local check: valid or not.
-    Valid(bool),
-    /// A fence: passed or failed (then rolled back).
-    Fence(bool),
-    /// An upsert: done inside the transaction, or refused (then rolled back), or — for
-    /// check-then-write, which autocommits — accepted.
-    Upsert(bool),
-    /// Commit done.
-    Committed,
+/// What a step did, in the order it happened: what the trace of a path is made of.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Event {
+    /// Database time advanced one tick.
+    Tick,
+    /// Both databases crashed and restarted.
+    Crash,
+    /// Holder `holder` sent `op` on `conn`, and the view answered `outcome`.
+    Sent {
+        /// Holder index.
+        holder: u8,
+        /// Connection.
+        conn: ConnId,
+        /// Statement.
+        op: Op,
+        /// The view's answer.
+        outcome: Outcome,
+    },
+    /// Holder `holder` recorded a client-side event (`check`, `lost`).
+    Record {
+        /// Holder index.
+        holder: u8,
+        /// The event.
+        op: Op,
+    },
+    /// Holder `holder` closed connection `conn` (its server rolls back what it had open).
+    Abandon {
+        /// Holder index.
+        holder: u8,
+        /// Database.
+        db: DbName,
+        /// Connection.
+        conn: ConnId,
+    },
 }
 
 /// The lease system under `Bounds`.
@@ -317,8 +327,8 @@ pub struct LeaseSystem {
     /// matching state); breadth-first, the first is a shortest one. `None` (the Explorer):
     /// judge every state on its own.
     pub first_only: Option<std::sync::Arc<[std::sync::atomic::AtomicBool; 9]>>,
-    /// The holders' names, made once (the rule functions take rows with names).
-    names: Vec<Holder>,
+    /// Each holder's configuration, made once from the bounds.
+    cfgs: Vec<HolderCfg>,
     /// States whose successors were asked for: stateright 0.31 reports distinct states but not
     /// its queue, so a search's queue is its distinct states less these.
     pub expanded: std::sync::Arc<std::sync::atomic::AtomicUsize>,
@@ -328,7 +338,7 @@ impl LeaseSystem {
     /// The system for a search: every property reported at its first (shortest) path.
     pub fn new(b: Bounds) -> Self {
         LeaseSystem {
-            names: names(&b),
+            cfgs: cfgs(&b),
             b,
             first_only: Some(std::sync::Arc::new(Default::default())),
             expanded: Default::default(),
@@ -338,7 +348,7 @@ impl LeaseSystem {
     /// The system for the Explorer: every state judged on its own.
     pub fn for_explorer(b: Bounds) -> Self {
         LeaseSystem {
-            names: names(&b),
+            cfgs: cfgs(&b),
             b,
             first_only: None,
             expanded: Default::default(),
@@ -353,16 +363,110 @@ impl LeaseSystem {
             Some(f) => hit && !f[k].swap(true, std::sync::atomic::Ordering::SeqCst),
         }
     }
+
+    /// Holder `i`'s configuration.
+    pub fn cfg(&self, i: u8) -> &HolderCfg {
+        &self.cfgs[i as usize]
+    }
+
+    /// Holder `i` in state `h`, ready to take an input.
+    pub fn machine(&self, i: u8, h: HolderState) -> HolderMachine<&HolderCfg> {
+        HolderMachine::with_state(self.cfg(i), h)
+    }
 }
 
 fn ms(b: &Bounds, ticks: u8) -> u64 {
     ticks as u64 * b.tick_ms
 }
 
-fn names(b: &Bounds) -> Vec<Holder> {
-    (0..b.holders.max(MAX_HOLDERS))
-        .map(|i| Holder::new(leaselab_model::names::holder_name(i)))
+/// The holders' configuration in ticks of the bounds. A request's reply never times out (as
+/// the explorer had no timeouts before it ran the holder: every statement is answered, or waits
+/// for a lock another holder releases): the timeout is the end of time (`Millis::plus`
+/// saturates), the same in every state, so it distinguishes none. A refused or ended job starts
+/// again as soon as the holder is scheduled.
+fn cfgs(b: &Bounds) -> Vec<HolderCfg> {
+    let parts = [defaults::SUMMARY, defaults::DETAIL];
+    (0..MAX_HOLDERS)
+        .map(|i| HolderCfg {
+            name: Holder::new(leaselab_model::names::holder_name(i)),
+            lease: LeaseName::new(defaults::LEASE),
+            scope: Scope::new(defaults::SCOPE),
+            parts: parts
+                .iter()
+                .take(b.parts.clamp(1, 2) as usize)
+                .map(|p| Part::new(*p))
+                .collect(),
+            ttl_ms: ms(b, b.ttl),
+            renew_ms: ms(b, b.renew),
+            margin_ms: ms(b, b.margin),
+            rpc_timeout_ms: u64::MAX,
+            retry_ms: 0,
+            job_gap_ms: 0,
+            start_ms: 0,
+            whole_writes: false,
+        })
         .collect()
+}
+
+impl Stmt {
+    /// The compact form of a statement of holder `cfg`.
+    fn of(op: &Op, cfg: &HolderCfg) -> Stmt {
+        let t = |t: &Token| t.0 as u8;
+        match op {
+            Op::Acquire { .. } => Stmt::Acquire,
+            Op::Renew { token, .. } => Stmt::Renew(t(token)),
+            Op::Release { token, .. } => Stmt::Release(t(token)),
+            Op::Fence { token, .. } => Stmt::Fence(t(token)),
+            Op::Upsert { part, token, .. } => Stmt::Upsert {
+                part: cfg.parts.iter().position(|p| p == part).unwrap_or(0) as u8,
+                token: t(token),
+            },
+            Op::Commit { .. } => Stmt::Commit,
+            Op::Rollback { .. } => Stmt::Rollback,
+            _ => Stmt::Begin,
+        }
+    }
+
+    /// The statement in full, as holder `m` sends it.
+    fn op(self, m: &HolderMachine<&HolderCfg>) -> Op {
+        let cfg = m.cfg();
+        let token = |t: u8| Token(t as u64);
+        match self {
+            Stmt::Acquire => Op::Acquire {
+                lease: cfg.lease.clone(),
+                holder: cfg.name.clone(),
+                ttl_ms: cfg.ttl_ms,
+            },
+            Stmt::Renew(t) => Op::Renew {
+                lease: cfg.lease.clone(),
+                holder: cfg.name.clone(),
+                token: token(t),
+                ttl_ms: cfg.ttl_ms,
+            },
+            Stmt::Release(t) => Op::Release {
+                lease: cfg.lease.clone(),
+                holder: cfg.name.clone(),
+                token: token(t),
+            },
+            Stmt::Begin => Op::Begin { db: DbName::Res },
+            Stmt::Fence(t) => Op::Fence {
+                scope: cfg.scope.clone(),
+                token: token(t),
+            },
+            Stmt::Upsert { part, token: t } => Op::Upsert {
+                scope: cfg.scope.clone(),
+                part: cfg.parts[part as usize].clone(),
+                content: m.content(token(t)),
+                token: token(t),
+            },
+            Stmt::Commit => Op::Commit { db: DbName::Res },
+            Stmt::Rollback => Op::Rollback { db: DbName::Res },
+        }
+    }
+
+    fn on_res(self) -> bool {
+        !matches!(self, Stmt::Acquire | Stmt::Renew(_) | Stmt::Release(_))
+    }
 }
 
 impl LeaseSystem {
@@ -375,9 +479,13 @@ impl LeaseSystem {
         }
     }
 
+    fn local_ms(&self, s: &State, i: u8) -> Millis {
+        Millis(ms(&self.b, self.local(s, i)))
+    }
+
     fn row(&self, r: &Row) -> LeaseRow {
         LeaseRow {
-            holder: self.names[r.holder as usize].clone(),
+            holder: self.cfgs[r.holder as usize].name.clone(),
             token: Token(r.token as u64),
             expires_at: match r.expires {
                 None => Expiry::NegInfinity,
@@ -397,354 +505,344 @@ impl LeaseSystem {
         }
     }
 
-    fn deadline(&self, sent_local: u8) -> u8 {
-        let d = LocalDeadline::from_request_start(
-            Millis(ms(&self.b, sent_local)),
-            ms(&self.b, self.b.ttl),
-            ms(&self.b, self.b.margin),
-        );
-        (d.deadline.0 / self.b.tick_ms) as u8
-    }
-
-    /// Whether `i`'s statement for `a` would have to wait on a row lock (the action is then
-    /// not enabled until the lock is released), by the model's lock protocol
-    /// (`leaselab_model::protocol`).
-    fn waits(&self, s: &State, a: Action) -> bool {
-        let other = |lock: Option<(u8, u8)>, i: u8| lock.is_some_and(|(h, _)| h != i);
-        match a {
-            Action::Fence(i) => {
-                let h = &s.holders[i as usize];
-                match self.b.fence {
-                    // A plain UPDATE: its WHERE on the committed floor first.
-                    FenceMode::Scope | FenceMode::Strict => protocol::update_waits(
-                        rules::floor_passes(
-                            self.b.fence,
-                            Some(Token(s.floor as u64)),
-                            Token(h.token as u64),
-                        ),
-                        other(s.floor_lock, i),
+    /// Whether `i`'s statement would have to wait on a row lock (it then stays deferred until
+    /// the lock is released), by the model's lock protocol (`leaselab_model::protocol`). A
+    /// statement on a connection a crash cut is answered at once.
+    fn waits(&self, s: &State, i: u8, stmt: Stmt) -> bool {
+        if s.holders[i as usize].cut && stmt.on_res() {
+            return false;
+        }
+        let other = |lock: Option<(u8, u8)>| lock.is_some_and(|(h, _)| h != i);
+        match stmt {
+            Stmt::Fence(token) => match self.b.fence {
+                // A plain UPDATE: its WHERE on the committed floor first.
+                FenceMode::Scope | FenceMode::Strict => protocol::update_waits(
+                    rules::floor_passes(
+                        self.b.fence,
+                        Some(Token(s.floor as u64)),
+                        Token(token as u64),
                     ),
-                    FenceMode::ScopeUpsert => protocol::upsert_waits(other(s.floor_lock, i)),
-                    _ => false,
+                    other(s.floor_lock),
+                ),
+                FenceMode::ScopeUpsert => protocol::upsert_waits(other(s.floor_lock)),
+                _ => false,
+            },
+            Stmt::Upsert { part, .. } => match self.b.fence {
+                FenceMode::Row | FenceMode::Off => {
+                    protocol::upsert_waits(other(s.part_locks[part as usize]))
                 }
-            }
-            Action::Upsert(i) => {
-                let p = match s.holders[i as usize].pc {
-                    Pc::Fenced(p) => p as usize,
-                    _ => return false,
-                };
-                match self.b.fence {
-                    FenceMode::Row | FenceMode::Off => {
-                        protocol::upsert_waits(other(s.part_locks[p], i))
-                    }
-                    // The floor's lock, held until commit, already serialises the writers:
-                    // whoever holds a part lock holds the floor too.
-                    _ => false,
-                }
-            }
+                // The floor's lock, held until commit, already serialises the writers:
+                // whoever holds a part lock holds the floor too.
+                _ => false,
+            },
             _ => false,
         }
     }
 
-    /// Whether `a` can be taken in `s` — the preconditions of [`LeaseSystem::step`] without
-    /// building the next state (the search asks this of every candidate). An acquire of a
-    /// lease that is held is left out: it changes nothing.
-    pub fn enabled(&self, s: &State, a: Action) -> bool {
+    /// Whether [`LeaseSystem::step`] can take `a` in `s`: time and crashes within the bounds,
+    /// a timer that is due (one that would start a job only while the holder has acquires
+    /// left), a deferred statement that would not wait.
+    fn can_take(&self, s: &State, a: Action) -> bool {
         let b = &self.b;
-        let h = |i: u8| &s.holders[i as usize];
         match a {
             Action::Tick => s.now < b.max_ticks,
             Action::Crash => b.crash && s.crashes == 0,
-            Action::Acquire(i) => {
-                h(i).pc == Pc::Idle
-                    && h(i).acquired < b.acquires
-                    && s.lease.is_none_or(|r| r.expires.is_none_or(|e| e <= s.now))
+            Action::Timer(i) => {
+                let slot = &s.holders[i as usize];
+                (i as usize) < b.holders
+                    && self
+                        .machine(i, slot.h)
+                        .next_timer()
+                        .is_some_and(|t| t <= self.local_ms(s, i))
+                    && (!slot.h.between_jobs() || slot.acquired < b.acquires)
             }
-            Action::Check(i) => matches!(h(i).pc, Pc::Check(_)),
-            Action::Fence(i) => matches!(h(i).pc, Pc::Checked(_)) && !self.waits(s, a),
-            Action::Upsert(i) => matches!(h(i).pc, Pc::Fenced(_)) && !self.waits(s, a),
-            Action::Commit(i) => matches!(h(i).pc, Pc::Upserted(_)),
-            Action::Renew(i) => {
-                let x = h(i);
-                x.token != 0
-                    && !x.lost
-                    && self.local(s, i) >= x.renew_at
-                    && !matches!(x.pc, Pc::Idle | Pc::Done)
-            }
-            Action::Release(i) => h(i).pc == Pc::Release,
+            Action::Run(i) => s.holders[i as usize]
+                .pending
+                .is_some_and(|p| !self.waits(s, i, p.stmt)),
         }
     }
 
-    /// Runs `a` on `s`: the next state and what the step returned.
-    pub fn step(&self, s: &State, a: Action) -> Option<(State, Said)> {
+    /// Whether `a` is offered in `s`: it can be taken and changes something. (The one step
+    /// that changes nothing is a job starting while the lease is held and unexpired: the
+    /// acquire is refused and the holder is where it was, up to its counters.)
+    pub fn enabled(&self, s: &State, a: Action) -> bool {
+        let held = || s.lease.is_some_and(|r| r.expires.is_some_and(|e| e > s.now));
+        self.can_take(s, a)
+            && match a {
+                Action::Timer(i) => !(s.holders[i as usize].h.between_jobs() && held()),
+                _ => true,
+            }
+    }
+
+    /// Runs `a` on `s`: the next state. `log` is told every event of the step.
+    pub fn step(&self, s: &State, a: Action, log: &mut dyn FnMut(Event)) -> Option<State> {
+        if !self.can_take(s, a) {
+            return None;
+        }
         let b = &self.b;
         let mut n = s.clone();
-        let said = match a {
+        match a {
             Action::Tick => {
-                if s.now >= b.max_ticks {
-                    return None;
-                }
                 n.now += 1;
-                for h in n.holders.iter_mut().take(b.holders) {
-                    if matches!(h.pc, Pc::Checked(_)) {
-                        h.paused_after_check = true;
-                    }
-                }
-                if n.holders.iter().any(|h| h.paused_after_check) {
+                // A holder sits between its check and its write while time passes.
+                let after_check = |x: &Slot| x.pending.is_some_and(|p| p.stmt == Stmt::Begin);
+                if n.holders.iter().take(b.holders).any(after_check) {
                     n.seen |= 4;
                 }
-                Said::Nothing
+                log(Event::Tick);
             }
             Action::Crash => {
-                if !b.crash || s.crashes > 0 {
-                    return None;
-                }
                 n.crashes += 1;
                 n.seen |= 8;
                 if b.lease_table == LeaseDurability::Unlogged {
                     n.ghost = s.lease;
                     n.lease = None;
                 }
-                // Open transactions roll back; their holders reconnect and re-queue the job.
+                // Open transactions are gone; their connections answer `conn-lost` next.
                 n.floor_lock = None;
                 n.part_locks = [None, None];
-                for h in n.holders.iter_mut().take(b.holders) {
-                    if matches!(h.pc, Pc::Fenced(_) | Pc::Upserted(_)) {
-                        requeue(h, b);
+                for x in n.holders.iter_mut().take(b.holders) {
+                    x.cut |= x.txn;
+                    x.txn = false;
+                }
+                log(Event::Crash);
+            }
+            Action::Timer(i) => {
+                let mut m = self.machine(i, s.holders[i as usize].h);
+                let mut effects = Vec::new();
+                m.on_timer(self.local_ms(s, i), &mut effects);
+                n.holders[i as usize].h = *m.state();
+                self.carry(&mut n, i, effects, log);
+            }
+            Action::Run(i) => {
+                let p = n.holders[i as usize].pending.take()?;
+                self.answer_and_reply(&mut n, i, p, log);
+            }
+        }
+        for i in 0..b.holders as u8 {
+            let now = self.local_ms(&n, i);
+            n.holders[i as usize].h.settle(now);
+        }
+        Some(n)
+    }
+
+    /// Carries out holder `i`'s effects, in order: a statement runs on the view and its reply
+    /// goes straight back to the holder (whose new effects follow the rest), unless it follows
+    /// a code point or would wait for a lock — then it is deferred.
+    fn carry(&self, n: &mut State, i: u8, effects: Vec<Effect>, log: &mut dyn FnMut(Event)) {
+        let mut queue = std::collections::VecDeque::from(effects);
+        let mut after_point = false;
+        while let Some(e) = queue.pop_front() {
+            match e {
+                Effect::Record(op) => log(Event::Record { holder: i, op }),
+                Effect::Point(_) => after_point = true,
+                Effect::Abandon { db, conn } => {
+                    if db == DbName::Res {
+                        // The server rolls back what the connection had open.
+                        self.end_txn(n, i, false);
+                        n.holders[i as usize].cut = false;
+                    }
+                    log(Event::Abandon { holder: i, db, conn });
+                }
+                Effect::Send { req, op, conn, .. } => {
+                    let stmt = Stmt::of(&op, self.cfg(i));
+                    if std::mem::take(&mut after_point) || self.waits(n, i, stmt) {
+                        n.holders[i as usize].pending = Some(Pending { req, stmt });
+                        continue;
+                    }
+                    let outcome = self.answer(n, i, stmt);
+                    let mut m = self.machine(i, n.holders[i as usize].h);
+                    let mut more = Vec::new();
+                    m.on_reply(self.local_ms(n, i), req, &outcome, &mut more);
+                    n.holders[i as usize].h = *m.state();
+                    log(Event::Sent {
+                        holder: i,
+                        conn,
+                        op,
+                        outcome,
+                    });
+                    queue.extend(more);
+                }
+            }
+        }
+    }
+
+    /// Runs a deferred statement and hands its reply to the holder.
+    fn answer_and_reply(&self, n: &mut State, i: u8, p: Pending, log: &mut dyn FnMut(Event)) {
+        let m = self.machine(i, n.holders[i as usize].h);
+        let sent = (m.res_conn(), p.stmt.op(&m));
+        let outcome = self.answer(n, i, p.stmt);
+        let mut m = self.machine(i, n.holders[i as usize].h);
+        let mut more = Vec::new();
+        m.on_reply(self.local_ms(n, i), p.req, &outcome, &mut more);
+        n.holders[i as usize].h = *m.state();
+        log(Event::Sent {
+            holder: i,
+            conn: sent.0,
+            op: sent.1,
+            outcome,
+        });
+        self.carry(n, i, more, log);
+    }
+
+    /// Ends holder `i`'s transaction: on commit its locked rows take what it wrote; either
+    /// way its locks are released.
+    fn end_txn(&self, n: &mut State, i: u8, commit: bool) {
+        if let Some((o, t)) = n.floor_lock {
+            if o == i {
+                if commit {
+                    n.floor = t;
+                }
+                n.floor_lock = None;
+            }
+        }
+        for p in 0..2 {
+            if let Some((o, t)) = n.part_locks[p] {
+                if o == i {
+                    if commit && t > 0 {
+                        n.parts[p] = Some((i, t));
+                    }
+                    n.part_locks[p] = None;
+                }
+            }
+        }
+        n.holders[i as usize].txn = false;
+    }
+
+    /// The view's answer to holder `i`'s statement (one that does not wait), and its effect
+    /// on the view.
+    fn answer(&self, n: &mut State, i: u8, stmt: Stmt) -> Outcome {
+        let b = &self.b;
+        let iu = i as usize;
+        if stmt.on_res() && n.holders[iu].cut {
+            n.holders[iu].cut = false;
+            return Outcome::Error(Reason::ConnLost);
+        }
+        let now = Millis(ms(b, n.now));
+        let row = n.lease.map(|r| self.row(&r));
+        let name = &self.cfgs[iu].name;
+        match stmt {
+            Stmt::Acquire => match rules::acquire(row.as_ref(), name, ms(b, b.ttl), 0, now) {
+                Some(r) => {
+                    let c = self.compact(&r, i);
+                    // I1, judged on the view: the row taken over must have expired.
+                    if let Some(old) = n.lease.or(n.ghost) {
+                        if old.expires.is_some_and(|e| e > n.now) {
+                            n.broken |= broke::I1;
+                        }
+                        if old.holder != i {
+                            n.seen |= 2;
+                        }
+                    }
+                    if c.token <= n.max_granted {
+                        n.broken |= broke::I2;
+                    }
+                    n.max_granted = n.max_granted.max(c.token);
+                    n.lease = Some(c);
+                    n.ghost = None;
+                    n.holders[iu].acquired += 1;
+                    Outcome::Granted {
+                        token: r.token,
+                        expires: r.expires_at,
                     }
                 }
-                Said::Nothing
-            }
-            Action::Acquire(i) => {
-                let h = s.holders[i as usize];
-                if h.pc != Pc::Idle || h.acquired >= b.acquires {
-                    return None;
-                }
-                let local = self.local(s, i);
-                let row = s.lease.map(|r| self.row(&r));
-                let now = Millis(ms(b, s.now));
-                match rules::acquire(row.as_ref(), &self.names[i as usize], ms(b, b.ttl), 0, now) {
+                None => Outcome::Refused,
+            },
+            Stmt::Renew(t) => {
+                match rules::renew(row.as_ref(), name, Token(t as u64), ms(b, b.ttl), now, false)
+                {
                     Some(r) => {
-                        let c = self.compact(&r, i);
-                        // I1, judged on the view: the row taken over must have expired.
-                        if let Some(old) = s.lease.or(s.ghost) {
-                            if old.expires.is_some_and(|e| e > s.now) {
-                                n.broken |= broke::I1;
-                            }
-                            if old.holder != i {
-                                n.seen |= 2;
-                            }
+                        n.lease = Some(self.compact(&r, i));
+                        Outcome::Renewed {
+                            expires: r.expires_at,
                         }
-                        if c.token <= s.max_granted {
-                            n.broken |= broke::I2;
-                        }
-                        n.max_granted = n.max_granted.max(c.token);
-                        n.lease = Some(c);
-                        n.ghost = None;
-                        let nh = &mut n.holders[i as usize];
-                        nh.acquired += 1;
-                        nh.token = c.token;
-                        nh.deadline = self.deadline(local);
-                        nh.renew_at = local.saturating_add(b.renew);
-                        nh.lost = false;
-                        nh.pc = Pc::Check(0);
-                        Said::Granted(c.token, c.expires.unwrap_or(0))
                     }
-                    // Nothing changes: the holder retries later (the same state again).
-                    None => Said::Refused,
+                    None => Outcome::Refused,
                 }
             }
-            Action::Check(i) => {
-                let h = s.holders[i as usize];
-                let Pc::Check(p) = h.pc else { return None };
-                let local = Millis(ms(b, self.local(s, i)));
-                let ok = !h.lost
-                    && LocalDeadline {
-                        deadline: Millis(ms(b, h.deadline)),
-                    }
-                    .allows(local);
-                let nh = &mut n.holders[i as usize];
-                if ok {
-                    nh.pc = Pc::Checked(p);
-                    nh.paused_after_check = false;
-                } else {
-                    requeue(nh, b);
+            Stmt::Release(t) => match rules::release(row.as_ref(), name, Token(t as u64)) {
+                Some(r) => {
+                    n.lease = Some(self.compact(&r, i));
+                    Outcome::Released
                 }
-                Said::Valid(ok)
+                None => Outcome::Refused,
+            },
+            Stmt::Begin => {
+                // Check-then-write runs every statement in autocommit.
+                n.holders[iu].txn = b.fence != FenceMode::CheckThenWrite;
+                Outcome::Ok
             }
-            Action::Fence(i) => {
-                let h = s.holders[i as usize];
-                let Pc::Checked(p) = h.pc else { return None };
-                if self.waits(s, a) {
-                    return None;
-                }
-                if h.token < s.max_granted {
+            Stmt::Fence(t) => {
+                if t < n.max_granted {
                     n.seen |= 1;
                 }
-                let token = Token(h.token as u64);
                 let pass = match b.fence {
                     FenceMode::Row | FenceMode::Off => true,
-                    f => rules::floor_passes(f, Some(Token(s.floor as u64)), token),
+                    f => rules::floor_passes(f, Some(Token(n.floor as u64)), Token(t as u64)),
                 };
-                let nh = &mut n.holders[i as usize];
                 if pass {
-                    nh.pc = Pc::Fenced(p);
                     if matches!(
                         b.fence,
                         FenceMode::Scope | FenceMode::Strict | FenceMode::ScopeUpsert
                     ) {
-                        n.floor_lock = Some((i, h.token));
+                        n.floor_lock = Some((i, t));
                     }
+                    Outcome::Passed
                 } else {
-                    // Refused: the client rolls back at once and re-queues the job.
-                    requeue(nh, b);
-                    if self.current(s, i) {
+                    if self.current(n, i, t) {
                         n.broken |= broke::PROGRESS;
                     }
+                    Outcome::Failed
                 }
-                Said::Fence(pass)
             }
-            Action::Upsert(i) => {
-                let h = s.holders[i as usize];
-                let Pc::Fenced(p) = h.pc else { return None };
-                if self.waits(s, a) {
-                    return None;
-                }
-                let pi = p as usize;
-                let token = Token(h.token as u64);
-                let nh = &mut n.holders[i as usize];
+            Stmt::Upsert { part, token } => {
+                let pi = part as usize;
                 match b.fence {
                     FenceMode::CheckThenWrite => {
                         // Two autocommitted statements: set the floor, upsert the part.
-                        n.floor = h.token;
-                        n.parts[pi] = Some((i, h.token));
-                        nh.pc = next_part(p, b.parts);
-                        accept(&mut n, i, h.token);
-                        Said::Upsert(true)
+                        n.floor = token;
+                        n.parts[pi] = Some((i, token));
+                        accept(n, i, token);
+                        Outcome::Accepted
                     }
                     FenceMode::Row => {
-                        let existing = s.parts[pi].map(|(_, t)| Token(t as u64));
-                        if rules::row_guard_passes(existing, token) {
-                            n.part_locks[pi] = Some((i, h.token));
-                            nh.pc = Pc::Upserted(p);
-                            Said::Upsert(true)
+                        let existing = n.parts[pi].map(|(_, t)| Token(t as u64));
+                        if rules::row_guard_passes(existing, Token(token as u64)) {
+                            n.part_locks[pi] = Some((i, token));
+                            Outcome::Ok
                         } else {
-                            // Never the current holder: a higher token is in the row.
-                            requeue(nh, b);
-                            Said::Upsert(false)
+                            // The row stays locked (without a write) until the rollback.
+                            n.part_locks[pi] = Some((i, 0));
+                            Outcome::Failed
                         }
                     }
                     _ => {
-                        n.part_locks[pi] = Some((i, h.token));
-                        nh.pc = Pc::Upserted(p);
-                        Said::Upsert(true)
+                        n.part_locks[pi] = Some((i, token));
+                        Outcome::Ok
                     }
                 }
             }
-            Action::Commit(i) => {
-                let h = s.holders[i as usize];
-                let Pc::Upserted(p) = h.pc else { return None };
-                if let Some((o, t)) = s.floor_lock {
-                    if o == i {
-                        n.floor = t;
-                        n.floor_lock = None;
-                    }
+            Stmt::Commit => {
+                if n.holders[iu].txn {
+                    let token = n.holders[iu].h.token().map_or(0, |t| t.0 as u8);
+                    self.end_txn(n, i, true);
+                    accept(n, i, token);
                 }
-                let pi = p as usize;
-                if let Some((o, t)) = s.part_locks[pi] {
-                    if o == i {
-                        n.parts[pi] = Some((i, t));
-                        n.part_locks[pi] = None;
-                    }
-                }
-                accept(&mut n, i, h.token);
-                n.holders[i as usize].pc = next_part(p, b.parts);
-                Said::Committed
+                Outcome::Ok
             }
-            Action::Renew(i) => {
-                let h = s.holders[i as usize];
-                let local = self.local(s, i);
-                if h.token == 0
-                    || h.lost
-                    || local < h.renew_at
-                    || matches!(h.pc, Pc::Idle | Pc::Done)
-                {
-                    return None;
-                }
-                let row = s.lease.map(|r| self.row(&r));
-                let now = Millis(ms(b, s.now));
-                let r = rules::renew(
-                    row.as_ref(),
-                    &self.names[i as usize],
-                    Token(h.token as u64),
-                    ms(b, b.ttl),
-                    now,
-                    false,
-                );
-                let nh = &mut n.holders[i as usize];
-                match r {
-                    Some(r) => {
-                        let c = self.compact(&r, i);
-                        n.lease = Some(c);
-                        let nh = &mut n.holders[i as usize];
-                        nh.deadline = self.deadline(local);
-                        nh.renew_at = local.saturating_add(b.renew);
-                        Said::Renewed(c.expires.unwrap_or(0))
-                    }
-                    None => {
-                        nh.lost = true;
-                        Said::Refused
-                    }
-                }
+            Stmt::Rollback => {
+                self.end_txn(n, i, false);
+                Outcome::Ok
             }
-            Action::Release(i) => {
-                let h = s.holders[i as usize];
-                if h.pc != Pc::Release {
-                    return None;
-                }
-                let row = s.lease.map(|r| self.row(&r));
-                let r =
-                    rules::release(row.as_ref(), &self.names[i as usize], Token(h.token as u64));
-                let nh = &mut n.holders[i as usize];
-                requeue(nh, b);
-                match r {
-                    Some(r) => {
-                        n.lease = Some(self.compact(&r, i));
-                        Said::Released
-                    }
-                    None => Said::Refused,
-                }
-            }
-        };
-        Some((n, said))
+        }
     }
 
-    /// Whether `i` holds the newest token and its lease is unexpired by the database clock: a
-    /// refusal of its write is then a refusal of the rightful holder.
-    fn current(&self, s: &State, i: u8) -> bool {
-        let h = &s.holders[i as usize];
+    /// Whether `i` holds the newest token `token` and its lease is unexpired by the database
+    /// clock: a refusal of its write is then a refusal of the rightful holder.
+    fn current(&self, s: &State, i: u8, token: u8) -> bool {
         s.lease.is_some_and(|r| {
-            r.holder == i && r.token == h.token && r.expires.is_some_and(|e| e > s.now)
-        }) && h.token == s.max_granted
-    }
-}
-
-/// The job is given up (a failed check or fence, a refused upsert, a release): the holder
-/// drops its token and wants the lease again, if it has acquires left.
-fn requeue(h: &mut HolderState, b: &Bounds) {
-    h.pc = if h.acquired >= b.acquires {
-        Pc::Done
-    } else {
-        Pc::Idle
-    };
-    h.token = 0;
-}
-
-fn next_part(p: u8, parts: u8) -> Pc {
-    if p + 1 < parts {
-        Pc::Check(p + 1)
-    } else {
-        Pc::Release
+            r.holder == i && r.token == token && r.expires.is_some_and(|e| e > s.now)
+        }) && token == s.max_granted
     }
 }
 
@@ -769,19 +867,13 @@ impl Model for LeaseSystem {
     type Action = Action;
 
     fn init_states(&self) -> Vec<State> {
-        let idle = HolderState {
-            pc: Pc::Idle,
-            token: 0,
-            deadline: 0,
-            renew_at: 0,
-            lost: false,
+        let slots = [0u8, 1, 2].map(|i| Slot {
+            h: *HolderMachine::new(self.cfg(i)).state(),
+            pending: None,
             acquired: 0,
-            paused_after_check: false,
-        };
-        let mut holders = [idle; MAX_HOLDERS];
-        for h in holders.iter_mut().skip(self.b.holders) {
-            h.pc = Pc::Done;
-        }
+            txn: false,
+            cut: false,
+        });
         vec![State {
             now: 0,
             lease: None,
@@ -790,7 +882,7 @@ impl Model for LeaseSystem {
             floor_lock: None,
             parts: [None, None],
             part_locks: [None, None],
-            holders,
+            holders: slots,
             crashes: 0,
             max_granted: 0,
             max_accepted: 0,
@@ -807,8 +899,8 @@ impl Model for LeaseSystem {
         if s.broken != 0 {
             return;
         }
-        let candidates = (0..self.b.holders as u8).flat_map(Action::of_holder);
-        for a in [Action::Tick, Action::Crash].into_iter().chain(candidates) {
+        let holders = (0..self.b.holders as u8).flat_map(|i| [Action::Timer(i), Action::Run(i)]);
+        for a in [Action::Tick, Action::Crash].into_iter().chain(holders) {
             if self.enabled(s, a) {
                 out.push(a);
             }
@@ -816,17 +908,19 @@ impl Model for LeaseSystem {
     }
 
     fn next_state(&self, s: &State, a: Action) -> Option<State> {
-        self.step(s, a).map(|(n, _)| n)
+        self.step(s, a, &mut |_| {})
     }
 
     fn format_action(&self, a: &Action) -> String {
         self.action_text(*a)
     }
 
-    /// The Explorer shows this beside each step: what it returned and the state after it.
+    /// The Explorer shows this beside each step: what it sent and got back, and the state
+    /// after it.
     fn format_step(&self, last: &State, a: Action) -> Option<String> {
-        let (next, said) = self.step(last, a)?;
-        let said = self.said_text(said);
+        let mut events = Vec::new();
+        let next = self.step(last, a, &mut |e| events.push(e))?;
+        let said = self.events_text(&events);
         let sep = if said.is_empty() { "" } else { " → " };
         Some(format!("{said}{sep}{}", self.state_text(&next)))
     }
@@ -871,11 +965,19 @@ impl Model for LeaseSystem {
 }
 
 /// Symmetry reduction: holders are interchangeable except holder 0 when its clock is slow.
-/// The representative sorts the holders' states and renames every holder index with them.
+/// The representative sorts the holders (by a hash of what decides their future, which is a
+/// total order on distinct slots up to the hasher's collisions, where merging only stops) and
+/// renames every holder index with them.
 pub fn representative(s: &State, holders: usize, fixed_first: bool) -> State {
+    use std::hash::{Hash, Hasher};
+    let key = |slot: &Slot| {
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        slot.key().hash(&mut h);
+        h.finish()
+    };
     let start = usize::from(fixed_first);
     let mut order: Vec<usize> = (0..holders).collect();
-    order[start..].sort_by_key(|&i| s.holders[i]);
+    order[start..].sort_by_key(|&i| key(&s.holders[i]));
     // new index of old holder i
     let mut rename = [0u8; MAX_HOLDERS];
     for (new, &old) in order.iter().enumerate() {

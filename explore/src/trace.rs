@@ -4,25 +4,24 @@
 //! project's format — `leaselab replay` replays it, `leaselab diff` runs it on PostgreSQL, and
 //! the History checkers judge it — or the first step where the view and the model disagree.
 
-use crate::system::{Action, Bounds, LeaseSystem, Said, State};
+use crate::system::{Action, Bounds, Event, LeaseSystem, State};
 use leaselab_checkers::check;
-use leaselab_model::names::defaults::{DETAIL, SUMMARY};
-use leaselab_model::{
-    Config, ConnId, DbName, Expiry, Holder, Millis, Op, Outcome, Scope, Token, World,
-};
+use leaselab_model::{Config, DbName, Holder, Millis, Op, Outcome, World};
 use leaselab_trace::Trace;
 use stateright::Model;
 
-/// The view and the model answered one step differently.
+/// The view and the model answered one statement differently.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("step {step} ({action:?}): the explorer said {said:?}, the model answered `{model}`")]
+#[error("step {step} ({action:?}): `{op}` — the explorer said `{said}`, the model answered `{model}`")]
 pub struct Disagreement {
     /// 1-based position in the path.
     pub step: usize,
     /// The action.
     pub action: Action,
+    /// The statement (or what went wrong before any).
+    pub op: String,
     /// The explorer's outcome.
-    pub said: Said,
+    pub said: String,
     /// The model's outcome.
     pub model: String,
 }
@@ -33,40 +32,6 @@ pub fn config(b: &Bounds) -> Config {
         fence: b.fence,
         lease_table: b.lease_table,
         ..Config::default()
-    }
-}
-
-fn part_name(p: u8) -> &'static str {
-    if p == 0 {
-        SUMMARY
-    } else {
-        DETAIL
-    }
-}
-
-struct Runner<'a> {
-    sys: &'a LeaseSystem,
-    w: World,
-}
-
-impl Runner<'_> {
-    fn ms(&self, ticks: u8) -> u64 {
-        ticks as u64 * self.sys.b.tick_ms
-    }
-
-    /// Runs `op` as holder `i` on its connection `kind` of this crash generation.
-    fn run(&mut self, s: &State, i: u8, kind: &str, op: Op) -> Outcome {
-        let name = leaselab_model::names::holder_name(i as usize);
-        let conn = (!kind.is_empty()).then(|| ConnId::new(format!("{name}/{kind}/{}", s.crashes)));
-        let local = Millis(self.ms(self.sys.local(s, i)));
-        self.w
-            .exec_at_local(Holder::new(&name), conn, op, local)
-            .outcome
-            .clone()
-    }
-
-    fn admin(&mut self, op: Op) -> Outcome {
-        self.w.run("admin", op)
     }
 }
 
@@ -85,199 +50,86 @@ pub fn to_trace_steps(
 ) -> Result<(Trace, Vec<usize>), Disagreement> {
     let b = &sys.b;
     let mut counts = Vec::with_capacity(actions.len());
-    let mut r = Runner {
-        sys,
-        w: World::new(config(b)),
-    };
+    let mut w = World::new(config(b));
     let mut s = sys.init_states().remove(0);
-    let scope = Scope::new(leaselab_model::names::defaults::SCOPE);
     for (k, &a) in actions.iter().enumerate() {
-        let Some((n, said)) = sys.step(&s, a) else {
+        let mut events = Vec::new();
+        let Some(n) = sys.step(&s, a, &mut |e| events.push(e)) else {
             return Err(Disagreement {
                 step: k + 1,
                 action: a,
-                said: Said::Nothing,
+                op: String::new(),
+                said: String::new(),
                 model: "(the action is not enabled in the explorer's state)".into(),
             });
         };
-        let token = |i: u8| Token(s.holders[i as usize].token as u64);
-        let mut got: Vec<Outcome> = Vec::new();
-        let want: Vec<Outcome> = match (a, said) {
-            (Action::Tick, _) => {
-                r.w.advance(b.tick_ms);
-                vec![]
-            }
-            (Action::Crash, _) => {
-                for db in DbName::ALL {
-                    got.push(r.admin(Op::Crash { db }));
-                    got.push(r.admin(Op::Restart { db }));
-                }
-                vec![Outcome::Ok; 4]
-            }
-            (Action::Acquire(i), said) => {
-                let holder = Holder::new(leaselab_model::names::holder_name(i as usize));
-                got.push(r.run(
-                    &s,
-                    i,
-                    "lease",
-                    Op::Acquire {
-                        lease: leaselab_model::LeaseName::new(
-                            leaselab_model::names::defaults::LEASE,
-                        ),
-                        holder,
-                        ttl_ms: r.ms(b.ttl),
-                    },
-                ));
-                vec![match said {
-                    Said::Granted(t, e) => Outcome::Granted {
-                        token: Token(t as u64),
-                        expires: Expiry::At(Millis(r.ms(e))),
-                    },
-                    _ => Outcome::Refused,
-                }]
-            }
-            (Action::Check(i), Said::Valid(ok)) => {
-                if s.holders[i as usize].lost {
-                    // The guard stops the job before any check: nothing reaches the history.
-                    vec![]
-                } else {
-                    let d = Millis(r.ms(s.holders[i as usize].deadline));
-                    got.push(r.run(&s, i, "", Op::Check { deadline: d }));
-                    vec![if ok { Outcome::Valid } else { Outcome::Expired }]
-                }
-            }
-            (Action::Fence(i), Said::Fence(pass)) => {
-                let mut want = Vec::new();
-                if b.fence != leaselab_model::FenceMode::CheckThenWrite {
-                    got.push(r.run(&s, i, "res", Op::Begin { db: DbName::Res }));
-                    want.push(Outcome::Ok);
-                }
-                got.push(r.run(
-                    &s,
-                    i,
-                    "res",
-                    Op::Fence {
-                        scope: scope.clone(),
-                        token: token(i),
-                    },
-                ));
-                want.push(if pass {
-                    Outcome::Passed
-                } else {
-                    Outcome::Failed
-                });
-                if !pass && b.fence != leaselab_model::FenceMode::CheckThenWrite {
-                    got.push(r.run(&s, i, "res", Op::Rollback { db: DbName::Res }));
-                    want.push(Outcome::Ok);
-                }
-                want
-            }
-            (Action::Upsert(i), Said::Upsert(ok)) => {
-                let p = match s.holders[i as usize].pc {
-                    crate::system::Pc::Fenced(p) => p,
-                    _ => 0,
-                };
-                let content = format!(
-                    "{}-t{}",
-                    leaselab_model::names::holder_name(i as usize),
-                    token(i).0
-                );
-                got.push(r.run(
-                    &s,
-                    i,
-                    "res",
-                    Op::Upsert {
-                        scope: scope.clone(),
-                        part: leaselab_model::Part::new(part_name(p)),
-                        content,
-                        token: token(i),
-                    },
-                ));
-                if b.fence == leaselab_model::FenceMode::CheckThenWrite {
-                    vec![Outcome::Accepted]
-                } else if ok {
-                    vec![Outcome::Ok]
-                } else {
-                    got.push(r.run(&s, i, "res", Op::Rollback { db: DbName::Res }));
-                    vec![Outcome::Failed, Outcome::Ok]
-                }
-            }
-            (Action::Commit(i), _) => {
-                got.push(r.run(&s, i, "res", Op::Commit { db: DbName::Res }));
-                vec![Outcome::Ok]
-            }
-            (Action::Renew(i), said) => {
-                let holder = Holder::new(leaselab_model::names::holder_name(i as usize));
-                got.push(r.run(
-                    &s,
-                    i,
-                    "renew",
-                    Op::Renew {
-                        lease: leaselab_model::LeaseName::new(
-                            leaselab_model::names::defaults::LEASE,
-                        ),
-                        holder,
-                        token: token(i),
-                        ttl_ms: r.ms(b.ttl),
-                    },
-                ));
-                match said {
-                    Said::Renewed(e) => vec![Outcome::Renewed {
-                        expires: Expiry::At(Millis(r.ms(e))),
-                    }],
-                    _ => {
-                        got.push(r.run(&s, i, "", Op::Lost));
-                        vec![Outcome::Refused, Outcome::Ok]
+        let before = w.history.events.len();
+        for e in events {
+            run_event(sys, &s, &mut w, e).map_err(|(op, said, model)| Disagreement {
+                step: k + 1,
+                action: a,
+                op,
+                said,
+                model,
+            })?;
+        }
+        counts.push(w.history.events.len() - before);
+        s = n;
+    }
+    let mut t = Trace::new(name, config(b), w.history.clone());
+    t.expect = check(&t.history).verdict();
+    Ok((t, counts))
+}
+
+/// Runs one event of a step on the model, as the holder's driver would: each statement on the
+/// holder's own connection with its own clock reading, compared with the view's answer.
+fn run_event(
+    sys: &LeaseSystem,
+    s: &State,
+    w: &mut World,
+    e: Event,
+) -> Result<(), (String, String, String)> {
+    let actor = |i: u8| Holder::new(leaselab_model::names::holder_name(i as usize));
+    let local = |i: u8| Millis(sys.local(s, i) as u64 * sys.b.tick_ms);
+    let differs = |op: &Op, said: &Outcome, got: &Outcome| {
+        (op.to_string(), said.to_string(), got.to_string())
+    };
+    match e {
+        Event::Tick => {
+            w.advance(sys.b.tick_ms);
+        }
+        Event::Crash => {
+            for db in DbName::ALL {
+                for op in [Op::Crash { db }, Op::Restart { db }] {
+                    let got = w.run("admin", op.clone());
+                    if got != Outcome::Ok {
+                        return Err(differs(&op, &Outcome::Ok, &got));
                     }
                 }
             }
-            (Action::Release(i), said) => {
-                let holder = Holder::new(leaselab_model::names::holder_name(i as usize));
-                got.push(r.run(
-                    &s,
-                    i,
-                    "lease",
-                    Op::Release {
-                        lease: leaselab_model::LeaseName::new(
-                            leaselab_model::names::defaults::LEASE,
-                        ),
-                        holder,
-                        token: token(i),
-                    },
-                ));
-                vec![if said == Said::Released {
-                    Outcome::Released
-                } else {
-                    Outcome::Refused
-                }]
-            }
-            (a, said) => {
-                return Err(Disagreement {
-                    step: k + 1,
-                    action: a,
-                    said,
-                    model: "(no statement for this outcome)".into(),
-                })
-            }
-        };
-        if got != want {
-            return Err(Disagreement {
-                step: k + 1,
-                action: a,
-                said,
-                model: got
-                    .iter()
-                    .map(|o| o.to_string())
-                    .collect::<Vec<_>>()
-                    .join(", "),
-            });
         }
-        s = n;
-        counts.push(got.len());
+        Event::Sent {
+            holder,
+            conn,
+            op,
+            outcome,
+        } => {
+            let got = w
+                .exec_at_local(actor(holder), Some(conn), op.clone(), local(holder))
+                .outcome
+                .clone();
+            if got != outcome {
+                return Err(differs(&op, &outcome, &got));
+            }
+        }
+        Event::Record { holder, op } => {
+            w.exec_at_local(actor(holder), None, op, local(holder));
+        }
+        Event::Abandon { holder, db, conn } => {
+            w.exec_at_local(actor(holder), Some(conn), Op::Disconnect { db }, local(holder));
+        }
     }
-    let mut t = Trace::new(name, config(b), r.w.history.clone());
-    t.expect = check(&t.history).verdict();
-    Ok((t, counts))
+    Ok(())
 }
 
 /// The checks the search's state at the end of `actions` says are broken, as the History
@@ -285,8 +137,8 @@ pub fn to_trace_steps(
 pub fn search_verdict(sys: &LeaseSystem, actions: &[Action]) -> Vec<leaselab_checkers::Check> {
     let mut s = sys.init_states().remove(0);
     for &a in actions {
-        match sys.step(&s, a) {
-            Some((n, _)) => s = n,
+        match sys.step(&s, a, &mut |_| {}) {
+            Some(n) => s = n,
             None => break,
         }
     }

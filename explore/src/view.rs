@@ -3,7 +3,7 @@
 //! path (the shortest counterexample) directly — stateright's own view is the `Debug` dump of
 //! the packed state, in ticks, with every slot of [`MAX_HOLDERS`](crate::system::MAX_HOLDERS).
 
-use crate::system::{Action, LeaseSystem, Pc, Said, State};
+use crate::system::{Action, Event, LeaseSystem, State, Stmt};
 use leaselab_model::names::holder_name;
 use std::fmt::Write as _;
 
@@ -12,38 +12,31 @@ impl LeaseSystem {
         ticks as u64 * self.b.tick_ms
     }
 
-    /// An action in words: `holder-a acquire`, `tick (+100 ms)`.
+    /// An action in words: `holder-a timer`, `tick (+100 ms)`.
     pub fn action_text(&self, a: Action) -> String {
         let who = |i: u8| holder_name(i as usize);
         match a {
             Action::Tick => format!("tick (+{} ms)", self.b.tick_ms),
             Action::Crash => "both databases crash and restart".into(),
-            Action::Acquire(i) => format!("{} acquire", who(i)),
-            Action::Check(i) => format!("{} local check", who(i)),
-            Action::Fence(i) => format!("{} fence", who(i)),
-            Action::Upsert(i) => format!("{} upsert", who(i)),
-            Action::Commit(i) => format!("{} commit", who(i)),
-            Action::Renew(i) => format!("{} renew", who(i)),
-            Action::Release(i) => format!("{} release", who(i)),
+            Action::Timer(i) => format!("{} timer", who(i)),
+            Action::Run(i) => format!("{} runs its next statement", who(i)),
         }
     }
 
-    /// What a step returned, in words.
-    pub fn said_text(&self, said: Said) -> String {
-        match said {
-            Said::Nothing => String::new(),
-            Said::Granted(t, e) => format!("granted token {t}, expires {} ms", self.ms(e)),
-            Said::Refused => "refused".into(),
-            Said::Renewed(e) => format!("renewed until {} ms", self.ms(e)),
-            Said::Released => "released".into(),
-            Said::Valid(true) => "valid".into(),
-            Said::Valid(false) => "expired".into(),
-            Said::Fence(true) => "passed".into(),
-            Said::Fence(false) => "failed (rolled back)".into(),
-            Said::Upsert(true) => "written".into(),
-            Said::Upsert(false) => "refused (rolled back)".into(),
-            Said::Committed => "committed".into(),
+    /// What a step did, in words: each statement sent and its answer, each client event.
+    pub fn events_text(&self, events: &[Event]) -> String {
+        let mut out = Vec::new();
+        for e in events {
+            match e {
+                Event::Tick | Event::Crash => {}
+                Event::Sent { op, outcome, .. } => out.push(format!("{op} → {outcome}")),
+                Event::Record { op, .. } => out.push(op.to_string()),
+                Event::Abandon { db, .. } => {
+                    out.push(leaselab_model::Op::Disconnect { db: *db }.to_string())
+                }
+            }
         }
+        out.join("; ")
     }
 
     /// The state in a few lines: database time, the lease row, the floor and the parts, then
@@ -74,28 +67,32 @@ impl LeaseSystem {
                 let _ = write!(out, " · {part}: {} t{t}", holder_name(w as usize));
             }
         }
-        for (i, h) in s.holders.iter().enumerate().take(self.b.holders) {
-            let at = match h.pc {
-                Pc::Idle => "idle".to_string(),
-                Pc::Check(p) => format!("next: check before part {}", p + 1),
-                Pc::Checked(p) => format!("checked, next: fence of part {}", p + 1),
-                Pc::Fenced(p) => format!("fenced, next: upsert part {}", p + 1),
-                Pc::Upserted(p) => format!("upserted part {}, next: commit", p + 1),
-                Pc::Release => "next: release".to_string(),
-                Pc::Done => "done".to_string(),
+        for (i, slot) in s.holders.iter().enumerate().take(self.b.holders) {
+            let h = &slot.h;
+            let at = match slot.pending.map(|p| p.stmt) {
+                Some(Stmt::Begin) => "checked, next: begin the write".to_string(),
+                Some(Stmt::Fence(_)) => "next: fence (waits for the floor's lock)".to_string(),
+                Some(Stmt::Upsert { part, .. }) => format!("next: upsert part {}", part + 1),
+                Some(Stmt::Commit) => "next: commit".to_string(),
+                Some(other) => format!("next: {other:?}"),
+                None if h.between_jobs() => "between jobs".to_string(),
+                None => "working".to_string(),
             };
             let _ = write!(out, "\n{}: {at}", holder_name(i));
-            if h.token > 0 {
+            if let (Some(t), Some(d)) = (h.token(), h.deadline()) {
                 let _ = write!(
                     out,
                     ", token {}, deadline {} ms by its clock (now {} ms)",
-                    h.token,
-                    self.ms(h.deadline),
+                    t,
+                    d.0,
                     self.ms(self.local(s, i as u8))
                 );
             }
-            if h.lost {
+            if h.lost() {
                 out.push_str(", lease lost");
+            }
+            if slot.cut {
+                out.push_str(", its transaction cut by the crash");
             }
         }
         if s.broken != 0 {

@@ -15,6 +15,7 @@ use crate::client::{LeaseGuard, LocalDeadline};
 use crate::history::{DbName, Op, Outcome};
 use crate::names::{ConnId, Holder, LeaseName, Part, Scope, Token};
 use crate::time::Millis;
+use std::borrow::Borrow;
 
 /// Where in the holder's code a pause can land.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -186,13 +187,104 @@ pub struct HolderState {
     job: u64,
 }
 
-/// The holder state machine: its configuration, its state, and the names of its current
-/// connections (derived from the state, cached because they go into every request).
+impl HolderState {
+    /// Between jobs until `start` on its own clock.
+    fn starting_at(start: Millis) -> Self {
+        HolderState {
+            work: Work::Idle { until: start },
+            holding: None,
+            guard: LeaseGuard::default(),
+            renew_at: None,
+            work_wait: None,
+            renew_wait: None,
+            next_req: 1,
+            gen: [0; 3],
+            job: 0,
+        }
+    }
+
+    /// The same situation with the counters that only name things set aside: the job number
+    /// (it only names the content written), the connection generations (they only name the
+    /// connections) and the request ids (only their order matters: each awaited one becomes its
+    /// distance below the next id). Two states with equal canonical forms do the same from here
+    /// on, up to those names; a search hashes this form so that they merge.
+    pub fn canonical(&self) -> HolderState {
+        let back = |req: u64| self.next_req - req;
+        HolderState {
+            work: match self.work {
+                Work::Acquiring { req, sent } => Work::Acquiring {
+                    req: back(req),
+                    sent,
+                },
+                Work::Writing { part, step, req } => Work::Writing {
+                    part,
+                    step,
+                    req: back(req),
+                },
+                Work::Releasing { req } => Work::Releasing { req: back(req) },
+                idle @ Work::Idle { .. } => idle,
+            },
+            work_wait: self.work_wait.map(|w| WorkWait {
+                req: back(w.req),
+                ..w
+            }),
+            renew_wait: self.renew_wait.map(|w| RenewWait {
+                req: back(w.req),
+                ..w
+            }),
+            next_req: 0,
+            gen: [0; 3],
+            job: 0,
+            ..*self
+        }
+    }
+
+    /// Timers that fell due before `now` are due at `now`. Every timer is compared with
+    /// `<=` the time it is asked at, and only the order of requests (not of their timeouts)
+    /// matters, so the holder does the same from `now` on; a search keeps one state instead of
+    /// one per instant a timer fell due.
+    pub fn settle(&mut self, now: Millis) {
+        if let Work::Idle { until } = &mut self.work {
+            *until = (*until).max(now);
+        }
+        if let Some(r) = &mut self.renew_at {
+            *r = (*r).max(now);
+        }
+        if let Some(w) = &mut self.work_wait {
+            w.timeout_at = w.timeout_at.max(now);
+        }
+        if let Some(w) = &mut self.renew_wait {
+            w.timeout_at = w.timeout_at.max(now);
+        }
+    }
+
+    /// Between jobs: its next timer starts a job with an acquire.
+    pub fn between_jobs(&self) -> bool {
+        matches!(self.work, Work::Idle { .. })
+    }
+
+    /// The token it believes it holds.
+    pub fn token(&self) -> Option<Token> {
+        self.holding.map(|h| h.token)
+    }
+
+    /// Its local deadline for the current holding.
+    pub fn deadline(&self) -> Option<Millis> {
+        self.holding.map(|h| h.deadline.deadline)
+    }
+
+    /// A renew of the current holding failed (seed 003's `lost`).
+    pub fn lost(&self) -> bool {
+        self.guard.is_lost()
+    }
+}
+
+/// The holder state machine: its configuration (owned, or borrowed by a search that keeps only
+/// the state) and its state.
 #[derive(Clone, Debug)]
-pub struct HolderMachine {
-    cfg: HolderCfg,
+pub struct HolderMachine<C: Borrow<HolderCfg> = HolderCfg> {
+    cfg: C,
     s: HolderState,
-    conns: [ConnId; 3],
     /// What it did.
     pub stats: HolderStats,
 }
@@ -212,28 +304,35 @@ const CONN_LEASE: usize = 0;
 const CONN_RENEW: usize = 1;
 const CONN_RES: usize = 2;
 
-impl HolderMachine {
+impl<C: Borrow<HolderCfg>> HolderMachine<C> {
     /// A holder that starts its first job at `cfg.start_ms` on its own clock.
-    pub fn new(cfg: HolderCfg) -> Self {
-        let conns = [0, 1, 2].map(|w| conn_name(&cfg.name, w, 0));
+    pub fn new(cfg: C) -> Self {
+        let start = Millis(cfg.borrow().start_ms);
+        Self::with_state(cfg, HolderState::starting_at(start))
+    }
+
+    /// A holder in state `s` (one a search kept, or one taken from [`HolderMachine::state`]).
+    pub fn with_state(cfg: C, s: HolderState) -> Self {
         HolderMachine {
-            s: HolderState {
-                work: Work::Idle {
-                    until: Millis(cfg.start_ms),
-                },
-                holding: None,
-                guard: LeaseGuard::default(),
-                renew_at: None,
-                work_wait: None,
-                renew_wait: None,
-                next_req: 1,
-                gen: [0; 3],
-                job: 0,
-            },
             cfg,
-            conns,
+            s,
             stats: HolderStats::default(),
         }
+    }
+
+    /// Its configuration.
+    pub fn cfg(&self) -> &HolderCfg {
+        self.cfg.borrow()
+    }
+
+    /// The connection its writes go out on now.
+    pub fn res_conn(&self) -> ConnId {
+        self.conn(CONN_RES)
+    }
+
+    /// The name of its current connection `which` (a new one replaces an abandoned one).
+    fn conn(&self, which: usize) -> ConnId {
+        conn_name(&self.cfg().name, which, self.s.gen[which])
     }
 
     /// Its state: everything that decides what it does next.
@@ -282,8 +381,8 @@ impl HolderMachine {
 
     /// What the current holding writes into every part: who wrote it, with which token, in
     /// which job.
-    fn content(&self, token: Token) -> String {
-        format!("{}-t{}-j{}", self.cfg.name, token, self.s.job)
+    pub fn content(&self, token: Token) -> String {
+        format!("{}-t{}-j{}", self.cfg().name, token, self.s.job)
     }
 
     fn send(&mut self, now: Millis, which: usize, op: Op, out: &mut Vec<Effect>) -> u64 {
@@ -294,7 +393,7 @@ impl HolderMachine {
         } else {
             DbName::Lease
         };
-        let timeout_at = now.plus(self.cfg.rpc_timeout_ms);
+        let timeout_at = now.plus(self.cfg().rpc_timeout_ms);
         if which == CONN_RENEW {
             self.s.renew_wait = Some(RenewWait {
                 req,
@@ -312,7 +411,7 @@ impl HolderMachine {
         out.push(Effect::Send {
             req,
             db,
-            conn: self.conns[which].clone(),
+            conn: self.conn(which),
             op,
         });
         req
@@ -354,10 +453,10 @@ impl HolderMachine {
                 self.s.renew_at = None;
                 if let (Some(h), false) = (self.s.holding, self.s.guard.is_lost()) {
                     let op = Op::Renew {
-                        lease: self.cfg.lease.clone(),
-                        holder: self.cfg.name.clone(),
+                        lease: self.cfg().lease.clone(),
+                        holder: self.cfg().name.clone(),
                         token: h.token,
-                        ttl_ms: self.cfg.ttl_ms,
+                        ttl_ms: self.cfg().ttl_ms,
                     };
                     self.send(now, CONN_RENEW, op, out);
                 }
@@ -381,10 +480,9 @@ impl HolderMachine {
         };
         out.push(Effect::Abandon {
             db,
-            conn: self.conns[which].clone(),
+            conn: self.conn(which),
         });
         self.s.gen[which] += 1;
-        self.conns[which] = conn_name(&self.cfg.name, which, self.s.gen[which]);
         // Replies on the old connection are no longer awaited.
         if which == CONN_RENEW {
             self.s.renew_wait = None;
@@ -404,9 +502,9 @@ impl HolderMachine {
     fn start_acquire(&mut self, now: Millis, out: &mut Vec<Effect>) {
         self.s.job += 1;
         let op = Op::Acquire {
-            lease: self.cfg.lease.clone(),
-            holder: self.cfg.name.clone(),
-            ttl_ms: self.cfg.ttl_ms,
+            lease: self.cfg().lease.clone(),
+            holder: self.cfg().name.clone(),
+            ttl_ms: self.cfg().ttl_ms,
         };
         // The local deadline starts from the clock read *before* sending.
         let req = self.send(now, CONN_LEASE, op, out);
@@ -418,7 +516,7 @@ impl HolderMachine {
     /// rolls it back; the job never reclaims the old holding (seed 003's LeaseGuard).
     fn abort(&mut self, now: Millis) {
         self.stats.aborts += 1;
-        self.end_job(now.plus(self.cfg.retry_ms));
+        self.end_job(now.plus(self.cfg().retry_ms));
     }
 
     /// Forgets the holding, stops renewing and waits until `until` for the next job.
@@ -448,10 +546,10 @@ impl HolderMachine {
             return;
         }
         out.push(Effect::Point(Point::AfterCheck));
-        if self.cfg.whole_writes {
+        if self.cfg().whole_writes {
             let op = Op::Write {
-                scope: self.cfg.scope.clone(),
-                part: self.cfg.parts[part].clone(),
+                scope: self.cfg().scope.clone(),
+                part: self.cfg().parts[part].clone(),
                 content: self.content(h.token),
                 token: h.token,
             };
@@ -480,13 +578,13 @@ impl HolderMachine {
             (Outcome::Renewed { .. }, Some(h)) if h.token == w.token => {
                 let deadline = h
                     .deadline
-                    .renewed(w.sent, self.cfg.ttl_ms, self.cfg.margin_ms);
+                    .renewed(w.sent, self.cfg().ttl_ms, self.cfg().margin_ms);
                 self.s.holding = Some(Holding {
                     token: w.token,
                     deadline,
                 });
                 if !self.s.guard.is_lost() {
-                    self.s.renew_at = Some(now.plus(self.cfg.renew_ms));
+                    self.s.renew_at = Some(now.plus(self.cfg().renew_ms));
                 }
             }
             (_, Some(h)) if h.token == w.token => {
@@ -509,15 +607,15 @@ impl HolderMachine {
                 Outcome::Granted { token, .. } => {
                     let deadline = LocalDeadline::from_request_start(
                         sent,
-                        self.cfg.ttl_ms,
-                        self.cfg.margin_ms,
+                        self.cfg().ttl_ms,
+                        self.cfg().margin_ms,
                     );
                     self.s.holding = Some(Holding {
                         token: *token,
                         deadline,
                     });
                     self.s.guard = LeaseGuard::default();
-                    self.s.renew_at = Some(now.plus(self.cfg.renew_ms));
+                    self.s.renew_at = Some(now.plus(self.cfg().renew_ms));
                     self.start_part(now, 0, out);
                 }
                 _ => {
@@ -525,7 +623,7 @@ impl HolderMachine {
                         self.abandon(CONN_LEASE, out);
                     }
                     self.s.work = Work::Idle {
-                        until: now.plus(self.cfg.retry_ms),
+                        until: now.plus(self.cfg().retry_ms),
                     };
                 }
             },
@@ -535,7 +633,7 @@ impl HolderMachine {
                     self.abort(now);
                     return;
                 }
-                let scope = self.cfg.scope.clone();
+                let scope = self.cfg().scope.clone();
                 let token = self.token();
                 match (step, outcome) {
                     (WStep::Begin, _) => {
@@ -545,7 +643,7 @@ impl HolderMachine {
                         out.push(Effect::Point(Point::AfterFence));
                         let op = Op::Upsert {
                             scope,
-                            part: self.cfg.parts[part].clone(),
+                            part: self.cfg().parts[part].clone(),
                             content: self.content(token),
                             token,
                         };
@@ -573,12 +671,12 @@ impl HolderMachine {
                     }
                     (WStep::Whole, Outcome::Accepted) | (WStep::Commit, _) => {
                         self.stats.commits += 1;
-                        if part + 1 < self.cfg.parts.len() {
+                        if part + 1 < self.cfg().parts.len() {
                             self.start_part(now, part + 1, out);
                         } else if let Some(h) = self.s.holding {
                             let op = Op::Release {
-                                lease: self.cfg.lease.clone(),
-                                holder: self.cfg.name.clone(),
+                                lease: self.cfg().lease.clone(),
+                                holder: self.cfg().name.clone(),
                                 token: h.token,
                             };
                             let req = self.send(now, CONN_LEASE, op, out);
@@ -593,7 +691,7 @@ impl HolderMachine {
                     self.abandon(CONN_LEASE, out);
                 }
                 self.stats.jobs += 1;
-                self.end_job(now.plus(self.cfg.job_gap_ms));
+                self.end_job(now.plus(self.cfg().job_gap_ms));
             }
             _ => {}
         }
