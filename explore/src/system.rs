@@ -34,7 +34,6 @@ use leaselab_model::{
 };
 use stateright::{Model, Property};
 
-
 /// The most holders a state has room for.
 pub const MAX_HOLDERS: usize = 3;
 
@@ -266,7 +265,6 @@ pub const SOMETIMES: [(Sometimes, u8); 4] = [
     (Sometimes::DbRestart, 8),
 ];
 
-
 /// One step.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Action {
@@ -406,6 +404,21 @@ fn cfgs(b: &Bounds) -> Vec<HolderCfg> {
             whole_writes: false,
         })
         .collect()
+}
+
+/// Where a step's events go: nowhere for the search.
+struct Log<'a>(Option<&'a mut dyn FnMut(Event)>);
+
+impl Log<'_> {
+    fn on(&self) -> bool {
+        self.0.is_some()
+    }
+
+    fn push(&mut self, e: Event) {
+        if let Some(f) = &mut self.0 {
+            f(e);
+        }
+    }
 }
 
 impl Stmt {
@@ -566,7 +579,10 @@ impl LeaseSystem {
     /// that changes nothing is a job starting while the lease is held and unexpired: the
     /// acquire is refused and the holder is where it was, up to its counters.)
     pub fn enabled(&self, s: &State, a: Action) -> bool {
-        let held = || s.lease.is_some_and(|r| r.expires.is_some_and(|e| e > s.now));
+        let held = || {
+            s.lease
+                .is_some_and(|r| r.expires.is_some_and(|e| e > s.now))
+        };
         self.can_take(s, a)
             && match a {
                 Action::Timer(i) => !(s.holders[i as usize].h.between_jobs() && held()),
@@ -576,6 +592,10 @@ impl LeaseSystem {
 
     /// Runs `a` on `s`: the next state. `log` is told every event of the step.
     pub fn step(&self, s: &State, a: Action, log: &mut dyn FnMut(Event)) -> Option<State> {
+        self.step_logged(s, a, &mut Log(Some(log)))
+    }
+
+    fn step_logged(&self, s: &State, a: Action, log: &mut Log<'_>) -> Option<State> {
         if !self.can_take(s, a) {
             return None;
         }
@@ -589,7 +609,7 @@ impl LeaseSystem {
                 if n.holders.iter().take(b.holders).any(after_check) {
                     n.seen |= 4;
                 }
-                log(Event::Tick);
+                log.push(Event::Tick);
             }
             Action::Crash => {
                 n.crashes += 1;
@@ -605,7 +625,7 @@ impl LeaseSystem {
                     x.cut |= x.txn;
                     x.txn = false;
                 }
-                log(Event::Crash);
+                log.push(Event::Crash);
             }
             Action::Timer(i) => {
                 let mut m = self.machine(i, s.holders[i as usize].h);
@@ -629,12 +649,12 @@ impl LeaseSystem {
     /// Carries out holder `i`'s effects, in order: a statement runs on the view and its reply
     /// goes straight back to the holder (whose new effects follow the rest), unless it follows
     /// a code point or would wait for a lock — then it is deferred.
-    fn carry(&self, n: &mut State, i: u8, effects: Vec<Effect>, log: &mut dyn FnMut(Event)) {
+    fn carry(&self, n: &mut State, i: u8, effects: Vec<Effect>, log: &mut Log<'_>) {
         let mut queue = std::collections::VecDeque::from(effects);
         let mut after_point = false;
         while let Some(e) = queue.pop_front() {
             match e {
-                Effect::Record(op) => log(Event::Record { holder: i, op }),
+                Effect::Record(op) => log.push(Event::Record { holder: i, op }),
                 Effect::Point(_) => after_point = true,
                 Effect::Abandon { db, conn } => {
                     if db == DbName::Res {
@@ -642,7 +662,11 @@ impl LeaseSystem {
                         self.end_txn(n, i, false);
                         n.holders[i as usize].cut = false;
                     }
-                    log(Event::Abandon { holder: i, db, conn });
+                    log.push(Event::Abandon {
+                        holder: i,
+                        db,
+                        conn,
+                    });
                 }
                 Effect::Send { req, op, conn, .. } => {
                     let stmt = Stmt::of(&op, self.cfg(i));
@@ -655,7 +679,7 @@ impl LeaseSystem {
                     let mut more = Vec::new();
                     m.on_reply(self.local_ms(n, i), req, &outcome, &mut more);
                     n.holders[i as usize].h = *m.state();
-                    log(Event::Sent {
+                    log.push(Event::Sent {
                         holder: i,
                         conn,
                         op,
@@ -668,20 +692,25 @@ impl LeaseSystem {
     }
 
     /// Runs a deferred statement and hands its reply to the holder.
-    fn answer_and_reply(&self, n: &mut State, i: u8, p: Pending, log: &mut dyn FnMut(Event)) {
-        let m = self.machine(i, n.holders[i as usize].h);
-        let sent = (m.res_conn(), p.stmt.op(&m));
+    fn answer_and_reply(&self, n: &mut State, i: u8, p: Pending, log: &mut Log<'_>) {
+        // The statement in full only for a log: a search does not need it.
+        let sent = log.on().then(|| {
+            let mut m = self.machine(i, n.holders[i as usize].h);
+            (m.res_conn(), p.stmt.op(&m))
+        });
         let outcome = self.answer(n, i, p.stmt);
         let mut m = self.machine(i, n.holders[i as usize].h);
         let mut more = Vec::new();
         m.on_reply(self.local_ms(n, i), p.req, &outcome, &mut more);
         n.holders[i as usize].h = *m.state();
-        log(Event::Sent {
-            holder: i,
-            conn: sent.0,
-            op: sent.1,
-            outcome,
-        });
+        if let Some((conn, op)) = sent {
+            log.push(Event::Sent {
+                holder: i,
+                conn,
+                op,
+                outcome,
+            });
+        }
         self.carry(n, i, more, log);
     }
 
@@ -749,8 +778,14 @@ impl LeaseSystem {
                 None => Outcome::Refused,
             },
             Stmt::Renew(t) => {
-                match rules::renew(row.as_ref(), name, Token(t as u64), ms(b, b.ttl), now, false)
-                {
+                match rules::renew(
+                    row.as_ref(),
+                    name,
+                    Token(t as u64),
+                    ms(b, b.ttl),
+                    now,
+                    false,
+                ) {
                     Some(r) => {
                         n.lease = Some(self.compact(&r, i));
                         Outcome::Renewed {
@@ -908,7 +943,7 @@ impl Model for LeaseSystem {
     }
 
     fn next_state(&self, s: &State, a: Action) -> Option<State> {
-        self.step(s, a, &mut |_| {})
+        self.step_logged(s, a, &mut Log(None))
     }
 
     fn format_action(&self, a: &Action) -> String {

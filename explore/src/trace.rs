@@ -12,7 +12,9 @@ use stateright::Model;
 
 /// The view and the model answered one statement differently.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("step {step} ({action:?}): `{op}` — the explorer said `{said}`, the model answered `{model}`")]
+#[error(
+    "step {step} ({action:?}): `{op}` — the explorer said `{said}`, the model answered `{model}`"
+)]
 pub struct Disagreement {
     /// 1-based position in the path.
     pub step: usize,
@@ -126,7 +128,12 @@ fn run_event(
             w.exec_at_local(actor(holder), None, op, local(holder));
         }
         Event::Abandon { holder, db, conn } => {
-            w.exec_at_local(actor(holder), Some(conn), Op::Disconnect { db }, local(holder));
+            w.exec_at_local(
+                actor(holder),
+                Some(conn),
+                Op::Disconnect { db },
+                local(holder),
+            );
         }
     }
     Ok(())

@@ -289,7 +289,12 @@ fn after_a_crash_the_holder_writes_on_a_new_connection() {
         ..Bounds::default()
     };
     let sys = LeaseSystem::new(b);
-    let mut path = vec![Action::Timer(0), Action::Run(0), Action::Crash, Action::Run(0)];
+    let mut path = vec![
+        Action::Timer(0),
+        Action::Run(0),
+        Action::Crash,
+        Action::Run(0),
+    ];
     // The lease it still holds expires; the next job acquires it again and begins a write.
     path.extend([Action::Tick; 15]);
     path.extend([Action::Timer(0), Action::Run(0)]);
@@ -298,11 +303,25 @@ fn after_a_crash_the_holder_writes_on_a_new_connection() {
         .history
         .events
         .iter()
-        .filter(|e| e.conn.as_ref().is_some_and(|c| c.as_str().contains("/res/")))
-        .map(|e| format!("{} {} {}", e.conn.as_ref().map_or("", |c| c.as_str()), e.op, e.outcome))
+        .filter(|e| {
+            e.conn
+                .as_ref()
+                .is_some_and(|c| c.as_str().contains("/res/"))
+        })
+        .map(|e| {
+            format!(
+                "{} {} {}",
+                e.conn.as_ref().map_or("", |c| c.as_str()),
+                e.op,
+                e.outcome
+            )
+        })
         .collect();
     assert_eq!(res.len(), 6, "{}", t.to_text());
-    assert!(res[2].contains("holder-a/res/0") && res[2].contains("conn-lost"), "{res:?}");
+    assert!(
+        res[2].contains("holder-a/res/0") && res[2].contains("conn-lost"),
+        "{res:?}"
+    );
     assert!(res[3].starts_with("holder-a/res/0 disconnect"), "{res:?}");
     assert!(res[4].starts_with("holder-a/res/1 begin"), "{res:?}");
 }
@@ -325,7 +344,10 @@ fn a_takeover_is_another_holders_grant() {
     ] {
         s = sys.next_state(&s, a).expect("enabled");
     }
-    assert!(s.lease.is_some_and(|r| r.expires.is_none()), "released: {s:?}");
+    assert!(
+        s.lease.is_some_and(|r| r.expires.is_none()),
+        "released: {s:?}"
+    );
     let own = sys.next_state(&s, Action::Timer(0)).expect("acquire");
     let other = sys.next_state(&s, Action::Timer(1)).expect("acquire");
     assert_eq!(own.seen & 2, 0, "holder-a taking its own lease again");

@@ -285,6 +285,9 @@ impl HolderState {
 pub struct HolderMachine<C: Borrow<HolderCfg> = HolderCfg> {
     cfg: C,
     s: HolderState,
+    /// Connection names made so far, by the generation they were made for (a name goes into
+    /// every request; the state keeps only the generation).
+    conns: [Option<(u32, ConnId)>; 3],
     /// What it did.
     pub stats: HolderStats,
 }
@@ -296,8 +299,20 @@ enum Wait {
 }
 
 fn conn_name(holder: &Holder, which: usize, gen: u32) -> ConnId {
+    // A search makes a machine for every step, so this runs for most requests it sends:
+    // written out by hand, which costs a fifth of `format!`'s machinery.
     let kind = ["lease", "renew", "res"][which];
-    ConnId::new(format!("{holder}/{kind}/{gen}"))
+    let h = holder.as_str();
+    let mut s = String::with_capacity(h.len() + kind.len() + 12);
+    s.push_str(h);
+    s.push('/');
+    s.push_str(kind);
+    s.push('/');
+    match u8::try_from(gen) {
+        Ok(g) if g < 10 => s.push(char::from(b'0' + g)),
+        _ => s.push_str(&gen.to_string()),
+    }
+    ConnId::new(s)
 }
 
 const CONN_LEASE: usize = 0;
@@ -316,6 +331,7 @@ impl<C: Borrow<HolderCfg>> HolderMachine<C> {
         HolderMachine {
             cfg,
             s,
+            conns: [None, None, None],
             stats: HolderStats::default(),
         }
     }
@@ -326,13 +342,21 @@ impl<C: Borrow<HolderCfg>> HolderMachine<C> {
     }
 
     /// The connection its writes go out on now.
-    pub fn res_conn(&self) -> ConnId {
+    pub fn res_conn(&mut self) -> ConnId {
         self.conn(CONN_RES)
     }
 
     /// The name of its current connection `which` (a new one replaces an abandoned one).
-    fn conn(&self, which: usize) -> ConnId {
-        conn_name(&self.cfg().name, which, self.s.gen[which])
+    fn conn(&mut self, which: usize) -> ConnId {
+        let gen = self.s.gen[which];
+        match &self.conns[which] {
+            Some((g, c)) if *g == gen => c.clone(),
+            _ => {
+                let c = conn_name(&self.cfg().name, which, gen);
+                self.conns[which] = Some((gen, c.clone()));
+                c
+            }
+        }
     }
 
     /// Its state: everything that decides what it does next.
