@@ -9,9 +9,9 @@ use leaselab_explore::system::{Action, Bounds};
 use leaselab_model::{FenceMode, LeaseDurability};
 
 /// Distinct states of the scope fence, 2 holders, 16 ticks, with the crash action.
-const STATES_SCOPE_16_CRASH: usize = 1_096_556;
+const STATES_SCOPE_16_CRASH: usize = 192_476;
 /// Distinct states of 3 holders over 5 ticks, with and without symmetry reduction.
-const STATES_3_HOLDERS_5_TICKS: (usize, usize) = (13_083, 63_366);
+const STATES_3_HOLDERS_5_TICKS: (usize, usize) = (5_685, 27_366);
 
 fn search(b: Bounds, order: Order, symmetry: bool) -> Found {
     run(&Options {
