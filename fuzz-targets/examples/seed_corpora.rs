@@ -5,8 +5,9 @@
 //!   proptest's counterexamples, the differential's shrunk schedules, the legacy files);
 //! - `model_ops`: the proptest counterexamples kept in `traces/proptest-*.trace` (their titles
 //!   list the holder steps) under their own configuration and the correct one, and the lab's
-//!   main experiment told as holder steps (one-shot and step-wise, with a publish, a crash and
-//!   a disconnect while waiting) under every fence mode;
+//!   main experiment told as holder steps (with publishes), and a write that waits on another's
+//!   transaction until its request times out and its connection is dropped, with crashes of
+//!   both databases, under every fence mode;
 //! - `model_vs_threaded`: the lab's lease cases (takeover after a pause, renewal that finds the
 //!   lease lost, release) under each store mode;
 //! - `sim_plan`: the fault plans the simulation draws for seeds 0–31 (with this target's phase
@@ -28,7 +29,7 @@ fn write(dir: &Path, name: &str, bytes: &[u8]) {
     }
 }
 
-/// `[Acquire(1), Crash(Lease), Write(0, 1)]` → steps; `None` for anything else.
+/// `[Timer(1), Crash(Lease), Run(0)]` → steps; `None` for anything else.
 fn steps_of(title: &str) -> Option<Vec<Step>> {
     let list = title.split_once('[')?.1.strip_suffix(']')?;
     let mut v = Vec::new();
@@ -38,10 +39,8 @@ fn steps_of(title: &str) -> Option<Vec<Step>> {
         let n: Vec<usize> = args.split(", ").filter_map(|a| a.parse().ok()).collect();
         let a = |i: usize| n.get(i).copied();
         v.push(match name {
-            "Acquire" => Step::Acquire(a(0)?),
-            "Renew" => Step::Renew(a(0)?),
-            "Release" => Step::Release(a(0)?),
-            "Write" => Step::Write(a(0)?, a(1)?),
+            "Timer" => Step::Timer(a(0)?),
+            "Run" => Step::Run(a(0)?),
             "Advance" => Step::Advance(a(0)? as u64),
             "Pause" => Step::Pause(a(0)?),
             "Resume" => Step::Resume(a(0)?),
@@ -50,13 +49,6 @@ fn steps_of(title: &str) -> Option<Vec<Step>> {
             } else {
                 DbName::Res
             }),
-            "Begin" => Step::Begin(a(0)?),
-            "Fence" => Step::Fence(a(0)?),
-            "Upsert" => Step::Upsert(a(0)?, a(1)?),
-            "Commit" => Step::Commit(a(0)?),
-            "Rollback" => Step::Rollback(a(0)?),
-            "Await" => Step::Await(a(0)?),
-            "Disconnect" => Step::Disconnect(a(0)?),
             "Publish" => Step::Publish(a(0)?),
             "ReadPart" => Step::ReadPart(a(0)?),
             _ => return None,
@@ -127,7 +119,7 @@ fn main() {
                     let holders = steps
                         .iter()
                         .filter_map(|s| match s {
-                            Step::Acquire(h) | Step::Write(h, _) => Some(*h + 1),
+                            Step::Timer(h) | Step::Run(h) => Some(*h + 1),
                             _ => None,
                         })
                         .max()
@@ -150,46 +142,49 @@ fn main() {
             }
         }
     }
-    // The lab's main experiment as holder steps: a takes the lease and stops, b takes over and
-    // writes, a wakes and writes with its old token — one-shot, then step-wise with b's fence
-    // waiting on a's transaction and b's client disconnecting.
-    let one_shot = vec![
-        Step::Acquire(0),
-        Step::Write(0, 0),
+    // The lab's main experiment as holder steps: a passes its check and stops before its
+    // write, its lease expires, b takes over and writes both parts (in one `write` each) and
+    // publishes, a wakes (its overdue renew refused) and writes with its old token, statement
+    // by statement. Then a write that waits: a's transaction holds the floor, c's fence waits
+    // on it until c's request times out and c disconnects while waiting; crashes of both
+    // databases with jobs under way.
+    let f5 = vec![
+        Step::Timer(0),
         Step::Pause(0),
         Step::Advance(1500),
-        Step::Acquire(1),
-        Step::Write(1, 0),
-        Step::Write(1, 1),
+        Step::Timer(1),
+        Step::Run(1),
+        Step::Run(1),
         Step::Publish(1),
         Step::Resume(0),
-        Step::Write(0, 1),
+        Step::Timer(0),
+        Step::Run(0),
+        Step::Run(0),
+        Step::Run(0),
         Step::Publish(0),
         Step::ReadPart(0),
         Step::ReadPart(1),
     ];
-    let step_wise = vec![
-        Step::Acquire(0),
-        Step::Begin(0),
-        Step::Fence(0),
-        Step::Upsert(0, 0),
+    let lock_wait = vec![
+        Step::Timer(0),
+        Step::Run(0),
+        Step::Run(0),
         Step::Advance(1500),
-        Step::Acquire(1),
-        Step::Begin(1),
-        Step::Fence(1),
-        Step::Commit(0),
-        Step::Await(1),
-        Step::Upsert(1, 1),
-        Step::Disconnect(1),
+        Step::Timer(2),
+        Step::Run(2),
+        Step::Advance(1000),
+        Step::Timer(2),
+        Step::Run(0),
         Step::Crash(DbName::Lease),
-        Step::Acquire(1),
-        Step::Write(1, 0),
+        Step::Timer(1),
+        Step::Run(1),
         Step::Crash(DbName::Res),
-        Step::Renew(1),
-        Step::Release(1),
+        Step::Run(1),
+        Step::Timer(1),
+        Step::Run(1),
     ];
     for (i, fence) in FenceMode::ALL.iter().enumerate() {
-        for (what, steps) in [("one-shot", &one_shot), ("step-wise", &step_wise)] {
+        for (what, steps) in [("f5", &f5), ("lock-wait", &lock_wait)] {
             let c = Config {
                 fence: *fence,
                 lease_table: LeaseDurability::Logged,

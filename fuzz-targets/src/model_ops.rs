@@ -1,6 +1,7 @@
-//! `model_ops`: bytes → a configuration and a holder schedule of 2–4 holders
-//! ([`leaselab_gen::holders`]: acquire, renew, release, one-shot and step-wise writes,
-//! publishes, clock advances, pauses, disconnects, crashes) → the model and every checker.
+//! `model_ops`: bytes → a configuration and a holder schedule of 2–4 holders, each the one
+//! holder every driver runs ([`leaselab_gen::holders`]: its timers firing, its statements going
+//! on, clock advances, pauses, crashes, publishes with a holder's token, reads) → the model and
+//! every checker.
 //!
 //! Under the correct configuration (the scope fence, a logged lease table, versioned
 //! publishes, no renew after expiry) a violation of any check is a finding; under every other
@@ -67,25 +68,16 @@ pub fn must_hold(c: &Config) -> bool {
 const DBS: [DbName; 2] = [DbName::Lease, DbName::Res];
 
 fn step(u: &mut Unstructured<'_>) -> arbitrary::Result<Step> {
-    let tag = pick(u, 17)?;
+    let tag = pick(u, 8)?;
     let mut b = || byte(u).map(usize::from);
     Ok(match tag {
-        0 => Step::Acquire(b()?),
-        1 => Step::Renew(b()?),
-        2 => Step::Release(b()?),
-        3 => Step::Write(b()?, b()?),
-        4 => Step::Advance(wide(u)? % (MAX_ADVANCE_MS + 1)),
-        5 => Step::Pause(b()?),
-        6 => Step::Resume(b()?),
-        7 => Step::Crash(DBS[pick(u, 2)?]),
-        8 => Step::Begin(b()?),
-        9 => Step::Fence(b()?),
-        10 => Step::Upsert(b()?, b()?),
-        11 => Step::Commit(b()?),
-        12 => Step::Rollback(b()?),
-        13 => Step::Await(b()?),
-        14 => Step::Disconnect(b()?),
-        15 => Step::Publish(b()?),
+        0 => Step::Timer(b()?),
+        1 => Step::Run(b()?),
+        2 => Step::Advance(wide(u)? % (MAX_ADVANCE_MS + 1)),
+        3 => Step::Pause(b()?),
+        4 => Step::Resume(b()?),
+        5 => Step::Crash(DBS[pick(u, 2)?]),
+        6 => Step::Publish(b()?),
         _ => Step::ReadPart(b()?),
     })
 }
@@ -113,26 +105,17 @@ pub fn encode(input: &Input) -> Vec<u8> {
         let b = |x: usize| (x % 256) as u8;
         let db = |d: DbName| u8::from(d == DbName::Res);
         match *st {
-            Step::Acquire(h) => v.extend([0, b(h)]),
-            Step::Renew(h) => v.extend([1, b(h)]),
-            Step::Release(h) => v.extend([2, b(h)]),
-            Step::Write(h, p) => v.extend([3, b(h), b(p)]),
+            Step::Timer(h) => v.extend([0, b(h)]),
+            Step::Run(h) => v.extend([1, b(h)]),
             Step::Advance(ms) => {
-                v.push(4);
+                v.push(2);
                 v.extend(wide_bytes(ms.min(MAX_ADVANCE_MS)));
             }
-            Step::Pause(h) => v.extend([5, b(h)]),
-            Step::Resume(h) => v.extend([6, b(h)]),
-            Step::Crash(d) => v.extend([7, db(d)]),
-            Step::Begin(s) => v.extend([8, b(s)]),
-            Step::Fence(s) => v.extend([9, b(s)]),
-            Step::Upsert(s, p) => v.extend([10, b(s), b(p)]),
-            Step::Commit(s) => v.extend([11, b(s)]),
-            Step::Rollback(s) => v.extend([12, b(s)]),
-            Step::Await(s) => v.extend([13, b(s)]),
-            Step::Disconnect(s) => v.extend([14, b(s)]),
-            Step::Publish(h) => v.extend([15, b(h)]),
-            Step::ReadPart(p) => v.extend([16, b(p)]),
+            Step::Pause(h) => v.extend([3, b(h)]),
+            Step::Resume(h) => v.extend([4, b(h)]),
+            Step::Crash(d) => v.extend([5, db(d)]),
+            Step::Publish(h) => v.extend([6, b(h)]),
+            Step::ReadPart(p) => v.extend([7, b(p)]),
         }
     }
     v

@@ -87,15 +87,20 @@ fn every_target_has_a_corpus_and_a_binary() {
     }
 }
 
+/// holder-a passes its local check and stops before its write; its lease expires; holder-b
+/// takes over and writes a part (in one `write`); holder-a resumes and writes with its old
+/// token, statement by statement.
 fn f5_like() -> Vec<Step> {
     vec![
-        Step::Acquire(0),
+        Step::Timer(0),
         Step::Pause(0),
         Step::Advance(1500),
-        Step::Acquire(1),
-        Step::Write(1, 0),
+        Step::Timer(1),
+        Step::Run(1),
         Step::Resume(0),
-        Step::Write(0, 0),
+        Step::Run(0),
+        Step::Run(0),
+        Step::Run(0),
     ]
 }
 
@@ -105,11 +110,13 @@ fn model_ops_decodes_what_it_encodes() {
         config: 7,
         holders: 3,
         steps: vec![
-            Step::Acquire(2),
+            Step::Timer(2),
             Step::Advance(4000),
             Step::Crash(leaselab_model::DbName::Res),
-            Step::Disconnect(1),
-            Step::Upsert(2, 1),
+            Step::Run(1),
+            Step::Pause(2),
+            Step::Resume(2),
+            Step::Publish(0),
             Step::ReadPart(1),
         ],
     };

@@ -1,16 +1,24 @@
-//! Holder-level schedules: 2–4 holders that run the source's client code step by step (acquire,
-//! renew, release, one-shot and step-wise fenced writes, publishes, pauses, clock advances,
-//! crashes, disconnects), believing the token they were last granted. proptest draws them
+//! Holder-level schedules: 2–4 holders — each the one holder every driver runs
+//! ([`leaselab_model::holder`]) — on one model [`World`], and the steps a scheduler, the world
+//! and other clients take between them: a holder's due timers fire, a holder's next statement
+//! goes on, the clock advances, a holder pauses and resumes, a database crashes, someone
+//! publishes the report with a holder's token or reads a part. proptest draws them
 //! ([`steps`]); the fuzz target `model_ops` decodes them from bytes; both run them through one
 //! [`Harness`], so a schedule means the same thing to both.
 //!
-//! Unlike [`crate::Schedule`], which issues any statement the trace format allows, a holder
-//! schedule only does what the design's client does. Under the correct configuration (the scope
-//! fence, a logged lease table, versioned publishes) no such schedule may violate a check.
+//! A statement a holder sends right after one of its code points waits for the holder's next
+//! [`Step::Run`], so that the clock can advance right there (between its local check and its
+//! write: F4); every other statement is sent at once. A statement that blocks on a row lock
+//! waits in the server, and a later `Run` collects its result once it has one. holder-b writes
+//! each part in one `write` (as a user's lease spec does), the others statement by statement, so
+//! both kinds of write meet in every schedule. Under the correct configuration (the scope fence,
+//! a logged lease table, versioned publishes) no schedule may violate a check.
 
+use leaselab_model::holder::{Effect, HolderCfg, HolderMachine};
 use leaselab_model::names::{defaults, holder_name as holder};
-use leaselab_model::Reason;
-use leaselab_model::{Config, DbName, Op, Outcome, World};
+use leaselab_model::{
+    Config, ConnId, DbName, Holder, LeaseName, Op, Outcome, Part, Reason, Scope, World,
+};
 #[cfg(feature = "strategies")]
 use proptest::prelude::*;
 
@@ -20,45 +28,26 @@ pub const TTL: u64 = defaults::TTL_MS;
 /// The parts holders write.
 pub const PARTS: [&str; 2] = [defaults::SUMMARY, defaults::DETAIL];
 
-/// Step-wise write sessions (session `s` belongs to holder `s % holders`).
-const SESSIONS: usize = 3;
-
-/// One step of a holder schedule. Holder and session indices are taken modulo the schedule's
-/// counts by [`Harness::apply`]; a step that the client's code would not take in its state
-/// (renewing with no token, committing a session that waits) does nothing.
+/// One step of a holder schedule. Holder and part indices are taken modulo the schedule's
+/// counts by [`Harness::apply`]; a step with nothing to do (a holder with no timer due, no
+/// statement to run, or paused) does nothing.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Step {
-    /// Holder acquires the lease.
-    Acquire(usize),
-    /// Holder renews with the token it believes it holds.
-    Renew(usize),
-    /// Holder releases.
-    Release(usize),
-    /// Holder writes part `.1` in one fenced write.
-    Write(usize, usize),
+    /// The holder's due timers fire: a job starts with an acquire, the renewer renews, a
+    /// request unanswered for too long is abandoned.
+    Timer(usize),
+    /// The holder's statement held at a code point is sent, or the result of its statement that
+    /// waited on a row lock is collected.
+    Run(usize),
     /// The clock advances, ms.
     Advance(u64),
-    /// Holder stops (GC, SIGSTOP): it uses no token until resumed.
+    /// The holder stops (GC, SIGSTOP): neither its job nor its renewer moves until it resumes.
     Pause(usize),
-    /// Holder resumes.
+    /// The holder resumes.
     Resume(usize),
     /// A database crashes and restarts.
     Crash(DbName),
-    /// Session begins a resource transaction.
-    Begin(usize),
-    /// Session runs the fence statement with its holder's token.
-    Fence(usize),
-    /// Session upserts part `.1` after a passed fence.
-    Upsert(usize, usize),
-    /// Session commits.
-    Commit(usize),
-    /// Session rolls back.
-    Rollback(usize),
-    /// Session collects the outcome of its waiting statement.
-    Await(usize),
-    /// Session's client closes its socket (idle, in a transaction or while waiting).
-    Disconnect(usize),
-    /// Holder publishes the report with its token.
+    /// Someone publishes the report with the token the holder believes it holds.
     Publish(usize),
     /// Someone reads part `.0`.
     ReadPart(usize),
@@ -67,224 +56,319 @@ pub enum Step {
 #[cfg(feature = "strategies")]
 fn step(holders: usize) -> impl Strategy<Value = Step> {
     let h = 0..holders;
-    let s = 0..SESSIONS;
-    let p = 0..PARTS.len();
     prop_oneof![
-        3 => h.clone().prop_map(Step::Acquire),
-        2 => h.clone().prop_map(Step::Renew),
-        1 => h.clone().prop_map(Step::Release),
-        3 => (h.clone(), p.clone()).prop_map(|(h, p)| Step::Write(h, p)),
+        4 => h.clone().prop_map(Step::Timer),
+        6 => h.clone().prop_map(Step::Run),
         3 => prop_oneof![Just(1u64), Just(100), Just(400), Just(1500), Just(3000)].prop_map(Step::Advance),
         1 => h.clone().prop_map(Step::Pause),
         1 => h.clone().prop_map(Step::Resume),
         1 => prop_oneof![Just(DbName::Lease), Just(DbName::Res)].prop_map(Step::Crash),
-        1 => s.clone().prop_map(Step::Begin),
-        1 => s.clone().prop_map(Step::Fence),
-        1 => (s.clone(), p.clone()).prop_map(|(s, p)| Step::Upsert(s, p)),
-        1 => s.clone().prop_map(Step::Commit),
-        1 => s.clone().prop_map(Step::Rollback),
-        1 => s.clone().prop_map(Step::Await),
-        1 => h.clone().prop_map(Step::Publish),
-        1 => p.prop_map(Step::ReadPart),
+        1 => h.prop_map(Step::Publish),
+        1 => (0..PARTS.len()).prop_map(Step::ReadPart),
     ]
 }
 
-/// 2–4 holders and 1–39 steps. (`Disconnect` is not drawn here, so the shrunk lengths the
-/// negative-control tests assert stay those measured; the fuzz target draws it.)
+/// 2–4 holders and 1–59 steps.
 #[cfg(feature = "strategies")]
 pub fn steps() -> impl Strategy<Value = (usize, Vec<Step>)> {
-    (2..=4usize).prop_flat_map(|h| (Just(h), proptest::collection::vec(step(h), 1..40)))
+    (2..=4usize).prop_flat_map(|h| (Just(h), proptest::collection::vec(step(h), 1..60)))
 }
 
-/// Where a step-wise session is in its own code. Sessions interleave in any order, but each one
-/// follows the client's code: begin, fence, upsert only after a passed fence (with the token the
-/// fence carried), commit — or roll back. An upsert with no fence in its transaction would be a
-/// client bypassing the fence (the source's "writing the table around ReportStore"), which no
-/// resource-side check can stop; it is not a schedule of the design.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Sess {
-    Idle,
-    Begun,
-    FencePending(u64),
-    Fenced(u64),
-    UpsertPending(u64),
-    Written(u64),
-    Failed,
+/// Holder `i`'s configuration: the sources' TTL, renew period and margin; a request unanswered
+/// for a second is abandoned; a refused or ended job starts again as soon as its timer fires.
+fn cfg(i: usize) -> HolderCfg {
+    HolderCfg {
+        name: Holder::new(holder(i)),
+        lease: LeaseName::new(defaults::LEASE),
+        scope: Scope::new(defaults::SCOPE),
+        parts: PARTS.iter().map(|p| Part::new(*p)).collect(),
+        ttl_ms: TTL,
+        renew_ms: defaults::RENEW_MS,
+        margin_ms: defaults::MARGIN_MS,
+        rpc_timeout_ms: 1000,
+        retry_ms: 0,
+        job_gap_ms: 0,
+        start_ms: 0,
+        whole_writes: i == 1,
+    }
 }
 
-/// The client side around a model [`World`]: what each holder believes its token is (stale
-/// after expiry — that is how stale writes happen), who is paused, and where each session is.
+/// A request of a holder on its way: held at a code point, or waiting in the server.
+#[derive(Clone, Debug)]
+struct Request {
+    req: u64,
+    db: DbName,
+    conn: ConnId,
+}
+
+/// One holder and what the harness carries for it.
+struct Driven {
+    m: HolderMachine,
+    /// Sent right after a code point: goes out at the holder's next `Run`.
+    held: Option<(Request, Op)>,
+    /// Blocked on a row lock in the server, oldest first.
+    waiting: Vec<Request>,
+    paused: bool,
+}
+
+/// The holders around a model [`World`]: each one's machine, its statement held at a code
+/// point, its statements waiting in the server, and whether it is paused.
 pub struct Harness {
     /// The databases and the history so far.
     pub w: World,
-    holders: usize,
-    believed: Vec<Option<u64>>,
-    paused: Vec<bool>,
-    sessions: [Sess; SESSIONS],
+    hs: Vec<Driven>,
 }
 
 impl Harness {
     /// `holders` holders (at least 1) on a fresh world with `config`.
     pub fn new(config: Config, holders: usize) -> Self {
-        let holders = holders.max(1);
         Harness {
             w: World::new(config),
-            holders,
-            believed: vec![None; holders],
-            paused: vec![false; holders],
-            sessions: [Sess::Idle; SESSIONS],
+            hs: (0..holders.max(1))
+                .map(|i| Driven {
+                    m: HolderMachine::new(cfg(i)),
+                    held: None,
+                    waiting: Vec::new(),
+                    paused: false,
+                })
+                .collect(),
         }
     }
 
-    /// Session `s` belongs to holder `s % holders` and is its second connection.
-    fn session(&self, s: usize) -> (String, String) {
-        let a = holder(s % self.holders);
-        let c = format!("{a}/tx{s}");
-        (a, c)
+    fn name(&self, h: usize) -> Holder {
+        self.hs[h].m.cfg().name.clone()
     }
 
-    fn token(&self, h: usize) -> Option<u64> {
-        if self.paused[h] {
-            None
+    /// Runs `op` as holder `h` (on its own clock, which is the world's).
+    fn exec(&mut self, h: usize, conn: Option<ConnId>, op: Op) -> Outcome {
+        let name = self.name(h);
+        self.w.exec(name, conn, op).outcome.clone()
+    }
+
+    /// Sends a request of holder `h`: a blocked one waits in the server, any other answer goes
+    /// straight back to the holder.
+    fn send(&mut self, h: usize, r: Request, op: Op) {
+        let outcome = self.exec(h, Some(r.conn.clone()), op);
+        if outcome == Outcome::Blocked {
+            self.hs[h].waiting.push(r);
         } else {
-            self.believed[h]
+            self.reply(h, r.req, &outcome);
         }
     }
 
-    /// Runs one step as the holders' client code would.
+    fn reply(&mut self, h: usize, req: u64, outcome: &Outcome) {
+        let mut effects = Vec::new();
+        let now = self.w.now();
+        self.hs[h].m.on_reply(now, req, outcome, &mut effects);
+        self.carry(h, effects);
+    }
+
+    /// Carries out holder `h`'s effects in order; the effects of a reply it gets on the way
+    /// follow the rest.
+    fn carry(&mut self, h: usize, effects: Vec<Effect>) {
+        let mut queue = std::collections::VecDeque::from(effects);
+        let mut after_point = false;
+        while let Some(e) = queue.pop_front() {
+            match e {
+                Effect::Point(_) => after_point = true,
+                Effect::Record(op) => {
+                    self.exec(h, None, op);
+                }
+                Effect::Abandon { db, conn } => {
+                    // What waits on the connection is gone with it; a statement held at a code
+                    // point for it never goes out (the holder gave its request up: sent later
+                    // under the same name, it would run on a new connection, unfenced).
+                    let d = &mut self.hs[h];
+                    d.waiting.retain(|r| r.conn != conn);
+                    if d.held.as_ref().is_some_and(|(r, _)| r.conn == conn) {
+                        d.held = None;
+                    }
+                    self.exec(h, Some(conn), Op::Disconnect { db });
+                }
+                Effect::Send { req, db, conn, op } => {
+                    let r = Request { req, db, conn };
+                    if std::mem::take(&mut after_point) {
+                        self.hs[h].held = Some((r, op));
+                        continue;
+                    }
+                    let outcome = self.exec(h, Some(r.conn.clone()), op);
+                    if outcome == Outcome::Blocked {
+                        self.hs[h].waiting.push(r);
+                        continue;
+                    }
+                    let mut more = Vec::new();
+                    let now = self.w.now();
+                    self.hs[h].m.on_reply(now, r.req, &outcome, &mut more);
+                    queue.extend(more);
+                }
+            }
+        }
+    }
+
+    /// Holder `h`'s next statement: the one held at a code point goes out, or else the oldest
+    /// waiting one's result is collected if it has one.
+    fn run(&mut self, h: usize) {
+        if let Some((r, op)) = self.hs[h].held.take() {
+            self.send(h, r, op);
+            return;
+        }
+        let Some(r) = self.hs[h].waiting.first().cloned() else {
+            return;
+        };
+        let outcome = self.exec(h, Some(r.conn.clone()), Op::Await { db: r.db });
+        if outcome != Outcome::Error(Reason::StillBlocked) {
+            self.hs[h].waiting.remove(0);
+            self.reply(h, r.req, &outcome);
+        }
+    }
+
+    /// Runs one step.
     pub fn apply(&mut self, st: &Step) {
-        let hn = |h: usize| h % self.holders;
-        let sn = |s: usize| s % SESSIONS;
-        let pn = |p: usize| PARTS[p % PARTS.len()];
+        let n = self.hs.len();
+        let hn = |h: usize| h % n;
         match *st {
-            Step::Acquire(h) if !self.paused[hn(h)] => {
-                let a = holder(hn(h));
-                if let Outcome::Granted { token, .. } = self.w.run(&a, Op::acquire(&a, TTL)) {
-                    self.believed[hn(h)] = Some(token.0);
+            Step::Timer(h) if !self.hs[hn(h)].paused => {
+                let h = hn(h);
+                let now = self.w.now();
+                if self.hs[h].m.next_timer().is_some_and(|t| t <= now) {
+                    let mut effects = Vec::new();
+                    self.hs[h].m.on_timer(now, &mut effects);
+                    self.carry(h, effects);
                 }
             }
-            Step::Renew(h) => {
-                if let Some(t) = self.token(hn(h)) {
-                    let a = holder(hn(h));
-                    self.w.run(&a, Op::renew(&a, t, TTL));
-                }
-            }
-            Step::Release(h) => {
-                if let Some(t) = self.token(hn(h)) {
-                    let a = holder(hn(h));
-                    self.w.run(&a, Op::release(&a, t));
-                    self.believed[hn(h)] = None;
-                }
-            }
-            Step::Write(h, p) => {
-                if let Some(t) = self.token(hn(h)) {
-                    let a = holder(hn(h));
-                    self.w.run(&a, Op::write(pn(p), &format!("{a}-t{t}"), t));
-                }
-            }
+            Step::Run(h) if !self.hs[hn(h)].paused => self.run(hn(h)),
             Step::Advance(ms) => {
                 self.w.advance(ms);
             }
-            Step::Pause(h) if !self.paused[hn(h)] => {
-                self.w.run(&holder(hn(h)), Op::Pause);
-                self.paused[hn(h)] = true;
+            Step::Pause(h) if !self.hs[hn(h)].paused => {
+                self.exec(hn(h), None, Op::Pause);
+                self.hs[hn(h)].paused = true;
             }
-            Step::Resume(h) if self.paused[hn(h)] => {
-                self.w.run(&holder(hn(h)), Op::Resume);
-                self.paused[hn(h)] = false;
+            Step::Resume(h) if self.hs[hn(h)].paused => {
+                self.exec(hn(h), None, Op::Resume);
+                self.hs[hn(h)].paused = false;
             }
             Step::Crash(db) => {
                 self.w.run("admin", Op::Crash { db });
                 self.w.run("admin", Op::Restart { db });
-                if db == DbName::Res {
-                    self.sessions = [Sess::Idle; SESSIONS];
-                }
             }
-            Step::Begin(s) if self.sessions[sn(s)] == Sess::Idle => {
-                let (a, c) = self.session(sn(s));
-                if self.w.run_on(&a, &c, Op::begin(DbName::Res)) == Outcome::Ok {
-                    self.sessions[sn(s)] = Sess::Begun;
-                }
-            }
-            Step::Fence(s) if self.sessions[sn(s)] == Sess::Begun => {
-                let (a, c) = self.session(sn(s));
-                if let Some(t) = self.token(sn(s) % self.holders) {
-                    let o = self.w.run_on(&a, &c, Op::fence(t));
-                    self.sessions[sn(s)] = match o {
-                        Outcome::Passed => Sess::Fenced(t),
-                        Outcome::Blocked => Sess::FencePending(t),
-                        Outcome::Failed => Sess::Failed,
-                        _ => Sess::Idle,
-                    };
-                }
-            }
-            Step::Upsert(s, p) => {
-                let t = match self.sessions[sn(s)] {
-                    Sess::Fenced(t) | Sess::Written(t) => t,
-                    _ => return,
-                };
-                let (a, c) = self.session(sn(s));
-                let o = self
-                    .w
-                    .run_on(&a, &c, Op::upsert(pn(p), &format!("{a}-t{t}"), t));
-                self.sessions[sn(s)] = match o {
-                    Outcome::Ok | Outcome::Accepted => Sess::Written(t),
-                    Outcome::Blocked => Sess::UpsertPending(t),
-                    Outcome::Failed | Outcome::Rejected => Sess::Failed,
-                    _ => Sess::Idle,
-                };
-            }
-            Step::Await(s) => {
-                let (a, c) = self.session(sn(s));
-                let o = self.w.run_on(&a, &c, Op::await_(DbName::Res));
-                let now = self.sessions[sn(s)];
-                self.sessions[sn(s)] = match (now, o) {
-                    (Sess::FencePending(t), Outcome::Passed) => Sess::Fenced(t),
-                    (Sess::UpsertPending(t), Outcome::Ok | Outcome::Accepted) => Sess::Written(t),
-                    (
-                        Sess::FencePending(_) | Sess::UpsertPending(_),
-                        Outcome::Error(Reason::StillBlocked),
-                    ) => now,
-                    (Sess::FencePending(_) | Sess::UpsertPending(_), _) => Sess::Failed,
-                    (other, _) => other,
-                };
-            }
-            Step::Disconnect(s) => {
-                let (a, c) = self.session(sn(s));
-                self.w.run_on(&a, &c, Op::Disconnect { db: DbName::Res });
-                self.sessions[sn(s)] = Sess::Idle;
-            }
-            Step::Commit(s)
-                if matches!(
-                    self.sessions[sn(s)],
-                    Sess::Begun | Sess::Fenced(_) | Sess::Written(_)
-                ) =>
-            {
-                let (a, c) = self.session(sn(s));
-                self.w.run_on(&a, &c, Op::commit(DbName::Res));
-                self.sessions[sn(s)] = Sess::Idle;
-            }
-            Step::Rollback(s)
-                if !matches!(
-                    self.sessions[sn(s)],
-                    Sess::FencePending(_) | Sess::UpsertPending(_)
-                ) =>
-            {
-                let (a, c) = self.session(sn(s));
-                self.w.run_on(&a, &c, Op::rollback(DbName::Res));
-                self.sessions[sn(s)] = Sess::Idle;
-            }
-            Step::Publish(h) => {
-                if let Some(t) = self.token(hn(h)) {
-                    let a = holder(hn(h));
-                    self.w
-                        .run(&a, Op::publish("report-ready", &format!("{a}-t{t}"), t));
+            Step::Publish(h) if !self.hs[hn(h)].paused => {
+                let h = hn(h);
+                if let Some(t) = self.hs[h].m.state().token() {
+                    let a = self.name(h);
+                    let op = Op::publish("report-ready", &format!("{a}-t{t}"), t.0);
+                    self.exec(h, None, op);
                 }
             }
             Step::ReadPart(p) => {
-                self.w.run("lab", Op::read_part(pn(p)));
+                self.w.run("lab", Op::read_part(PARTS[p % PARTS.len()]));
             }
             _ => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lines(h: &Harness) -> Vec<String> {
+        h.w.history
+            .events
+            .iter()
+            .map(|e| {
+                let conn = e.conn.as_ref().map_or("", |c| c.as_str());
+                format!("{} {} {conn} {} => {}", e.at.0, e.actor, e.op, e.outcome)
+            })
+            .collect()
+    }
+
+    fn run(holders: usize, steps: &[Step]) -> Harness {
+        let mut h = Harness::new(Config::default(), holders);
+        for st in steps {
+            h.apply(st);
+        }
+        h
+    }
+
+    /// The statement after the local check waits for the holder's next `Run`: time passes
+    /// between check and write, and the write goes out at the later time.
+    #[test]
+    fn a_statement_after_a_code_point_waits_for_run() {
+        let h = run(2, &[Step::Timer(0), Step::Advance(700)]);
+        let l = lines(&h);
+        assert!(l.last().is_some_and(|x| x.contains("check")), "{l:#?}");
+        let h = run(2, &[Step::Timer(0), Step::Advance(700), Step::Run(0)]);
+        let l = lines(&h);
+        assert!(
+            l[2].starts_with("700 holder-a holder-a/res/0 begin"),
+            "{l:#?}"
+        );
+        assert!(l[3].contains("fence") && l[3].ends_with("passed"), "{l:#?}");
+    }
+
+    /// A statement that blocks waits in the server; `Run` collects nothing while it waits; its
+    /// request times out, the holder drops the connection while it waits, and nothing of it
+    /// comes back.
+    #[test]
+    fn a_blocked_statement_waits_until_its_request_times_out() {
+        let steps = [
+            Step::Timer(0),
+            Step::Run(0),
+            Step::Run(0),
+            Step::Advance(1500),
+            Step::Timer(2),
+            Step::Run(2),
+            Step::Run(2),
+            Step::Advance(1000),
+            Step::Timer(2),
+            Step::Run(2),
+            Step::Run(0),
+        ];
+        let h = run(3, &steps);
+        let l = lines(&h);
+        let c: Vec<&String> = l.iter().filter(|x| x.contains("holder-c/res/0")).collect();
+        assert!(
+            c.iter()
+                .any(|x| x.contains("fence") && x.ends_with("blocked")),
+            "{l:#?}"
+        );
+        assert!(
+            c.iter()
+                .any(|x| x.contains("await") && x.contains("still-blocked")),
+            "{l:#?}"
+        );
+        assert!(
+            c.last()
+                .is_some_and(|x| x.starts_with("2500 holder-c") && x.contains("disconnect")),
+            "{l:#?}"
+        );
+        // The lock's holder was never held up by the waiter: it commits when it goes on.
+        assert!(
+            l.iter()
+                .any(|x| x.contains("holder-a/res/0 commit") && x.ends_with("ok")),
+            "{l:#?}"
+        );
+    }
+
+    /// A statement held at a code point for a connection the holder then abandons never goes
+    /// out: sent later under the same name, it would run unfenced on a new connection.
+    #[test]
+    fn a_held_statement_of_an_abandoned_connection_is_dropped() {
+        let h = run(
+            2,
+            &[
+                Step::Timer(0),
+                Step::Advance(1000),
+                Step::Timer(0),
+                Step::Run(0),
+            ],
+        );
+        let l = lines(&h);
+        assert!(
+            l.iter().any(|x| x.contains("holder-a/res/0 disconnect")),
+            "{l:#?}"
+        );
+        assert!(!l.iter().any(|x| x.contains("begin")), "{l:#?}");
     }
 }
