@@ -165,24 +165,7 @@ fn main() {
         Step::ReadPart(0),
         Step::ReadPart(1),
     ];
-    let lock_wait = vec![
-        Step::Timer(0),
-        Step::Run(0),
-        Step::Run(0),
-        Step::Advance(1500),
-        Step::Timer(2),
-        Step::Run(2),
-        Step::Advance(1000),
-        Step::Timer(2),
-        Step::Run(0),
-        Step::Crash(DbName::Lease),
-        Step::Timer(1),
-        Step::Run(1),
-        Step::Crash(DbName::Res),
-        Step::Run(1),
-        Step::Timer(1),
-        Step::Run(1),
-    ];
+    let lock_wait = leaselab_gen::holders::lock_wait();
     for (i, fence) in FenceMode::ALL.iter().enumerate() {
         for (what, steps) in [("f5", &f5), ("lock-wait", &lock_wait)] {
             let c = Config {
