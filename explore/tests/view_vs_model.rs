@@ -353,3 +353,45 @@ fn a_takeover_is_another_holders_grant() {
     assert_eq!(own.seen & 2, 0, "holder-a taking its own lease again");
     assert_eq!(other.seen & 2, 2, "holder-b taking over");
 }
+
+/// A holder starts no job past its acquires, and the state says what each holder does next.
+#[test]
+fn the_acquires_bound_holds_and_the_state_tells_the_next_statement() {
+    let sys = LeaseSystem::new(Bounds {
+        parts: 2,
+        acquires: 1,
+        ..Bounds::default()
+    });
+    let mut s = sys.init_states().remove(0);
+    let text = |s: &State| sys.state_text(s);
+    s = sys.next_state(&s, Action::Timer(0)).expect("acquire");
+    assert!(
+        text(&s).contains("holder-a: checked, next: begin the write"),
+        "{}",
+        text(&s)
+    );
+    s = sys.next_state(&s, Action::Run(0)).expect("begin and fence");
+    assert!(
+        text(&s).contains("holder-a: next: upsert part 1"),
+        "{}",
+        text(&s)
+    );
+    // Upsert, commit (and the next part's check), begin and fence, upsert.
+    for _ in 0..4 {
+        s = sys.next_state(&s, Action::Run(0)).expect("the job goes on");
+    }
+    assert!(text(&s).contains("holder-a: next: commit"), "{}", text(&s));
+    s = sys
+        .next_state(&s, Action::Run(0))
+        .expect("commit and release");
+    assert!(s.lease.is_some_and(|r| r.expires.is_none()), "{}", text(&s));
+    assert_eq!(s.holders[0].acquired, 1);
+    assert!(
+        !sys.enabled(&s, Action::Timer(0)),
+        "a second acquire past the bound"
+    );
+    assert!(
+        sys.enabled(&s, Action::Timer(1)),
+        "holder-b has its acquire"
+    );
+}
