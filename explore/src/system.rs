@@ -377,11 +377,12 @@ fn ms(b: &Bounds, ticks: u8) -> u64 {
     ticks as u64 * b.tick_ms
 }
 
-/// The holders' configuration in ticks of the bounds. A request's reply never times out (as
-/// the explorer had no timeouts before it ran the holder: every statement is answered, or waits
-/// for a lock another holder releases): the timeout is the end of time (`Millis::plus`
-/// saturates), the same in every state, so it distinguishes none. A refused or ended job starts
-/// again as soon as the holder is scheduled.
+/// The holders' configuration in ticks of the bounds. A request's reply never times out: the
+/// search answers every statement, or lets it wait for a lock that another holder releases
+/// when it is scheduled, and a timeout would only add states in which a holder gives up on a
+/// reply the scheduler delays. So the timeout is the end of time (`Millis::plus` saturates),
+/// the same in every state, and distinguishes none. A refused or ended job starts again as soon
+/// as the holder is scheduled.
 fn cfgs(b: &Bounds) -> Vec<HolderCfg> {
     let parts = [defaults::SUMMARY, defaults::DETAIL];
     (0..MAX_HOLDERS)
@@ -436,6 +437,8 @@ impl Stmt {
             },
             Op::Commit { .. } => Stmt::Commit,
             Op::Rollback { .. } => Stmt::Rollback,
+            // `Op::Begin`; a holder configured as here (writes statement by statement) sends
+            // nothing else.
             _ => Stmt::Begin,
         }
     }
@@ -658,9 +661,11 @@ impl LeaseSystem {
                 Effect::Point(_) => after_point = true,
                 Effect::Abandon { db, conn } => {
                     if db == DbName::Res {
-                        // The server rolls back what the connection had open.
+                        // The server rolls back what the connection had open; a statement
+                        // deferred for it never goes out (as in the generator's harness).
                         self.end_txn(n, i, false);
                         n.holders[i as usize].cut = false;
+                        n.holders[i as usize].pending = None;
                     }
                     log.push(Event::Abandon {
                         holder: i,
