@@ -26,7 +26,7 @@
 //! Skew is a holder whose clock advances at another rate ([`Bounds::slow`]).
 
 use leaselab_checkers::sometimes::Sometimes;
-use leaselab_model::holder::{Effect, HolderCfg, HolderMachine, HolderState};
+use leaselab_model::holder::{Carrier, HolderCfg, HolderMachine, HolderState};
 use leaselab_model::names::defaults;
 use leaselab_model::{
     protocol, rules, ConnId, DbName, Expiry, FenceMode, Holder, LeaseDurability, LeaseName,
@@ -631,11 +631,21 @@ impl LeaseSystem {
                 log.push(Event::Crash);
             }
             Action::Timer(i) => {
+                let now = self.local_ms(s, i);
                 let mut m = self.machine(i, s.holders[i as usize].h);
                 let mut effects = Vec::new();
-                m.on_timer(self.local_ms(s, i), &mut effects);
+                m.on_timer(now, &mut effects);
+                m.carry(
+                    now,
+                    effects,
+                    &mut View {
+                        sys: self,
+                        n: &mut n,
+                        i,
+                        log,
+                    },
+                );
                 n.holders[i as usize].h = *m.state();
-                self.carry(&mut n, i, effects, log);
             }
             Action::Run(i) => {
                 let p = n.holders[i as usize].pending.take()?;
@@ -649,74 +659,34 @@ impl LeaseSystem {
         Some(n)
     }
 
-    /// Carries out holder `i`'s effects, in order: a statement runs on the view and its reply
-    /// goes straight back to the holder (whose new effects follow the rest), unless it follows
-    /// a code point or would wait for a lock — then it is deferred.
-    fn carry(&self, n: &mut State, i: u8, effects: Vec<Effect>, log: &mut Log<'_>) {
-        let mut queue = std::collections::VecDeque::from(effects);
-        let mut after_point = false;
-        while let Some(e) = queue.pop_front() {
-            match e {
-                Effect::Record(op) => log.push(Event::Record { holder: i, op }),
-                Effect::Point(_) => after_point = true,
-                Effect::Abandon { db, conn } => {
-                    if db == DbName::Res {
-                        // The server rolls back what the connection had open; a statement
-                        // deferred for it never goes out (as in the generator's harness).
-                        self.end_txn(n, i, false);
-                        n.holders[i as usize].cut = false;
-                        n.holders[i as usize].pending = None;
-                    }
-                    log.push(Event::Abandon {
-                        holder: i,
-                        db,
-                        conn,
-                    });
-                }
-                Effect::Send { req, op, conn, .. } => {
-                    let stmt = Stmt::of(&op, self.cfg(i));
-                    if std::mem::take(&mut after_point) || self.waits(n, i, stmt) {
-                        n.holders[i as usize].pending = Some(Pending { req, stmt });
-                        continue;
-                    }
-                    let outcome = self.answer(n, i, stmt);
-                    let mut m = self.machine(i, n.holders[i as usize].h);
-                    let mut more = Vec::new();
-                    m.on_reply(self.local_ms(n, i), req, &outcome, &mut more);
-                    n.holders[i as usize].h = *m.state();
-                    log.push(Event::Sent {
-                        holder: i,
-                        conn,
-                        op,
-                        outcome,
-                    });
-                    queue.extend(more);
-                }
-            }
-        }
-    }
-
     /// Runs a deferred statement and hands its reply to the holder.
     fn answer_and_reply(&self, n: &mut State, i: u8, p: Pending, log: &mut Log<'_>) {
-        // The statement in full only for a log: a search does not need it.
-        let sent = log.on().then(|| {
-            let mut m = self.machine(i, n.holders[i as usize].h);
-            (m.res_conn(), p.stmt.op(&m))
-        });
-        let outcome = self.answer(n, i, p.stmt);
+        let now = self.local_ms(n, i);
         let mut m = self.machine(i, n.holders[i as usize].h);
-        let mut more = Vec::new();
-        m.on_reply(self.local_ms(n, i), p.req, &outcome, &mut more);
-        n.holders[i as usize].h = *m.state();
+        // The statement in full only for a log: a search does not need it.
+        let sent = log.on().then(|| (m.res_conn(), p.stmt.op(&m)));
+        let outcome = self.answer(n, i, p.stmt);
         if let Some((conn, op)) = sent {
             log.push(Event::Sent {
                 holder: i,
                 conn,
                 op,
-                outcome,
+                outcome: outcome.clone(),
             });
         }
-        self.carry(n, i, more, log);
+        let mut more = Vec::new();
+        m.on_reply(now, p.req, &outcome, &mut more);
+        m.carry(
+            now,
+            more,
+            &mut View {
+                sys: self,
+                n,
+                i,
+                log,
+            },
+        );
+        n.holders[i as usize].h = *m.state();
     }
 
     /// Ends holder `i`'s transaction: on commit its locked rows take what it wrote; either
@@ -864,9 +834,17 @@ impl LeaseSystem {
             }
             Stmt::Commit => {
                 if n.holders[iu].txn {
-                    let token = n.holders[iu].h.token().map_or(0, |t| t.0 as u8);
+                    // The token its transaction wrote into a part.
+                    let written = n
+                        .part_locks
+                        .iter()
+                        .flatten()
+                        .find(|(o, t)| *o == i && *t > 0)
+                        .map(|(_, t)| *t);
                     self.end_txn(n, i, true);
-                    accept(n, i, token);
+                    if let Some(token) = written {
+                        accept(n, i, token);
+                    }
                 }
                 Outcome::Ok
             }
@@ -1001,6 +979,59 @@ impl Model for LeaseSystem {
             ));
         }
         v
+    }
+}
+
+/// The view as the place a holder's effects go ([`HolderMachine::carry`]): each statement is
+/// answered by the view at once, unless it would wait for a row lock; a statement held at a
+/// code point, or waiting, stays deferred for the holder's next [`Action::Run`].
+struct View<'a, 'l> {
+    sys: &'a LeaseSystem,
+    n: &'a mut State,
+    i: u8,
+    log: &'a mut Log<'l>,
+}
+
+impl Carrier for View<'_, '_> {
+    fn record(&mut self, op: Op) {
+        self.log.push(Event::Record { holder: self.i, op });
+    }
+
+    fn abandon(&mut self, db: DbName, conn: ConnId) {
+        if db == DbName::Res {
+            // The server rolls back what the connection had open; a statement deferred for it
+            // never goes out.
+            self.sys.end_txn(self.n, self.i, false);
+            let slot = &mut self.n.holders[self.i as usize];
+            slot.cut = false;
+            slot.pending = None;
+        }
+        self.log.push(Event::Abandon {
+            holder: self.i,
+            db,
+            conn,
+        });
+    }
+
+    fn hold(&mut self, req: u64, _db: DbName, _conn: ConnId, op: Op) {
+        let stmt = Stmt::of(&op, self.sys.cfg(self.i));
+        self.n.holders[self.i as usize].pending = Some(Pending { req, stmt });
+    }
+
+    fn send(&mut self, req: u64, _db: DbName, conn: ConnId, op: Op) -> Option<Outcome> {
+        let stmt = Stmt::of(&op, self.sys.cfg(self.i));
+        if self.sys.waits(self.n, self.i, stmt) {
+            self.n.holders[self.i as usize].pending = Some(Pending { req, stmt });
+            return None;
+        }
+        let outcome = self.sys.answer(self.n, self.i, stmt);
+        self.log.push(Event::Sent {
+            holder: self.i,
+            conn,
+            op,
+            outcome: outcome.clone(),
+        });
+        Some(outcome)
     }
 }
 

@@ -14,10 +14,10 @@
 //! both kinds of write meet in every schedule. Under the correct configuration (the scope fence,
 //! a logged lease table, versioned publishes) no schedule may violate a check.
 
-use leaselab_model::holder::{Effect, HolderCfg, HolderMachine};
+use leaselab_model::holder::{Carrier, Effect, HolderCfg, HolderMachine};
 use leaselab_model::names::{defaults, holder_name as holder};
 use leaselab_model::{
-    Config, ConnId, DbName, Holder, LeaseName, Op, Outcome, Part, Reason, Scope, World,
+    Config, ConnId, DbName, Holder, LeaseName, Millis, Op, Outcome, Part, Reason, Scope, World,
 };
 #[cfg(feature = "strategies")]
 use proptest::prelude::*;
@@ -145,71 +145,47 @@ impl Harness {
         self.w.exec(name, conn, op).outcome.clone()
     }
 
-    /// Sends a request of holder `h`: a blocked one waits in the server, any other answer goes
-    /// straight back to the holder.
-    fn send(&mut self, h: usize, r: Request, op: Op) {
-        let outcome = self.exec(h, Some(r.conn.clone()), op);
-        if outcome == Outcome::Blocked {
-            self.hs[h].waiting.push(r);
-        } else {
-            self.reply(h, r.req, &outcome);
-        }
-    }
-
+    /// Hands holder `h` the answer to request `req` and carries out what it does next.
     fn reply(&mut self, h: usize, req: u64, outcome: &Outcome) {
-        let mut effects = Vec::new();
         let now = self.w.now();
+        let mut effects = Vec::new();
         self.hs[h].m.on_reply(now, req, outcome, &mut effects);
-        self.carry(h, effects);
+        self.carry(h, now, effects);
     }
 
-    /// Carries out holder `h`'s effects in order; the effects of a reply it gets on the way
-    /// follow the rest.
-    fn carry(&mut self, h: usize, effects: Vec<Effect>) {
-        let mut queue = std::collections::VecDeque::from(effects);
-        let mut after_point = false;
-        while let Some(e) = queue.pop_front() {
-            match e {
-                Effect::Point(_) => after_point = true,
-                Effect::Record(op) => {
-                    self.exec(h, None, op);
-                }
-                Effect::Abandon { db, conn } => {
-                    // What waits on the connection is gone with it; a statement held at a code
-                    // point for it never goes out (the holder gave its request up: sent later
-                    // under the same name, it would run on a new connection, unfenced).
-                    let d = &mut self.hs[h];
-                    d.waiting.retain(|r| r.conn != conn);
-                    if d.held.as_ref().is_some_and(|(r, _)| r.conn == conn) {
-                        d.held = None;
-                    }
-                    self.exec(h, Some(conn), Op::Disconnect { db });
-                }
-                Effect::Send { req, db, conn, op } => {
-                    let r = Request { req, db, conn };
-                    if std::mem::take(&mut after_point) {
-                        self.hs[h].held = Some((r, op));
-                        continue;
-                    }
-                    let outcome = self.exec(h, Some(r.conn.clone()), op);
-                    if outcome == Outcome::Blocked {
-                        self.hs[h].waiting.push(r);
-                        continue;
-                    }
-                    let mut more = Vec::new();
-                    let now = self.w.now();
-                    self.hs[h].m.on_reply(now, r.req, &outcome, &mut more);
-                    queue.extend(more);
-                }
-            }
-        }
+    fn carry(&mut self, h: usize, now: Millis, effects: Vec<Effect>) {
+        let Driven {
+            m, held, waiting, ..
+        } = &mut self.hs[h];
+        let name = m.cfg().name.clone();
+        m.carry(
+            now,
+            effects,
+            &mut OnWorld {
+                w: &mut self.w,
+                name,
+                held,
+                waiting,
+            },
+        );
     }
 
     /// Holder `h`'s next statement: the one held at a code point goes out, or else the oldest
     /// waiting one's result is collected if it has one.
     fn run(&mut self, h: usize) {
         if let Some((r, op)) = self.hs[h].held.take() {
-            self.send(h, r, op);
+            let Driven {
+                m, held, waiting, ..
+            } = &mut self.hs[h];
+            let mut on = OnWorld {
+                w: &mut self.w,
+                name: m.cfg().name.clone(),
+                held,
+                waiting,
+            };
+            if let Some(outcome) = on.send(r.req, r.db, r.conn, op) {
+                self.reply(h, r.req, &outcome);
+            }
             return;
         }
         let Some(r) = self.hs[h].waiting.first().cloned() else {
@@ -233,7 +209,7 @@ impl Harness {
                 if self.hs[h].m.next_timer().is_some_and(|t| t <= now) {
                     let mut effects = Vec::new();
                     self.hs[h].m.on_timer(now, &mut effects);
-                    self.carry(h, effects);
+                    self.carry(h, now, effects);
                 }
             }
             Step::Run(h) if !self.hs[hn(h)].paused => self.run(hn(h)),
@@ -265,6 +241,51 @@ impl Harness {
             }
             _ => {}
         }
+    }
+}
+
+/// The world as the place a holder's effects go ([`HolderMachine::carry`]): statements run on
+/// it as the holder (on its own clock, which is the world's); one that blocks waits in the
+/// server, one held at a code point waits for the holder's next `Run`.
+struct OnWorld<'a> {
+    w: &'a mut World,
+    name: Holder,
+    held: &'a mut Option<(Request, Op)>,
+    waiting: &'a mut Vec<Request>,
+}
+
+impl Carrier for OnWorld<'_> {
+    fn record(&mut self, op: Op) {
+        self.w.exec(self.name.clone(), None, op);
+    }
+
+    fn abandon(&mut self, db: DbName, conn: ConnId) {
+        // What waits on the connection is gone with it; a statement held at a code point for
+        // it never goes out (the holder gave its request up: sent later under the same name, it
+        // would run on a new connection, unfenced).
+        self.waiting.retain(|r| r.conn != conn);
+        if self.held.as_ref().is_some_and(|(r, _)| r.conn == conn) {
+            *self.held = None;
+        }
+        self.w
+            .exec(self.name.clone(), Some(conn), Op::Disconnect { db });
+    }
+
+    fn hold(&mut self, req: u64, db: DbName, conn: ConnId, op: Op) {
+        *self.held = Some((Request { req, db, conn }, op));
+    }
+
+    fn send(&mut self, req: u64, db: DbName, conn: ConnId, op: Op) -> Option<Outcome> {
+        let outcome = self
+            .w
+            .exec(self.name.clone(), Some(conn.clone()), op)
+            .outcome
+            .clone();
+        if outcome == Outcome::Blocked {
+            self.waiting.push(Request { req, db, conn });
+            return None;
+        }
+        Some(outcome)
     }
 }
 

@@ -279,6 +279,22 @@ impl HolderState {
     }
 }
 
+/// Where a scheduler that runs holders step by step (the exhaustive checker, the generator's
+/// harness) puts a holder's effects: [`HolderMachine::carry`] calls it for each, in order.
+pub trait Carrier {
+    /// A client-side event (`check`, `lost`) to record.
+    fn record(&mut self, op: Op);
+    /// The holder closes `conn` (its server rolls back what it had open); whatever waits or is
+    /// held for that connection is dropped.
+    fn abandon(&mut self, db: DbName, conn: ConnId);
+    /// A statement sent right after one of the holder's code points: kept until the scheduler
+    /// lets the holder go on, so that time can pass right there.
+    fn hold(&mut self, req: u64, db: DbName, conn: ConnId, op: Op);
+    /// Sends a statement: its answer, or `None` when it waits for a row lock (the scheduler
+    /// answers it later, through [`HolderMachine::on_reply`]).
+    fn send(&mut self, req: u64, db: DbName, conn: ConnId, op: Op) -> Option<Outcome>;
+}
+
 /// The holder state machine: its configuration (owned, or borrowed by a search that keeps only
 /// the state) and its state.
 #[derive(Clone, Debug)]
@@ -586,6 +602,31 @@ impl<C: Borrow<HolderCfg>> HolderMachine<C> {
     fn step(&mut self, now: Millis, part: usize, step: WStep, op: Op, out: &mut Vec<Effect>) {
         let req = self.send(now, CONN_RES, op, out);
         self.s.work = Work::Writing { part, step, req };
+    }
+
+    /// Carries `effects` out through `c`, in order: a statement right after a code point is
+    /// held, any other is sent, and an answer goes straight back to the holder at `now` (the
+    /// effects of that reply follow the rest). The simulation's drivers carry effects their own
+    /// way (over a network, pausing where the fault plan says).
+    pub fn carry(&mut self, now: Millis, effects: Vec<Effect>, c: &mut impl Carrier) {
+        let mut queue = std::collections::VecDeque::from(effects);
+        let mut after_point = false;
+        while let Some(e) = queue.pop_front() {
+            match e {
+                Effect::Point(_) => after_point = true,
+                Effect::Record(op) => c.record(op),
+                Effect::Abandon { db, conn } => c.abandon(db, conn),
+                Effect::Send { req, db, conn, op } => {
+                    if std::mem::take(&mut after_point) {
+                        c.hold(req, db, conn, op);
+                    } else if let Some(outcome) = c.send(req, db, conn, op) {
+                        let mut more = Vec::new();
+                        self.on_reply(now, req, &outcome, &mut more);
+                        queue.extend(more);
+                    }
+                }
+            }
+        }
     }
 
     /// Handles the reply to request `req` at local time `now`, appending the effects to `out`.
