@@ -299,6 +299,12 @@ fn after_a_crash_the_holder_writes_on_a_new_connection() {
     path.extend([Action::Tick; 15]);
     path.extend([Action::Timer(0), Action::Run(0)]);
     let t = to_trace(&sys, &path, "crash").expect("agrees");
+    let mut s = sys.init_states().remove(0);
+    for a in &path[..3] {
+        s = sys.next_state(&s, *a).expect("enabled");
+    }
+    assert_eq!(s.crashes, 1);
+    assert!(!sys.enabled(&s, Action::Crash), "one crash at most");
     let res: Vec<String> = t
         .history
         .events
