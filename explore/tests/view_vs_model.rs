@@ -401,3 +401,32 @@ fn the_acquires_bound_holds_and_the_state_tells_the_next_statement() {
         "holder-b has its acquire"
     );
 }
+
+/// Symmetry: the representative renames every holder index with the holders it sorts, so a
+/// state and its mirror (holder-a and holder-b swapped) have one representative, and the lease
+/// row still names the holder that holds it.
+#[test]
+fn a_state_and_its_mirror_have_one_representative() {
+    use leaselab_explore::system::representative;
+    let sys = LeaseSystem::new(Bounds::default());
+    let s = sys.init_states().remove(0);
+    let a = sys
+        .next_state(&s, Action::Timer(0))
+        .expect("holder-a acquires");
+    let b = sys
+        .next_state(&s, Action::Timer(1))
+        .expect("holder-b acquires");
+    let (ra, rb) = (representative(&a, 2, false), representative(&b, 2, false));
+    assert_eq!(fp(&ra), fp(&rb), "{ra:?}\n{rb:?}");
+    for r in [&ra, &rb] {
+        let holder = r.lease.expect("a lease row").holder;
+        assert_eq!(
+            r.holders[holder as usize].h.token(),
+            Some(leaselab_model::Token(1)),
+            "{r:?}"
+        );
+    }
+    // With holder-a's clock slow it is not interchangeable: it keeps its place.
+    let fixed = representative(&b, 2, true);
+    assert_eq!(fixed.lease.expect("row").holder, 1);
+}
