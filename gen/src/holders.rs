@@ -154,36 +154,31 @@ impl Harness {
     }
 
     fn carry(&mut self, h: usize, now: Millis, effects: Vec<Effect>) {
+        let (m, mut on) = self.split(h);
+        m.carry(now, effects, &mut on);
+    }
+
+    /// Holder `h`'s machine, and the world as the place its effects go.
+    fn split(&mut self, h: usize) -> (&mut HolderMachine, OnWorld<'_>) {
         let Driven {
             m, held, waiting, ..
         } = &mut self.hs[h];
         let name = m.cfg().name.clone();
-        m.carry(
-            now,
-            effects,
-            &mut OnWorld {
-                w: &mut self.w,
-                name,
-                held,
-                waiting,
-            },
-        );
+        let on = OnWorld {
+            w: &mut self.w,
+            name,
+            held,
+            waiting,
+        };
+        (m, on)
     }
 
     /// Holder `h`'s next statement: the one held at a code point goes out, or else the oldest
     /// waiting one's result is collected if it has one.
     fn run(&mut self, h: usize) {
         if let Some((r, op)) = self.hs[h].held.take() {
-            let Driven {
-                m, held, waiting, ..
-            } = &mut self.hs[h];
-            let mut on = OnWorld {
-                w: &mut self.w,
-                name: m.cfg().name.clone(),
-                held,
-                waiting,
-            };
-            if let Some(outcome) = on.send(r.req, r.db, r.conn, op) {
+            let answered = self.split(h).1.send(r.req, r.db, r.conn, op);
+            if let Some(outcome) = answered {
                 self.reply(h, r.req, &outcome);
             }
             return;
