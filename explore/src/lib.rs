@@ -1,11 +1,13 @@
 //! # leaselab-explore
 //!
 //! `leaselab check`: a bounded exhaustive search over the lease system — every interleaving of
-//! K holders' job-loop steps, clock ticks and (optionally) a crash-restart, within a bound on
-//! time — with stateright. Breadth-first search makes every counterexample a shortest one.
+//! K holders (the one holder every driver runs: its timers and its statements), clock ticks and
+//! (optionally) a crash-restart, within a bound on time — with stateright. Breadth-first search
+//! makes every counterexample a shortest one.
 //!
-//! - [`system`]: the explored state (a compact view) and its transitions, decided by the
-//!   model's rule functions; stateright's `Model`.
+//! - [`system`]: the explored state (each holder's own state beside a compact view of the
+//!   databases that answers its statements with the model's rule functions) and its
+//!   transitions; stateright's `Model`.
 //! - [`search`]: BFS/DFS, threads, symmetry reduction, what a search found.
 //! - [`view`]: what the Explorer shows — named actions, states in milliseconds, the address
 //!   of a path.
