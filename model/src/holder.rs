@@ -1019,4 +1019,59 @@ mod tests {
         m.on_reply(Millis(402), write, &lost, &mut out);
         assert!(m.awaits_reply(), "the renew's reply was dropped: {out:?}");
     }
+
+    /// A holder that was refused once before it got the lease is in the same situation as one
+    /// that got it at once, up to its counters: with its renew in flight, the canonical forms
+    /// are equal while the states are not. And a failed renew shows as `lost`.
+    #[test]
+    fn the_canonical_form_sets_counters_aside_and_lost_shows_a_failed_renew() {
+        let renewing = |refused_first: bool| {
+            let mut m = HolderMachine::new(HolderCfg {
+                retry_ms: 0,
+                ..cfg()
+            });
+            let mut out = Vec::new();
+            if refused_first {
+                m.on_timer(Millis(0), &mut out);
+                let acquire = sent(&out)[0].0;
+                out.clear();
+                m.on_reply(Millis(0), acquire, &Outcome::Refused, &mut out);
+                out.clear();
+            }
+            m.on_timer(Millis(0), &mut out);
+            let acquire = sent(&out)[0].0;
+            out.clear();
+            m.on_reply(Millis(0), acquire, &granted(7), &mut out);
+            out.clear();
+            m.on_timer(Millis(400), &mut out);
+            let renew = sent(&out)[0].0;
+            (m, renew)
+        };
+        let ((a, _), (b, renew_b)) = (renewing(false), renewing(true));
+        assert_ne!(a.state(), b.state());
+        assert_eq!(a.state().canonical(), b.state().canonical());
+        let mut b = b;
+        assert!(!b.state().lost());
+        let mut out = Vec::new();
+        b.on_reply(Millis(401), renew_b, &Outcome::Refused, &mut out);
+        assert!(b.state().lost());
+        assert_ne!(a.state().canonical(), b.state().canonical());
+        let _ = a;
+    }
+
+    /// Timers that fell due count as due now: settling changes nothing about what fires next.
+    #[test]
+    fn settled_timers_fire_the_same() {
+        let (m, _) = holding(cfg());
+        let mut late = *m.state();
+        late.settle(Millis(900));
+        assert_eq!(
+            HolderMachine::with_state(cfg(), late).next_timer(),
+            Some(Millis(900)),
+            "the renew due at 401 is due at 900"
+        );
+        let mut early = *m.state();
+        early.settle(Millis(100));
+        assert_eq!(early, *m.state(), "nothing due yet: nothing moves");
+    }
 }
