@@ -407,4 +407,40 @@ mod tests {
         );
         assert!(!l.iter().any(|x| x.contains("begin")), "{l:#?}");
     }
+
+    /// A paused holder neither fires its timers, nor goes on, nor publishes; a resume of a
+    /// holder that is not paused is no step; a read is recorded.
+    #[test]
+    fn a_paused_holder_does_nothing_until_it_resumes() {
+        let steps = [
+            Step::Resume(0),
+            Step::Timer(0),
+            Step::Publish(0),
+            Step::Pause(0),
+        ];
+        let mut h = run(2, &steps);
+        let before = lines(&h);
+        assert!(!before.iter().any(|x| x.contains("resume")), "{before:#?}");
+        assert!(before.iter().any(|x| x.contains("publish")), "{before:#?}");
+        for st in [
+            Step::Advance(700),
+            Step::Timer(0),
+            Step::Run(0),
+            Step::Publish(0),
+        ] {
+            h.apply(&st);
+        }
+        assert_eq!(lines(&h).len(), before.len(), "{:#?}", lines(&h));
+        h.apply(&Step::Resume(0));
+        h.apply(&Step::Run(0));
+        h.apply(&Step::ReadPart(1));
+        let l = lines(&h);
+        assert!(l[before.len()].contains("resume"), "{l:#?}");
+        assert!(l[before.len() + 1].contains("begin"), "{l:#?}");
+        assert!(
+            l.last()
+                .is_some_and(|x| x.contains("read") && x.contains("detail")),
+            "{l:#?}"
+        );
+    }
 }

@@ -1074,4 +1074,14 @@ mod tests {
         early.settle(Millis(100));
         assert_eq!(early, *m.state(), "nothing due yet: nothing moves");
     }
+
+    /// A connection's name carries its generation, one digit or several.
+    #[test]
+    fn connection_names_carry_their_generation() {
+        let h = Holder::new("holder-a");
+        assert_eq!(conn_name(&h, CONN_LEASE, 0).as_str(), "holder-a/lease/0");
+        assert_eq!(conn_name(&h, CONN_RENEW, 9).as_str(), "holder-a/renew/9");
+        assert_eq!(conn_name(&h, CONN_RES, 10).as_str(), "holder-a/res/10");
+        assert_eq!(conn_name(&h, CONN_RES, 300).as_str(), "holder-a/res/300");
+    }
 }
