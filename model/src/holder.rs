@@ -1,8 +1,10 @@
 //! The holder, written once as a sans-IO state machine (quinn-proto style): inputs in
 //! (`on_timer`, `on_reply`), effects out (requests to send, client events to record, code
 //! points reached), `now` — the holder's *own* clock reading — passed in. It lives in the model
-//! crate, beside the rules it follows, so that every driver can run the same code: the
-//! simulation's fast and turmoil drivers do today.
+//! crate, beside the rules it follows, so that every driver runs the same code: the
+//! simulation's fast and turmoil drivers, the real-process holder of F4/F5 (`pg`), the
+//! exhaustive checker (`explore`) and the generator's harness (`gen`); the last two carry its
+//! effects with [`HolderMachine::carry`].
 //!
 //! The job loop is the sources': acquire (local deadline = own clock read *before* sending +
 //! ttl − margin); a renewer every `renew_ms` on its own connection; before each part, check the
