@@ -874,11 +874,7 @@ mod tests {
 
         // The other way round: the write (sent at 1) is older than the renew (sent at 401);
         // its abort forgets the holding first, so the renew's timeout has nothing to mark lost.
-        let mut m = HolderMachine::new(cfg());
-        out.clear();
-        m.on_timer(Millis(0), &mut out);
-        let acquire = sent(&out)[0].0;
-        m.on_reply(Millis(1), acquire, &granted(7), &mut out);
+        let (mut m, mut out) = holding(cfg());
         m.on_timer(Millis(401), &mut out);
         out.clear();
         m.on_timer(Millis(2000), &mut out);
@@ -1011,12 +1007,8 @@ mod tests {
         );
 
         // And the other way: the write's connection failing leaves the renew awaited.
-        let mut m = HolderMachine::new(cfg());
-        out.clear();
-        m.on_timer(Millis(0), &mut out);
-        let acquire = sent(&out)[0].0;
-        m.on_reply(Millis(1), acquire, &granted(7), &mut out);
-        let write = sent(&out)[1].0;
+        let (mut m, mut out) = holding(cfg());
+        let write = sent(&out)[0].0;
         m.on_timer(Millis(401), &mut out);
         m.on_reply(Millis(402), write, &lost, &mut out);
         assert!(m.awaits_reply(), "the renew's reply was dropped: {out:?}");
