@@ -63,6 +63,12 @@ pub struct WriteFact {
     pub at: Millis,
     /// Acknowledged or not.
     pub certainty: Certainty,
+    /// The event that decides it: a whole write's own (its invoke, when it waited), a
+    /// transaction's write's commit. What a verdict names when the outcome is unknown.
+    pub issued: u64,
+    /// Never answered at all (its connection dropped, its database crashed, the history
+    /// ended): a maybe-write the history counts among its `unreported` statements too.
+    pub unanswered: bool,
 }
 
 /// One grant of a lease.
@@ -221,6 +227,12 @@ pub struct Facts {
     pub lease_changes: Vec<LeaseFact>,
     /// Statements whose outcome nobody collected, per database.
     pub unreported: Vec<(DbName, u64)>,
+    /// Publishes nobody learned the outcome of: kept if they took effect, absent if not.
+    pub unknown_publishes: Vec<UnknownPublish>,
+    /// Every row version some statement tried to write (a `write` or an `upsert` that was
+    /// sent, whatever its answer), with the first event that tried: what a final read may
+    /// show.
+    pub attempts: BTreeMap<AttemptKey, BTreeMap<String, u64>>,
     /// Renewals and releases whose outcome nobody collected: each may have changed its
     /// holding's expiry, to a value nobody saw, from where it was issued on.
     pub lease_unknown: Vec<UnknownLease>,
@@ -266,12 +278,53 @@ fn note_unknown(f: &mut Facts, op: &Op, out: &Outcome, issued: u64, answered: u6
 /// A renewal or release nobody learned the outcome of.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct UnknownLease {
+    /// Which lease.
+    pub lease: LeaseName,
     /// Whose holding.
     pub holder: Holder,
     /// Its token.
     pub token: Token,
     /// Where it was issued: it may have committed at any point from there on.
     pub since: u64,
+    /// A renewal's TTL (`None`: a release).
+    pub renew_ttl: Option<u64>,
+    /// Where its commit can lie, if it took effect: after its issue, up to its answer (or,
+    /// never answered, up to the end of the history).
+    pub window: Window,
+    /// The server time when it was issued and at the end of its window: a renewal's `now()`
+    /// lies between, so the expiry it set lies between `from + ttl` and `to + ttl`.
+    pub from: Millis,
+    /// See `from`.
+    pub to: Millis,
+}
+
+/// Where a statement tried to write, with which token, as whom: with the content, a row
+/// version (the content is the key of the inner map, so a read looks it up without a copy).
+pub type AttemptKey = (Scope, Part, Token, Holder);
+
+impl UnknownLease {
+    /// The expiry it set, had it taken effect: a release's `-infinity`; a renewal's, the
+    /// earliest (`latest == false`) or latest it can have set, from where its `now()` can lie.
+    pub fn expiry(&self, latest: bool) -> leaselab_model::Expiry {
+        match self.renew_ttl {
+            None => leaselab_model::Expiry::NegInfinity,
+            Some(ttl) => {
+                let now = if latest { self.to } else { self.from };
+                leaselab_model::Expiry::At(Millis(now.0.saturating_add(ttl)))
+            }
+        }
+    }
+}
+
+/// A publish nobody learned the outcome of.
+#[derive(Clone, Debug)]
+pub struct UnknownPublish {
+    /// Its place among the definite publishes: it comes before `publishes[before]`.
+    pub before: usize,
+    /// What it would be, had it taken effect (`accepted`).
+    pub fact: PublishFact,
+    /// The event that issued it.
+    pub issued: u64,
 }
 
 #[derive(Clone, Debug)]
@@ -279,7 +332,13 @@ struct Pending<'h> {
     op: &'h Op,
     actor: &'h Holder,
     since: u64,
+    at: Millis,
 }
+
+/// Where an operation nobody will hear back from can have taken effect, at the latest: the
+/// event position and its server time.
+#[derive(Clone, Copy)]
+struct Until(u64, Millis);
 
 /// Per-connection state is keyed by borrowed names: no allocation per event.
 type ConnKey<'h> = (DbName, &'h str);
@@ -340,6 +399,10 @@ pub fn derive_with(h: &History, res_transactions: bool, wrong: Option<WrongFacts
     // Upserts done inside an open transaction, per connection: accepted at commit.
     let mut drafts: Drafts = BTreeMap::new();
     let mut txns: BTreeMap<ConnKey, Txn> = BTreeMap::new();
+    let end = h
+        .events
+        .last()
+        .map_or(Until(0, Millis(0)), |e| Until(e.seq, e.at));
     for e in &h.events {
         let conn = e.conn_str();
         let db = e.op.db();
@@ -353,7 +416,7 @@ pub fn derive_with(h: &History, res_transactions: bool, wrong: Option<WrongFacts
                 && e.outcome != Outcome::Unavailable;
             if lost_result {
                 if let Some(p) = blocked.remove(&(d, conn)) {
-                    lost(&mut f, d, &p);
+                    lost(&mut f, d, &p, Until(e.seq, e.at));
                     if let Some(t) = txns.get_mut(&(d, conn)).filter(|t| t.open) {
                         if let Some(k) = written_key(p.op) {
                             t.own.push((k, None));
@@ -387,6 +450,29 @@ pub fn derive_with(h: &History, res_transactions: bool, wrong: Option<WrongFacts
         if matches!(&e.outcome, Outcome::Error(Reason::Busy)) {
             continue;
         }
+        if let Op::Write {
+            scope,
+            part,
+            content,
+            token,
+        }
+        | Op::Upsert {
+            scope,
+            part,
+            content,
+            token,
+        } = &e.op
+        {
+            if e.outcome != Outcome::Unavailable {
+                let tried = f
+                    .attempts
+                    .entry((scope.clone(), part.clone(), *token, e.actor.clone()))
+                    .or_default();
+                if !tried.contains_key(content.as_str()) {
+                    tried.insert(content.clone(), e.seq);
+                }
+            }
+        }
         match (&e.op, &e.outcome) {
             // `still-blocked`: the statement is still waiting; a later `await` resolves it.
             (Op::Await { .. }, Outcome::Error(Reason::StillBlocked)) => {}
@@ -406,7 +492,19 @@ pub fn derive_with(h: &History, res_transactions: bool, wrong: Option<WrongFacts
                         abort(&mut f, t, &mut drafts, *db, conn);
                     } else {
                         note_own(t, p.op, p.actor, out);
-                        record(&mut f, &mut drafts, t, conn, p.op, p.actor, out, w, e);
+                        let issued = (p.since, p.at);
+                        record(
+                            &mut f,
+                            &mut drafts,
+                            t,
+                            conn,
+                            p.op,
+                            p.actor,
+                            out,
+                            w,
+                            e,
+                            issued,
+                        );
                     }
                 }
             }
@@ -418,6 +516,7 @@ pub fn derive_with(h: &History, res_transactions: bool, wrong: Option<WrongFacts
                             op,
                             actor: &e.actor,
                             since: e.seq,
+                            at: e.at,
                         },
                     );
                 }
@@ -447,7 +546,8 @@ pub fn derive_with(h: &History, res_transactions: bool, wrong: Option<WrongFacts
                 };
                 if let Some(c) = certainty {
                     for (op, actor, _) in ds {
-                        push_write(&mut f, op, actor, Window::at(e.seq), e.at, c);
+                        let w = Window::at(e.seq);
+                        push_write(&mut f, op, actor, w, e.at, c, e.seq);
                     }
                 }
                 if certainty == Some(Certainty::Accepted) {
@@ -483,7 +583,7 @@ pub fn derive_with(h: &History, res_transactions: bool, wrong: Option<WrongFacts
                     drafts.remove(conn);
                 }
                 if let Some(p) = blocked.remove(&(*db, conn)) {
-                    lost(&mut f, *db, &p);
+                    lost(&mut f, *db, &p, end);
                 }
             }
             (Op::Crash { db }, Outcome::Ok) => {
@@ -500,7 +600,7 @@ pub fn derive_with(h: &History, res_transactions: bool, wrong: Option<WrongFacts
                 let gone: Vec<ConnKey> = blocked.keys().filter(|(d, _)| d == db).copied().collect();
                 for k in gone {
                     if let Some(p) = blocked.remove(&k) {
-                        lost(&mut f, *db, &p);
+                        lost(&mut f, *db, &p, Until(e.seq, e.at));
                     }
                 }
             }
@@ -527,6 +627,7 @@ pub fn derive_with(h: &History, res_transactions: bool, wrong: Option<WrongFacts
                         out,
                         Window::at(e.seq),
                         e,
+                        (e.seq, e.at),
                     );
                 }
             }
@@ -541,7 +642,7 @@ pub fn derive_with(h: &History, res_transactions: bool, wrong: Option<WrongFacts
         }
     }
     for ((db, _), p) in &blocked {
-        lost(&mut f, *db, p);
+        lost(&mut f, *db, p, end);
     }
     f.unknown.sort_by_key(|u| u.issued);
     // Publishes of a transaction still open at the end: a check-then-write marker's took
@@ -574,7 +675,8 @@ fn abort<'h>(f: &mut Facts, t: &mut Txn, drafts: &mut Drafts<'h>, db: DbName, co
 }
 
 /// A statement whose outcome nobody will collect.
-fn lost(f: &mut Facts, db: DbName, p: &Pending<'_>) {
+/// It may have taken effect anywhere after it was issued, up to `until`.
+fn lost(f: &mut Facts, db: DbName, p: &Pending<'_>, until: Until) {
     bump_unreported(f, db);
     if resolvable(p.op) {
         f.unknown.push(Unknown {
@@ -582,11 +684,68 @@ fn lost(f: &mut Facts, db: DbName, p: &Pending<'_>) {
             answered: None,
         });
     }
-    if let Op::Renew { holder, token, .. } | Op::Release { holder, token, .. } = p.op {
-        f.lease_unknown.push(UnknownLease {
-            holder: holder.clone(),
-            token: *token,
-            since: p.since,
+    let w = Window {
+        earliest: p.since + 1,
+        latest: until.0.max(p.since + 1),
+    };
+    match p.op {
+        Op::Renew { .. } | Op::Release { .. } => {
+            unknown_lease(f, p.op, p.since, w, p.at, until.1);
+        }
+        Op::Write { .. } => {
+            let before = f.writes.len();
+            push_write(f, p.op, p.actor, w, p.at, Certainty::Maybe, p.since);
+            if let Some(x) = f.writes.get_mut(before) {
+                x.unanswered = true;
+            }
+        }
+        Op::Publish { .. } => unknown_publish(f, p.op, p.actor, w, p.at, p.since),
+        _ => {}
+    }
+}
+
+/// A renewal or release nobody learned the outcome of, issued at server time `from`, and
+/// whose commit can lie in `w`, up to server time `to`.
+fn unknown_lease(f: &mut Facts, op: &Op, since: u64, w: Window, from: Millis, to: Millis) {
+    let (lease, holder, token, renew_ttl) = match op {
+        Op::Renew {
+            lease,
+            holder,
+            token,
+            ttl_ms,
+        } => (lease, holder, token, Some(*ttl_ms)),
+        Op::Release {
+            lease,
+            holder,
+            token,
+        } => (lease, holder, token, None),
+        _ => return,
+    };
+    f.lease_unknown.push(UnknownLease {
+        lease: lease.clone(),
+        holder: holder.clone(),
+        token: *token,
+        since,
+        renew_ttl,
+        window: w,
+        from,
+        to,
+    });
+}
+
+fn unknown_publish(f: &mut Facts, op: &Op, actor: &Holder, w: Window, at: Millis, issued: u64) {
+    if let Op::Publish { key, token, .. } = op {
+        f.unknown_publishes.push(UnknownPublish {
+            before: f.publishes.len(),
+            fact: PublishFact {
+                key: key.clone(),
+                writer: actor.clone(),
+                token: *token,
+                accepted: true,
+                window: w,
+                at,
+            },
+            issued,
         });
     }
 }
@@ -626,6 +785,7 @@ fn record<'h>(
     out: &Outcome,
     w: Window,
     e: &Event,
+    issued: (u64, Millis),
 ) {
     let at = e.at;
     let change = match (op, out) {
@@ -665,20 +825,18 @@ fn record<'h>(
     match (op, out) {
         // Answered, but nobody knows what it did (a timeout, a connection lost mid-call): like
         // one never answered, it may have moved its holding's expiry anywhere from its issue on.
-        (
-            Op::Renew { holder, token, .. } | Op::Release { holder, token, .. },
-            Outcome::Indeterminate(_),
-        ) => f.lease_unknown.push(UnknownLease {
-            holder: holder.clone(),
-            token: *token,
-            since: w.earliest,
-        }),
+        (Op::Renew { .. } | Op::Release { .. }, Outcome::Indeterminate(_)) => {
+            unknown_lease(f, op, issued.0, w, issued.1, at)
+        }
         (Op::Write { .. }, Outcome::Accepted) | (Op::Upsert { .. }, Outcome::Accepted) => {
-            push_write(f, op, actor, w, at, Certainty::Accepted)
+            push_write(f, op, actor, w, at, Certainty::Accepted, issued.0)
         }
         (Op::Write { .. }, Outcome::Indeterminate(_))
         | (Op::Upsert { .. }, Outcome::Indeterminate(_)) => {
-            push_write(f, op, actor, w, at, Certainty::Maybe)
+            push_write(f, op, actor, w, at, Certainty::Maybe, issued.0)
+        }
+        (Op::Publish { .. }, Outcome::Indeterminate(_)) => {
+            unknown_publish(f, op, actor, w, at, issued.0)
         }
         (Op::Upsert { .. }, Outcome::Ok) => {
             drafts.entry(conn).or_default().push((op, actor, w.latest));
@@ -702,7 +860,16 @@ fn record<'h>(
     }
 }
 
-fn push_write(f: &mut Facts, op: &Op, actor: &Holder, w: Window, at: Millis, c: Certainty) {
+#[allow(clippy::too_many_arguments)]
+fn push_write(
+    f: &mut Facts,
+    op: &Op,
+    actor: &Holder,
+    w: Window,
+    at: Millis,
+    c: Certainty,
+    issued: u64,
+) {
     if let Op::Write {
         scope,
         part,
@@ -725,6 +892,8 @@ fn push_write(f: &mut Facts, op: &Op, actor: &Holder, w: Window, at: Millis, c: 
             window: w,
             at,
             certainty: c,
+            issued,
+            unanswered: false,
         });
     }
 }

@@ -151,7 +151,7 @@ pub fn cross_check(facts: &Facts, ledger: &[LedgerEntry]) -> Vec<String> {
         + facts
             .writes
             .iter()
-            .filter(|w| w.certainty == Certainty::Maybe)
+            .filter(|w| w.certainty == Certainty::Maybe && !w.unanswered)
             .count();
     if unmatched.len() > unknown {
         out.push(format!(

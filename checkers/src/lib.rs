@@ -21,8 +21,8 @@
 //! - [`facts`]: accepted writes, grants and publishes with their commit windows.
 //! - [`safety`]: the `always` checks I1, I2, I3, acceptance, final state.
 //! - [`sometimes`]: counts of the events that show faults landed.
-//! - [`unknown`]: the violations that depend on how an operation nobody heard back from
-//!   turned out (`leaselab judge`'s *possible*).
+//! - [`unknown`]: the verdict over every way the operations nobody heard back from can have
+//!   turned out: certain, possible, undecided; and the outcomes the history's reads settle.
 //! - [`ledger`]: the second oracle: facts against what the model's databases committed.
 //!
 //! ## Environment
@@ -39,7 +39,7 @@ pub mod sometimes;
 pub mod unknown;
 mod verdict;
 
-pub use verdict::{Check, Report, Violation};
+pub use verdict::{Check, Condition, Possible, Report, Settled, Undecided, Violation};
 
 use leaselab_model::History;
 
@@ -51,15 +51,12 @@ pub fn check(history: &History) -> Report {
 /// Runs every checker on `history` whose facts the caller already derived (a simulation run
 /// also needs them for its liveness check).
 pub fn check_with(history: &History, facts: &facts::Facts) -> Report {
-    let mut violations = Vec::new();
-    safety::i1(facts, &mut violations);
-    safety::i2(facts, &mut violations);
-    safety::i3(facts, &mut violations);
-    safety::acceptance(facts, &mut violations);
-    safety::final_state(facts, &mut violations);
-    violations.sort_by_key(|v| v.check);
+    let (found, settled) = unknown::judge(facts);
     Report {
-        violations,
+        violations: found.certain,
+        possible: found.possible,
+        undecided: found.undecided,
+        settled,
         sometimes: sometimes::count(history, facts),
     }
 }

@@ -1,9 +1,12 @@
 //! The `always` properties. Each violation says, in plain words, which events conflict and
 //! when, so a learner can find them in the timeline.
 
-use crate::facts::{Certainty, Facts, LeaseChange, ReadKey, WriteFact};
-use crate::verdict::{Check, Violation};
-use leaselab_model::{Expiry, Holder, LeaseName, Outcome, Scope, Token};
+use crate::facts::{
+    Certainty, Facts, LeaseChange, PublishFact, ReadKey, UnknownLease, UnknownPublish, Window,
+    WriteFact,
+};
+use crate::verdict::{Check, Condition, Findings, Possible, Undecided, Violation};
+use leaselab_model::{Expiry, Holder, LeaseName, Millis, Outcome, Scope, Token};
 use std::collections::{BTreeMap, BTreeSet};
 
 fn describe_write(w: &WriteFact) -> String {
@@ -27,24 +30,38 @@ fn describe_write(w: &WriteFact) -> String {
 struct Holding<'f> {
     holder: &'f Holder,
     token: Token,
-    versions: Vec<(crate::facts::Window, Expiry)>,
+    versions: Vec<(Window, Expiry)>,
 }
 
-/// I1: by the database clock, at most one unexpired holder per lease at any instant. Checked at
-/// every committed grant, at the grant's own `now()`, against the holding granted most
-/// recently *definitely before* it. Renewals and releases take effect at their commit, not
-/// when their client collects the reply: one whose commit window overlaps the grant's may
-/// have come before it, so the holding's expiry at the grant is any of the expiries it may
-/// have had then, and only when *every* one of them is unexpired is it a violation. A grant
-/// whose commit window overlaps the other grant's (a blocked acquire collected later) is
-/// concurrent with it: no order — a verdict only when it holds in either order
-/// (`unordered_grants`).
+/// More unknown renewals and releases than this on one holding before one grant, and I1 at that
+/// grant is `undecided`: each is tried both ways, so the work doubles with each one.
+pub const I1_UNKNOWNS_LIMIT: usize = 10;
+
+/// I1: by the database clock, at most one unexpired holder per lease at any instant; the
+/// violations certain whatever the unknown operations did (see [`crate::unknown`] for what
+/// the others are).
 pub fn i1(f: &Facts, out: &mut Vec<Violation>) {
-    use crate::facts::Window;
+    let mut found = Findings::default();
+    i1_found(f, &mut found);
+    out.append(&mut found.certain);
+}
+
+/// I1, checked at every committed grant, at the grant's own `now()`, against the holding
+/// granted most recently *definitely before* it. Renewals and releases take effect at their
+/// commit, not when their client collects the reply: one whose commit window overlaps the
+/// grant's may have come before it, so the holding's expiry at the grant is any of the
+/// expiries it may have had then, and only when *every* one of them is unexpired is it a
+/// violation. A renewal or release nobody heard back from is tried both ways (and a renewal
+/// that took effect at the earliest and the latest expiry it can have set: a later expiry
+/// only makes an overlap likelier, so those two bound every value between); the grant is a
+/// certain violation when every way breaks it, possible when one does. A grant whose commit
+/// window overlaps the other grant's (a blocked acquire collected later) is concurrent with
+/// it: no order — a verdict only when it holds in either order (`unordered_grants`).
+pub(crate) fn i1_found(f: &Facts, found: &mut Findings) {
     struct Grant<'f> {
         holder: &'f Holder,
         token: Token,
-        now: leaselab_model::Millis,
+        now: Millis,
         window: Window,
     }
     // Per lease: holdings in grant order (ascending `window.latest`, as `derive` records them).
@@ -92,73 +109,163 @@ pub fn i1(f: &Facts, out: &mut Vec<Violation>) {
     for held in leases.values_mut() {
         held.sort_by_key(|h| h.versions[0].0.latest);
     }
+    // Unknown renewals and releases per holding.
+    let mut unknown: BTreeMap<(&LeaseName, &Holder, Token), Vec<&UnknownLease>> = BTreeMap::new();
+    for u in &f.lease_unknown {
+        unknown
+            .entry((&u.lease, &u.holder, u.token))
+            .or_default()
+            .push(u);
+    }
     for (lease, g) in grants {
         let held = &leases[lease];
         let k = held.partition_point(|h| h.versions[0].0.before(&g.window));
-        let c = k.checked_sub(1).map(|k| &held[k]);
-        let Some(c) = c else {
+        let Some(c) = k.checked_sub(1).map(|k| &held[k]) else {
             continue;
         };
-        // The versions c may have had at g: each one committed before g's commit could be the
-        // last unless another one definitely came after it and before g.
-        let before: Vec<&(Window, Expiry)> = c
-            .versions
-            .iter()
-            .filter(|(w, _)| !g.window.before(w))
-            .collect();
-        let possible = before.iter().filter(|(w, _)| {
-            !before
-                .iter()
-                .any(|(x, _)| w.before(x) && x.before(&g.window))
-        });
-        let mut all_unexpired = true;
-        let mut witness: Option<&(Window, Expiry)> = None;
-        for v in possible {
-            if v.1.is_expired_at(g.now) {
-                all_unexpired = false;
-                break;
-            }
-            if witness.is_none_or(|w| v.0.latest > w.0.latest) {
-                witness = Some(v);
-            }
+        let describe = |(w, expires): (Window, Expiry)| {
+            Violation {
+            check: Check::I1,
+            message: format!(
+                "lease {lease}: {} was granted token {} at t={} (event #{}) while {}'s token {} was still unexpired until t={expires} (granted or renewed at event #{})",
+                g.holder, g.token, g.now, g.window.latest, c.holder, c.token, w.latest
+            ),
+            events: vec![w.latest, g.window.latest],
         }
-        // A renewal or release of c nobody heard back from, issued before g committed, may
-        // have set an expiry nobody saw: the overlap is then not shown.
-        let unknown = f
-            .lease_unknown
-            .iter()
-            .any(|u| u.holder == *c.holder && u.token == c.token && u.since < g.window.latest);
-        if unknown {
+        };
+        // Those that can have committed before g did.
+        let us: Vec<&UnknownLease> = unknown
+            .get(&(lease, c.holder, c.token))
+            .map(|v| {
+                v.iter()
+                    .copied()
+                    .filter(|u| !g.window.before(&u.window))
+                    .collect()
+            })
+            .unwrap_or_default();
+        if us.is_empty() {
+            if let Some(w) = unexpired_at(&c.versions, &g.window, g.now) {
+                found.certain.push(describe(w));
+            }
             continue;
         }
-        if let (true, Some((w, expires))) = (all_unexpired, witness) {
-            let seq = g.window.latest;
-            out.push(Violation {
+        let events: Vec<u64> = us.iter().map(|u| u.since).collect();
+        if us.len() > I1_UNKNOWNS_LIMIT {
+            found.undecided.push(Undecided {
                 check: Check::I1,
                 message: format!(
-                    "lease {lease}: {} was granted token {} at t={} (event #{seq}) while {}'s token {} was still unexpired until t={expires} (granted or renewed at event #{})",
-                    g.holder, g.token, g.now, c.holder, c.token, w.latest
+                    "lease {lease}: whether {}'s token {} was still unexpired when {} was granted token {} at t={} (event #{}) depends on {} renewals and releases nobody heard back from, more than the {I1_UNKNOWNS_LIMIT} tried both ways",
+                    c.holder, c.token, g.holder, g.token, g.now, g.window.latest, us.len()
                 ),
-                events: vec![w.latest, seq],
+                unknowns: events,
+                events: vec![c.versions[0].0.latest, g.window.latest],
             });
+            continue;
+        }
+        let mut every = true;
+        let mut certain: Option<Violation> = None;
+        let mut some: Option<(Violation, Vec<Condition>)> = None;
+        let mut versions = c.versions.clone();
+        for pattern in 0u32..(1 << us.len()) {
+            let applied = |i: usize| pattern & (1 << i) != 0;
+            for latest in [false, true] {
+                versions.truncate(c.versions.len());
+                for (_, u) in us.iter().enumerate().filter(|(i, _)| applied(*i)) {
+                    versions.push((u.window, u.expiry(latest)));
+                }
+                let hit = unexpired_at(&versions, &g.window, g.now);
+                match (latest, hit) {
+                    (false, None) => every = false,
+                    (false, Some(w)) => {
+                        certain.get_or_insert_with(|| describe(w));
+                    }
+                    (true, Some(w)) if some.is_none() => {
+                        let conditions = us
+                            .iter()
+                            .enumerate()
+                            .map(|(i, u)| Condition {
+                                event: u.since,
+                                applied: applied(i),
+                            })
+                            .collect();
+                        some = Some((describe(w), conditions));
+                    }
+                    _ => {}
+                }
+            }
+        }
+        match (every, certain, some) {
+            (true, Some(mut v), _) => {
+                v.message.push_str(&format!(
+                    " — whichever way {} nobody heard back from went (event {})",
+                    if us.len() == 1 {
+                        "the renewal or release"
+                    } else {
+                        "the renewals and releases"
+                    },
+                    list(&events)
+                ));
+                found.certain.push(v);
+            }
+            (_, _, Some((violation, conditions))) => found.possible.push(Possible {
+                violation,
+                conditions,
+            }),
+            _ => {}
         }
     }
-    unordered_grants(f, &leases, out);
+    unordered_grants(f, &leases, found);
+}
+
+/// `#3, #5 and #9`.
+pub(crate) fn list(events: &[u64]) -> String {
+    let names: Vec<String> = events.iter().map(|e| format!("#{e}")).collect();
+    match names.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+        Some((last, _)) => last.clone(),
+        None => String::new(),
+    }
+}
+
+/// Whether a holding whose versions are `versions` was unexpired at a grant in `g` made at
+/// `now` whatever order the overlapping commits took: the versions it may have had then — each
+/// one committed before g's commit could be the last unless another one definitely came after
+/// it and before g — are all unexpired. Returns the newest such version.
+fn unexpired_at(
+    versions: &[(Window, Expiry)],
+    g: &Window,
+    now: Millis,
+) -> Option<(Window, Expiry)> {
+    let before: Vec<&(Window, Expiry)> = versions.iter().filter(|(w, _)| !g.before(w)).collect();
+    let possible = before
+        .iter()
+        .filter(|(w, _)| !before.iter().any(|(x, _)| w.before(x) && x.before(g)));
+    let mut witness: Option<&(Window, Expiry)> = None;
+    for v in possible {
+        if v.1.is_expired_at(now) {
+            return None;
+        }
+        if witness.is_none_or(|w| v.0.latest > w.0.latest) {
+            witness = Some(v);
+        }
+    }
+    witness.copied()
 }
 
 /// Two grants of one lease whose commits are not ordered by the history (an operation paused
 /// or waiting between its request and its answer while the other was granted): if each one's
 /// expiry is later than the time the other was reported — the latest its commit can have been
 /// — then whichever committed second took a lease that was still held, in every order. Only
-/// grants nothing else changed before both were reported (no renewal or release that might
-/// have ended one early, none whose answer nobody heard).
+/// grants nothing else changed before both were reported: a renewal or release might have
+/// ended one early. One nobody heard back from makes the violation possible — if it did not
+/// take effect.
 fn unordered_grants(
     f: &Facts,
     leases: &BTreeMap<&LeaseName, Vec<Holding<'_>>>,
-    out: &mut Vec<Violation>,
+    found: &mut Findings,
 ) {
     // When each grant was reported: the latest its commit can have been.
-    let reported: BTreeMap<(&LeaseName, Token, u64), leaselab_model::Millis> = f
+    let reported: BTreeMap<(&LeaseName, Token, u64), Millis> = f
         .grants
         .iter()
         .map(|g| ((&g.lease, g.token, g.window.latest), g.at))
@@ -190,12 +297,8 @@ fn unordered_grants(
                     continue;
                 }
                 let both = wa.latest.max(wb.latest);
-                let changed = |h: &Holding<'_>| {
-                    h.versions[1..].iter().any(|(w, _)| w.earliest <= both)
-                        || f.lease_unknown
-                            .iter()
-                            .any(|u| u.holder == *h.holder && u.token == h.token && u.since <= both)
-                };
+                let changed =
+                    |h: &Holding<'_>| h.versions[1..].iter().any(|(w, _)| w.earliest <= both);
                 if changed(a) || changed(b) {
                     continue;
                 }
@@ -208,14 +311,37 @@ fn unordered_grants(
                 if ea.is_expired_at(*rb) || eb.is_expired_at(*ra) {
                     continue;
                 }
-                out.push(Violation {
+                let violation = Violation {
                     check: Check::I1,
                     message: format!(
                         "lease {lease}: {} was granted token {} (reported at t={ra}, event #{}, unexpired until t={ea}) and {} token {} (reported at t={rb}, event #{}, unexpired until t={eb}); neither grant is definitely before the other, and in either order the second took a lease the first still held",
                         a.holder, a.token, wa.latest, b.holder, b.token, wb.latest
                     ),
                     events: vec![wa.latest.min(wb.latest), both],
-                });
+                };
+                let conditions: Vec<Condition> = f
+                    .lease_unknown
+                    .iter()
+                    .filter(|u| {
+                        u.lease == **lease
+                            && [a, b]
+                                .iter()
+                                .any(|h| u.holder == *h.holder && u.token == h.token)
+                            && u.window.earliest <= both
+                    })
+                    .map(|u| Condition {
+                        event: u.since,
+                        applied: false,
+                    })
+                    .collect();
+                if conditions.is_empty() {
+                    found.certain.push(violation);
+                } else {
+                    found.possible.push(Possible {
+                        violation,
+                        conditions,
+                    });
+                }
             }
         }
     }
@@ -283,56 +409,81 @@ fn i2_culprit(f: &Facts, j: usize, out: &mut Vec<Violation>) {
     }
 }
 
-/// For every accepted write, the newest-holding accepted write of the same scope that
+/// Which writes a run of the write checks counts as having taken effect: the accepted ones
+/// (what is certain), or those and every write nobody heard back from (what is possible: the
+/// write checks only find more when more writes took effect, so these two runs bound every
+/// outcome of the unknown writes between them).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Counted {
+    /// Accepted writes only.
+    Accepted,
+    /// Accepted writes and maybe-writes.
+    AcceptedOrMaybe,
+}
+
+impl Counted {
+    fn counts(self, w: &WriteFact) -> bool {
+        w.certainty == Certainty::Accepted || self == Counted::AcceptedOrMaybe
+    }
+}
+
+/// A violation of a write check, with the writes (indices into [`Facts::writes`]) it rests on.
+pub(crate) struct WriteViolation {
+    pub(crate) violation: Violation,
+    pub(crate) writes: Vec<usize>,
+}
+
+/// For every counted write, the newest-holding counted write of the same scope that
 /// definitely committed before it: the highest token, and among equal tokens one from another
 /// writer if there is one. Sorting by commit window makes this O(n log n) instead of comparing
 /// every pair — sweeps judge hundreds of writes per run.
-struct Earlier<'a> {
+struct Earlier {
     /// Per write index: (highest-token write before it, same-token write by another writer).
-    best: Vec<(Option<&'a WriteFact>, Option<&'a WriteFact>)>,
+    best: Vec<(Option<usize>, Option<usize>)>,
 }
 
-fn earlier(f: &Facts) -> Earlier<'_> {
-    let acc: Vec<(usize, &WriteFact)> = f
+fn earlier(f: &Facts, counted: Counted) -> Earlier {
+    let mut best = vec![(None, None); f.writes.len()];
+    let mut scopes: BTreeMap<&Scope, Vec<usize>> = BTreeMap::new();
+    for (i, w) in f
         .writes
         .iter()
         .enumerate()
-        .filter(|(_, w)| w.certainty == Certainty::Accepted)
-        .collect();
-    let mut best = vec![(None, None); f.writes.len()];
-    let mut scopes: BTreeMap<&Scope, Vec<(usize, &WriteFact)>> = BTreeMap::new();
-    for (i, w) in &acc {
-        scopes.entry(&w.scope).or_default().push((*i, *w));
+        .filter(|(_, w)| counted.counts(w))
+    {
+        scopes.entry(&w.scope).or_default().push(i);
     }
     for (_, ws) in scopes {
-        let mut by_latest: Vec<&WriteFact> = ws.iter().map(|(_, w)| *w).collect();
-        by_latest.sort_by_key(|w| w.window.latest);
+        let mut by_latest: Vec<usize> = ws.clone();
+        by_latest.sort_by_key(|i| f.writes[*i].window.latest);
         // prefix[k]: over by_latest[..k], the highest-token write (latest among equals) and,
         // for that token, a write by a different writer than the first one found.
-        let mut prefix: Vec<(Option<&WriteFact>, Option<&WriteFact>)> =
+        let mut prefix: Vec<(Option<usize>, Option<usize>)> =
             Vec::with_capacity(by_latest.len() + 1);
-        let (mut top, mut other): (Option<&WriteFact>, Option<&WriteFact>) = (None, None);
+        let (mut top, mut other): (Option<usize>, Option<usize>) = (None, None);
         prefix.push((None, None));
-        for w in &by_latest {
-            match top {
+        for &i in &by_latest {
+            let w = &f.writes[i];
+            match top.map(|t| &f.writes[t]) {
                 Some(t) if t.token > w.token => {}
                 Some(t) if t.token == w.token => {
                     if t.writer != w.writer && other.is_none() {
-                        other = Some(w);
+                        other = Some(i);
                     }
                     if t.writer == w.writer {
-                        top = Some(w);
+                        top = Some(i);
                     }
                 }
                 _ => {
-                    top = Some(w);
+                    top = Some(i);
                     other = None;
                 }
             }
             prefix.push((top, other));
         }
-        for (i, w) in ws {
-            let k = by_latest.partition_point(|h| h.window.latest < w.window.earliest);
+        for i in ws {
+            let w = &f.writes[i];
+            let k = by_latest.partition_point(|h| f.writes[*h].window.latest < w.window.earliest);
             best[i] = prefix[k];
         }
     }
@@ -342,30 +493,45 @@ fn earlier(f: &Facts) -> Earlier<'_> {
 /// I3: per scope, the tokens of accepted writes never decrease in commit order, whatever part
 /// they target; and an observed floor never goes down.
 pub fn i3(f: &Facts, out: &mut Vec<Violation>) {
-    let e = earlier(f);
+    let mut found = Vec::new();
+    i3_writes(f, Counted::Accepted, &mut found);
+    out.extend(found.into_iter().map(|w| w.violation));
+    i3_floor(f, out);
+}
+
+/// I3 on the writes `counted`.
+pub(crate) fn i3_writes(f: &Facts, counted: Counted, out: &mut Vec<WriteViolation>) {
+    let e = earlier(f, counted);
     for (i, w) in f.writes.iter().enumerate() {
-        let Some(hi) = e.best[i].0.filter(|hi| hi.token > w.token) else {
+        let Some(hi) = e.best[i].0.filter(|hi| f.writes[*hi].token > w.token) else {
             continue;
         };
-        out.push(Violation {
-            check: Check::I3,
-            message: format!(
-                "scope {}: {} was accepted after {} — tokens of accepted writes went down from {} to {}",
-                w.scope,
-                describe_write(w),
-                describe_write(hi),
-                hi.token,
-                w.token
-            ),
-            events: vec![hi.window.latest, w.window.latest],
+        let h = &f.writes[hi];
+        out.push(WriteViolation {
+            violation: Violation {
+                check: Check::I3,
+                message: format!(
+                    "scope {}: {} was accepted after {} — tokens of accepted writes went down from {} to {}",
+                    w.scope,
+                    describe_write(w),
+                    describe_write(h),
+                    h.token,
+                    w.token
+                ),
+                events: vec![h.window.latest, w.window.latest],
+            },
+            writes: vec![hi, i],
         });
     }
-    // An observed floor never goes down. A read observes the committed floor only as of its
-    // snapshot (see `Sees`), and not at all where its own transaction set the floor; a later
-    // observation below an earlier one — the first's snapshot definitely before the second's —
-    // is a regression. Per scope: (latest snapshot position, highest floor up to it, where).
-    let mut seen: BTreeMap<&Scope, Vec<(u64, Token, u64, leaselab_model::Millis)>> =
-        BTreeMap::new();
+}
+
+/// An observed floor never goes down. A read observes the committed floor only as of its
+/// snapshot (see `Sees`), and not at all where its own transaction set the floor; a later
+/// observation below an earlier one — the first's snapshot definitely before the second's —
+/// is a regression.
+pub(crate) fn i3_floor(f: &Facts, out: &mut Vec<Violation>) {
+    // Per scope: (latest snapshot position, highest floor up to it, where).
+    let mut seen: BTreeMap<&Scope, Vec<(u64, Token, u64, Millis)>> = BTreeMap::new();
     for r in &f.reads {
         let (ReadKey::Floor(scope), Outcome::Floor(Some(t)), Some(w)) =
             (&r.key, &r.value, r.committed())
@@ -401,90 +567,211 @@ pub fn i3(f: &Facts, out: &mut Vec<Violation>) {
 /// from another holder (only possible when a token was reused, i.e. I2 failed). Side effects
 /// without a token (F9) count too: a newer publish dropped while an older one is kept.
 pub fn acceptance(f: &Facts, out: &mut Vec<Violation>) {
-    let e = earlier(f);
+    let mut found = Vec::new();
+    acceptance_writes(f, Counted::Accepted, &mut found);
+    out.extend(found.into_iter().map(|w| w.violation));
+    let mut publishes = Findings::default();
+    acceptance_publishes(f, &mut publishes);
+    out.append(&mut publishes.certain);
+}
+
+/// Acceptance of the writes `counted`.
+pub(crate) fn acceptance_writes(f: &Facts, counted: Counted, out: &mut Vec<WriteViolation>) {
+    let e = earlier(f, counted);
     for (i, w) in f.writes.iter().enumerate() {
-        let newer = match e.best[i] {
-            (Some(top), _) if top.token > w.token => Some(top),
-            (Some(top), _) if top.token == w.token && top.writer != w.writer => Some(top),
-            (Some(top), Some(other)) if top.token == w.token && other.writer != w.writer => {
-                Some(other)
+        let top = e.best[i].0.map(|t| (t, &f.writes[t]));
+        let newer = match (top, e.best[i].1.map(|o| (o, &f.writes[o]))) {
+            (Some((t, top)), _) if top.token > w.token => Some(t),
+            (Some((t, top)), _) if top.token == w.token && top.writer != w.writer => Some(t),
+            (Some((_, top)), Some((o, other)))
+                if top.token == w.token && other.writer != w.writer =>
+            {
+                Some(o)
             }
             _ => None,
         };
-        if let Some(hi) = newer {
-            let message = if hi.token == w.token {
-                format!(
-                    "token {} was used by two holders: {} came after {} — with a reused token the resource cannot tell the stale holder from the new one",
-                    w.token,
-                    describe_write(w),
-                    describe_write(hi)
-                )
-            } else {
-                format!(
-                    "stale holder's write kept: {} came after {}",
-                    describe_write(w),
-                    describe_write(hi)
-                )
-            };
-            out.push(Violation {
+        let Some(hi) = newer else { continue };
+        let h = &f.writes[hi];
+        let message = if h.token == w.token {
+            format!(
+                "token {} was used by two holders: {} came after {} — with a reused token the resource cannot tell the stale holder from the new one",
+                w.token,
+                describe_write(w),
+                describe_write(h)
+            )
+        } else {
+            format!(
+                "stale holder's write kept: {} came after {}",
+                describe_write(w),
+                describe_write(h)
+            )
+        };
+        out.push(WriteViolation {
+            violation: Violation {
                 check: Check::Acceptance,
                 message,
-                events: vec![hi.window.latest, w.window.latest],
-            });
-        }
+                events: vec![h.window.latest, w.window.latest],
+            },
+            writes: vec![hi, i],
+        });
     }
-    let mut kept: BTreeMap<&str, usize> = BTreeMap::new();
+}
+
+/// A publish dropped while an older-token one is the kept one: the kept one is the last kept
+/// before it — or, where publishes nobody heard back from came after that one, whichever of
+/// them took effect last. Certain when every candidate is older than the dropped one, possible
+/// when one is.
+pub(crate) fn acceptance_publishes(f: &Facts, found: &mut Findings) {
+    struct Key<'f> {
+        kept: Option<&'f PublishFact>,
+        /// Unknown publishes since `kept`, in order.
+        pending: Vec<&'f UnknownPublish>,
+    }
+    let mut keys: BTreeMap<&str, Key> = BTreeMap::new();
+    let mut unknown = f.unknown_publishes.iter().peekable();
     for (i, p) in f.publishes.iter().enumerate() {
+        while let Some(u) = unknown.next_if(|u| u.before <= i) {
+            keys.entry(u.fact.key.as_str())
+                .or_insert(Key {
+                    kept: None,
+                    pending: Vec::new(),
+                })
+                .pending
+                .push(u);
+        }
+        let k = keys.entry(p.key.as_str()).or_insert(Key {
+            kept: None,
+            pending: Vec::new(),
+        });
         if p.accepted {
-            kept.insert(p.key.as_str(), i);
+            k.kept = Some(p);
+            k.pending.clear();
             continue;
         }
-        if let Some(k) = kept.get(p.key.as_str()).map(|&k| &f.publishes[k]) {
-            if k.token < p.token {
-                out.push(Violation {
-                    check: Check::Acceptance,
-                    message: format!(
-                        "publish {}: {}'s newer publish with token {} was dropped at t={} (event #{}) while {}'s stale publish with token {} (t={}, event #{}) is kept",
-                        p.key, p.writer, p.token, p.at, p.window.latest, k.writer, k.token, k.at, k.window.latest
-                    ),
-                    events: vec![k.window.latest, p.window.latest],
-                });
-            }
+        let older = |t: Token| t < p.token;
+        let known = k.kept.filter(|k| older(k.token));
+        let unknown_older = k.pending.iter().rev().find(|u| older(u.fact.token));
+        let every =
+            k.kept.is_some_and(|k| older(k.token)) && k.pending.iter().all(|u| older(u.fact.token));
+        let describe = |kept: &PublishFact, how: String| {
+            Violation {
+            check: Check::Acceptance,
+            message: format!(
+                "publish {}: {}'s newer publish with token {} was dropped at t={} (event #{}) while {}'s stale publish with token {} ({how}) is kept",
+                p.key, p.writer, p.token, p.at, p.window.latest, kept.writer, kept.token
+            ),
+            events: vec![kept.window.latest, p.window.latest],
         }
+        };
+        if every {
+            if let Some(kept) = k.kept {
+                let mut v = describe(
+                    kept,
+                    format!("t={}, event #{}", kept.at, kept.window.latest),
+                );
+                if !k.pending.is_empty() {
+                    let events: Vec<u64> = k.pending.iter().map(|u| u.issued).collect();
+                    v.message.push_str(&format!(
+                        " — or, if they took effect, one of the publishes nobody heard back from (event {}), every one older too",
+                        list(&events)
+                    ));
+                }
+                found.certain.push(v);
+            }
+            continue;
+        }
+        // The latest older candidate, with every unknown after it not having taken effect.
+        let (violation, from) = match (unknown_older, known) {
+            (Some(u), _) => {
+                let at = k.pending.iter().position(|x| std::ptr::eq(*x, *u));
+                (
+                    describe(&u.fact, format!("if it took effect, event #{}", u.issued)),
+                    at,
+                )
+            }
+            (None, Some(kept)) => (
+                describe(
+                    kept,
+                    format!("t={}, event #{}", kept.at, kept.window.latest),
+                ),
+                None,
+            ),
+            (None, None) => continue,
+        };
+        let mut conditions = Vec::new();
+        if let Some(at) = from {
+            conditions.push(Condition {
+                event: k.pending[at].issued,
+                applied: true,
+            });
+        }
+        let after = from.map_or(0, |a| a + 1);
+        conditions.extend(k.pending[after..].iter().map(|u| Condition {
+            event: u.issued,
+            applied: false,
+        }));
+        found.possible.push(Possible {
+            violation,
+            conditions,
+        });
     }
 }
 
 /// Final state: every read of a part's committed state must show content from the highest
 /// token accepted for it before the read's snapshot (a read that may see its own transaction's
-/// uncommitted write observes nothing of the committed state; see `Sees`).
+/// uncommitted write observes nothing of the committed state; see `Sees`), and a row some
+/// statement wrote: the content and writer of a write with that token to that part, issued
+/// before the read — a token nobody was granted nor wrote is a phantom.
 pub fn final_state(f: &Facts, out: &mut Vec<Violation>) {
+    let mut found = Vec::new();
+    final_order(f, Counted::Accepted, &mut found);
+    out.extend(found.into_iter().map(|w| w.violation));
+    final_content(f, out);
+}
+
+/// The token order of final reads, against the writes `counted`: per part, the writes in
+/// commit order with a running maximum, so each read is one binary search.
+pub(crate) fn final_order(f: &Facts, counted: Counted, out: &mut Vec<WriteViolation>) {
+    // Per part: (latest, index of the best write up to it).
+    let mut parts: BTreeMap<(&Scope, &leaselab_model::Part), Vec<(u64, usize)>> = BTreeMap::new();
+    let mut order: Vec<usize> = (0..f.writes.len())
+        .filter(|i| counted.counts(&f.writes[*i]))
+        .collect();
+    order.sort_by_key(|i| f.writes[*i].window.latest);
+    for i in order {
+        let w = &f.writes[i];
+        let v = parts.entry((&w.scope, &w.part)).or_default();
+        let key = |j: usize| (f.writes[j].token, f.writes[j].window.latest);
+        let best = match v.last() {
+            Some(&(_, b)) if key(b) > key(i) => b,
+            _ => i,
+        };
+        v.push((w.window.latest, best));
+    }
     for r in &f.reads {
         let (ReadKey::Part(scope, part), Outcome::Part(row), Some(snap)) =
             (&r.key, &r.value, r.committed())
         else {
             continue;
         };
-        let best = f
-            .writes
-            .iter()
-            .filter(|w| {
-                w.certainty == Certainty::Accepted
-                    && &w.scope == scope
-                    && &w.part == part
-                    && w.window.latest < snap.earliest
-            })
-            .max_by_key(|w| (w.token, w.window.latest));
-        let Some(best) = best else { continue };
-        let bad = match row {
-            None => Some(format!("{scope}/{part} is absent")),
-            Some(x) if x.token < best.token => Some(format!(
+        let Some(v) = parts.get(&(scope, part)) else {
+            continue;
+        };
+        let k = v.partition_point(|(latest, _)| *latest < snap.earliest);
+        let Some(bi) = k.checked_sub(1).map(|k| v[k].1) else {
+            continue;
+        };
+        let best = &f.writes[bi];
+        let what = match row {
+            None => format!("{scope}/{part} is absent"),
+            Some(x) if x.token < best.token => format!(
                 "{scope}/{part} holds {}'s content `{}` with token {}",
                 x.writer, x.content, x.token
-            )),
-            Some(_) => None,
+            ),
+            Some(_) => continue,
         };
-        if let Some(what) = bad {
-            out.push(Violation {
+        out.push(WriteViolation {
+            violation: Violation {
                 check: Check::Final,
                 message: format!(
                     "at t={} (event #{}) {what}, but {} was accepted before that read — the final content must come from the highest accepted token",
@@ -493,7 +780,48 @@ pub fn final_state(f: &Facts, out: &mut Vec<Violation>) {
                     describe_write(best)
                 ),
                 events: vec![best.window.latest, r.seq],
-            });
+            },
+            writes: vec![bi],
+        });
+    }
+}
+
+/// What a final read shows must have been written: by a statement that wrote that content,
+/// writer and token to that part and was issued before the read's snapshot could end. Every
+/// statement counts, whatever its answer (a transaction the history cannot tell from a marker
+/// may have kept it): what this finds is a value nobody wrote, not a lost one.
+pub(crate) fn final_content(f: &Facts, out: &mut Vec<Violation>) {
+    let mut tokens: BTreeSet<Token> = f.grants.iter().map(|g| g.token).collect();
+    tokens.extend(f.attempts.keys().map(|a| a.2));
+    for r in &f.reads {
+        let (ReadKey::Part(scope, part), Outcome::Part(Some(x)), Some(snap)) =
+            (&r.key, &r.value, r.committed())
+        else {
+            continue;
+        };
+        let key = (scope.clone(), part.clone(), x.token, x.writer.clone());
+        let tried = f.attempts.get(&key).and_then(|c| c.get(x.content.as_str()));
+        if tried.is_some_and(|seq| *seq < snap.latest) {
+            continue;
         }
+        let why = if tokens.contains(&x.token) {
+            format!(
+                "no statement before it wrote {}'s content `{}` with token {} to {scope}/{part}",
+                x.writer, x.content, x.token
+            )
+        } else {
+            format!(
+                "token {} is a phantom: no acquire was granted it and no statement wrote it",
+                x.token
+            )
+        };
+        out.push(Violation {
+            check: Check::Final,
+            message: format!(
+                "at t={} (event #{}) {scope}/{part} holds {}'s content `{}` with token {}, but {why}",
+                r.at, r.seq, x.writer, x.content, x.token
+            ),
+            events: vec![r.seq],
+        });
     }
 }

@@ -1,33 +1,45 @@
 //! Operations whose outcome nobody learned — an `indeterminate` answer (a timeout, a lost
 //! connection), or a statement still waiting when its connection was dropped or the history
-//! ended — and the violations that depend on how one of them turned out.
+//! ended — and the verdict over every way they can have turned out.
 //!
-//! The checkers treat such an operation as Jepsen treats `:info`: a write may have been
-//! applied (a read may show it) but is never counted as accepted; a renewal or release may
-//! have moved its holding's expiry, so no overlap is claimed across it. What they report is
-//! therefore certain — it holds whatever the unknown operations did. This module asks the
-//! other question: what *could* have broken? Each unknown operation is resolved both ways in
-//! turn (applied: a write accepted, a renewal's expiry the latest it can have set, a release
-//! done; not applied), the history judged again, and every violation the base judgement did
-//! not report is *possible*, decided by that operation. Only one unknown is resolved at a
-//! time: a violation that needs two of them to turn out a certain way is not found.
+//! The checkers treat such an operation as Jepsen treats `:info`: it may or may not have taken
+//! effect. A violation is **certain** when it holds under every outcome of the unknown
+//! operations together, **possible** when it holds under some, absent when under none; where
+//! the judgement would have to try more outcomes than it is allowed, the check is
+//! **undecided** and says which operations it rests on. `docs/history-jsonl.md` states the
+//! algorithm for users; in short:
+//!
+//! 1. **Observations settle outcomes** ([`settle`]): a committed read of a part that shows the
+//!    exact content, writer and token of a write nobody heard back from — and of no other
+//!    write that could have committed before it — proves that write took effect; a read of a
+//!    lease row that shows the expiry only one unknown renewal (or the `-infinity` only one
+//!    unknown release) of that holding can have set proves it took effect, with that expiry;
+//!    a read of the row definitely after an unknown renewal or release, still showing the
+//!    version the operation would have replaced and nothing else able to change it, proves it
+//!    did not. Settled operations are known from then on, and the verdict names the read.
+//! 2. **Writes** (I3, acceptance, the final token order) only find more when more writes took
+//!    effect, so two judgements bound every outcome: the accepted writes alone give the
+//!    certain violations, every write that may have taken effect the possible ones. Linear.
+//! 3. **Renewals and releases** (I1) interact only within one holding: at each grant, the
+//!    unknown operations on the holding before it are tried both ways together, a renewal at
+//!    the earliest and the latest expiry it can have set (a later expiry only makes an overlap
+//!    likelier, so these two bound every value between). Exponential in the number of unknown
+//!    operations on *one holding before one grant* — at most
+//!    [`crate::safety::I1_UNKNOWNS_LIMIT`], beyond which that grant is undecided.
+//! 4. **Publishes** (acceptance): a dropped publish breaks acceptance when the kept one is
+//!    older; the kept one is the last known kept or any unknown publish after it, so a scan in
+//!    order decides certain and possible. Linear.
+//!
+//! What does not depend on unknown outcomes is certain as before: I2 (an acquire whose answer
+//! was lost is not resolved: its holder does not know its token and cannot act on it), the
+//! floor's regressions, and a final read of a value no statement wrote.
 
-use crate::verdict::Violation;
-use crate::Report;
-use leaselab_model::Reason;
-use leaselab_model::{Expiry, History, Millis, Op, Outcome};
-use std::collections::BTreeSet;
-
-/// A violation that holds if one unknown operation turned out a certain way.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Possible {
-    /// What would be broken.
-    pub violation: Violation,
-    /// The event that issued the unknown operation.
-    pub decided_by: u64,
-    /// Whether it is broken if that operation took effect (`true`) or if it did not.
-    pub if_applied: bool,
-}
+use crate::facts::{Certainty, Facts, LeaseChange, LeaseFact, ReadKey, Window};
+use crate::safety::{self, Counted, WriteViolation};
+use crate::verdict::{Condition, Findings, Possible, Settled, Violation};
+use leaselab_model::{Expiry, History, LeaseName, Outcome, Token};
+use std::borrow::Cow;
+use std::collections::{BTreeMap, BTreeSet};
 
 pub use crate::facts::Unknown;
 
@@ -37,55 +49,261 @@ pub fn unknowns(h: &History) -> Vec<Unknown> {
     crate::facts::derive(h).unknown
 }
 
-/// The violations that depend on one unknown operation, beyond the certain ones in `base`;
-/// at most `limit` unknown operations are resolved (each costs a judgement). Returns them and
-/// how many unknown operations were left unresolved. `h` is changed one outcome at a time and
-/// put back as it was: no copy of a long history.
-pub fn possible(h: &mut History, base: &Report, limit: usize) -> (Vec<Possible>, usize) {
-    let all = unknowns(h);
-    let key = |v: &Violation| (v.check, v.events.clone());
-    let mut seen: BTreeSet<_> = base.violations.iter().map(key).collect();
-    let mut out = Vec::new();
-    for u in all.iter().take(limit) {
-        for applied in [true, false] {
-            let Some((i, outcome)) = resolution(h, *u, applied) else {
+/// The whole verdict on `f`: certain, possible and undecided violations, and the unknown
+/// outcomes the history settles.
+pub(crate) fn judge(f: &Facts) -> (Findings, Vec<Settled>) {
+    let (settled, f) = settle(f);
+    let f: &Facts = &f;
+    let mut found = Findings::default();
+    safety::i1_found(f, &mut found);
+    safety::i2(f, &mut found.certain);
+    safety::i3_floor(f, &mut found.certain);
+    safety::acceptance_publishes(f, &mut found);
+    safety::final_content(f, &mut found.certain);
+    let writes = |counted: Counted| {
+        let mut out: Vec<WriteViolation> = Vec::new();
+        safety::i3_writes(f, counted, &mut out);
+        safety::acceptance_writes(f, counted, &mut out);
+        safety::final_order(f, counted, &mut out);
+        out
+    };
+    let certain = writes(Counted::Accepted);
+    let key = |v: &Violation| (v.check, v.events.last().copied());
+    let known: BTreeSet<_> = certain.iter().map(|w| key(&w.violation)).collect();
+    if f.writes.iter().any(|w| w.certainty == Certainty::Maybe) {
+        let mut seen = known.clone();
+        for w in writes(Counted::AcceptedOrMaybe) {
+            if !seen.insert(key(&w.violation)) {
                 continue;
-            };
-            let kept = std::mem::replace(&mut h.events[i].outcome, outcome);
-            for v in crate::check(h).violations {
-                if seen.insert(key(&v)) {
-                    out.push(Possible {
-                        violation: v,
-                        decided_by: u.issued,
-                        if_applied: applied,
-                    });
-                }
             }
-            h.events[i].outcome = kept;
+            let mut conditions: Vec<Condition> = w
+                .writes
+                .iter()
+                .map(|i| &f.writes[*i])
+                .filter(|x| x.certainty == Certainty::Maybe)
+                .map(|x| Condition {
+                    event: x.issued,
+                    applied: true,
+                })
+                .collect();
+            conditions.dedup();
+            found.possible.push(Possible {
+                violation: w.violation,
+                conditions,
+            });
         }
     }
-    (out, all.len().saturating_sub(limit))
+    found
+        .certain
+        .extend(certain.into_iter().map(|w| w.violation));
+    found.certain.sort_by_key(|v| v.check);
+    found.possible.sort_by_key(|p| p.violation.check);
+    (found, settled)
 }
 
-/// Which event's outcome changes, and to what, to resolve `u` (applied, or not); `None` when
-/// that resolution says nothing new: a write that did not happen is what the checkers already
-/// assume of it for every rule (and a read may even show that it did happen); a release that
-/// did happen only ends a holding sooner, which breaks nothing that its not happening does not.
-fn resolution(h: &History, u: Unknown, applied: bool) -> Option<(usize, Outcome)> {
-    let index = |seq: u64| usize::try_from(seq).ok()?.checked_sub(1);
-    let op = &h.events.get(index(u.issued)?)?.op;
-    let i = index(u.answered.unwrap_or(u.issued))?;
-    let answer = h.events.get(i)?;
-    let outcome = match (op, applied) {
-        (Op::Write { .. } | Op::Publish { .. }, true) => Outcome::Accepted,
-        // The latest expiry it can have set: its commit can be as late as the answer.
-        (Op::Renew { ttl_ms, .. }, true) => Outcome::Renewed {
-            expires: Expiry::At(Millis(answer.at.0.saturating_add(*ttl_ms))),
-        },
-        (Op::Renew { .. } | Op::Release { .. }, false) => {
-            Outcome::Error(Reason::Other("not applied".into()))
+/// The unknown outcomes the history's own reads show, and the facts with them known: a
+/// settled write counted as accepted (its commit no later than the read), a settled renewal
+/// or release made a lease change of its own or dropped. Borrowed as they are when nothing
+/// is unknown.
+pub fn settle(f: &Facts) -> (Vec<Settled>, Cow<'_, Facts>) {
+    let maybe = f.writes.iter().any(|w| w.certainty == Certainty::Maybe);
+    if !maybe && f.lease_unknown.is_empty() {
+        return (Vec::new(), Cow::Borrowed(f));
+    }
+    let mut settled = Vec::new();
+    let mut out = f.clone();
+    if maybe {
+        settle_writes(f, &mut out, &mut settled);
+    }
+    if !f.lease_unknown.is_empty() {
+        settle_leases(f, &mut out, &mut settled);
+    }
+    settled.sort_by_key(|s| s.event);
+    (settled, Cow::Owned(out))
+}
+
+/// A part read showing exactly one unknown write's row version, which no accepted write could
+/// have put there before the read: that write took effect.
+fn settle_writes(f: &Facts, out: &mut Facts, settled: &mut Vec<Settled>) {
+    type Key<'f> = (
+        &'f leaselab_model::Scope,
+        &'f leaselab_model::Part,
+        Token,
+        &'f leaselab_model::Holder,
+        &'f str,
+    );
+    // The writes of every row version some unknown write carries.
+    let mut versions: BTreeMap<Key, Vec<usize>> = BTreeMap::new();
+    for (i, w) in f.writes.iter().enumerate() {
+        if w.certainty == Certainty::Maybe {
+            let k = (&w.scope, &w.part, w.token, &w.writer, w.content.as_str());
+            versions.entry(k).or_default().push(i);
         }
-        _ => return None,
-    };
-    Some((i, outcome))
+    }
+    for (i, w) in f.writes.iter().enumerate() {
+        if w.certainty == Certainty::Accepted {
+            let k = (&w.scope, &w.part, w.token, &w.writer, w.content.as_str());
+            if let Some(v) = versions.get_mut(&k) {
+                v.push(i);
+            }
+        }
+    }
+    let mut done: BTreeSet<usize> = BTreeSet::new();
+    for r in &f.reads {
+        let (ReadKey::Part(scope, part), Outcome::Part(Some(x)), Some(snap)) =
+            (&r.key, &r.value, r.committed())
+        else {
+            continue;
+        };
+        let k = (scope, part, x.token, &x.writer, x.content.as_str());
+        let Some(v) = versions.get(&k) else { continue };
+        let mut could = v
+            .iter()
+            .filter(|i| f.writes[**i].window.earliest < snap.latest);
+        let (Some(&only), None) = (could.next(), could.next()) else {
+            continue;
+        };
+        let w = &f.writes[only];
+        if w.certainty != Certainty::Maybe || !done.insert(only) {
+            continue;
+        }
+        let o = &mut out.writes[only];
+        o.certainty = Certainty::Accepted;
+        o.window.latest = o.window.latest.min(snap.latest - 1).max(o.window.earliest);
+        settled.push(Settled {
+            event: w.issued,
+            applied: true,
+            by: r.seq,
+            message: format!(
+                "{}'s write to {scope}/{part} with token {} took effect: the read at event #{} shows its content `{}`, which no other write could have put there",
+                w.writer, w.token, r.seq, w.content
+            ),
+        });
+    }
+}
+
+/// A lease read showing what only one unknown renewal or release of that holding can have
+/// set: it took effect. A lease read definitely after one, still showing the version before
+/// it, with nothing else able to change the row between: it did not.
+fn settle_leases(f: &Facts, out: &mut Facts, settled: &mut Vec<Settled>) {
+    // Known versions per (lease, token): where each committed and the expiry it set.
+    let mut known: BTreeMap<(&LeaseName, Token), Vec<(Window, Expiry)>> = BTreeMap::new();
+    for lf in &f.lease_changes {
+        let (token, expires) = match &lf.change {
+            LeaseChange::Granted { token, expires, .. } => (*token, *expires),
+            LeaseChange::Renewed { token, expires } => (*token, *expires),
+            LeaseChange::Released { token } => (*token, Expiry::NegInfinity),
+        };
+        known
+            .entry((&lf.lease, token))
+            .or_default()
+            .push((lf.window, expires));
+    }
+    let mut unknown: BTreeMap<(&LeaseName, Token), Vec<usize>> = BTreeMap::new();
+    for (i, u) in f.lease_unknown.iter().enumerate() {
+        unknown.entry((&u.lease, u.token)).or_default().push(i);
+    }
+    // Per unknown operation: applied with an expiry and a commit no later than, or not.
+    let mut decided: BTreeMap<usize, Option<(Expiry, u64)>> = BTreeMap::new();
+    for r in &f.reads {
+        let (ReadKey::Lease(lease), Outcome::Lease(Some(row)), Some(snap)) =
+            (&r.key, &r.value, r.committed())
+        else {
+            continue;
+        };
+        let Some(us) = unknown.get(&(lease, row.token)) else {
+            continue;
+        };
+        let versions = known.get(&(lease, row.token)).map_or(&[][..], |v| &v[..]);
+        let shown = row.expires_at;
+        let in_range = |i: usize| {
+            let u = &f.lease_unknown[i];
+            match (u.renew_ttl, shown) {
+                (None, Expiry::NegInfinity) => true,
+                (Some(_), Expiry::At(x)) => {
+                    u.expiry(false) <= Expiry::At(x) && Expiry::At(x) <= u.expiry(true)
+                }
+                _ => false,
+            }
+        };
+        let before_read = |w: &Window| w.earliest < snap.latest;
+        let known_shows = versions.iter().any(|(w, e)| *e == shown && before_read(w));
+        let could: Vec<usize> = us
+            .iter()
+            .copied()
+            .filter(|i| f.lease_unknown[*i].holder == row.holder)
+            .filter(|i| before_read(&f.lease_unknown[*i].window) && in_range(*i))
+            .collect();
+        if !known_shows && could.len() == 1 && !decided.contains_key(&could[0]) {
+            decided.insert(could[0], Some((shown, snap.latest - 1)));
+            let u = &f.lease_unknown[could[0]];
+            settled.push(Settled {
+                event: u.since,
+                applied: true,
+                by: r.seq,
+                message: format!(
+                    "{}'s {} of lease {lease} token {} took effect: the read at event #{} shows expiry {shown}, which nothing else could have set",
+                    u.holder,
+                    if u.renew_ttl.is_some() { "renewal" } else { "release" },
+                    u.token,
+                    r.seq
+                ),
+            });
+            continue;
+        }
+        // Not applied: the read, definitely after the operation, shows a version that
+        // committed before the operation was issued and that the operation could not have
+        // set itself, and nothing else can have changed the holding in between.
+        for &i in us {
+            let u = &f.lease_unknown[i];
+            if decided.contains_key(&i) || u.holder != row.holder || in_range(i) {
+                continue;
+            }
+            let after_u = |w: &Window| !w.before(&u.window);
+            let shows_older = versions
+                .iter()
+                .any(|(w, e)| *e == shown && w.before(&u.window));
+            let others = versions.iter().any(|(w, _)| after_u(w) && before_read(w))
+                || us
+                    .iter()
+                    .any(|j| *j != i && before_read(&f.lease_unknown[*j].window));
+            if shows_older && !others && u.window.latest < snap.earliest {
+                decided.insert(i, None);
+                settled.push(Settled {
+                    event: u.since,
+                    applied: false,
+                    by: r.seq,
+                    message: format!(
+                        "{}'s {} of lease {lease} token {} did not take effect: the read at event #{}, after it, still shows expiry {shown}",
+                        u.holder,
+                        if u.renew_ttl.is_some() { "renewal" } else { "release" },
+                        u.token,
+                        r.seq
+                    ),
+                });
+            }
+        }
+    }
+    if decided.is_empty() {
+        return;
+    }
+    for (&i, how) in decided.iter().rev() {
+        let u = out.lease_unknown.remove(i);
+        let Some((expires, by)) = how else { continue };
+        let change = match u.renew_ttl {
+            Some(_) => LeaseChange::Renewed {
+                token: u.token,
+                expires: *expires,
+            },
+            None => LeaseChange::Released { token: u.token },
+        };
+        out.lease_changes.push(LeaseFact {
+            lease: u.lease.clone(),
+            change,
+            window: Window {
+                earliest: u.window.earliest,
+                latest: u.window.latest.min(*by).max(u.window.earliest),
+            },
+        });
+    }
 }

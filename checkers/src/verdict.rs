@@ -64,11 +64,70 @@ impl fmt::Display for Violation {
     }
 }
 
+/// One way an operation nobody heard back from may have turned out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Condition {
+    /// The event that issued it (for a transaction's write, its commit).
+    pub event: u64,
+    /// Took effect (`true`) or not.
+    pub applied: bool,
+}
+
+/// A violation that holds under some outcomes of the unknown operations, not under all.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Possible {
+    /// What would be broken.
+    pub violation: Violation,
+    /// One outcome under which it is: how each operation it depends on turned out.
+    pub conditions: Vec<Condition>,
+}
+
+/// A check the judgement did not decide: more unknown operations bear on it than it tries.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Undecided {
+    /// Which property.
+    pub check: Check,
+    /// What is undecided, and why.
+    pub message: String,
+    /// The unknown operations it depends on (the events that issued them).
+    pub unknowns: Vec<u64>,
+    /// The events the question is about.
+    pub events: Vec<u64>,
+}
+
+/// An operation nobody heard back from whose outcome the history shows after all.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Settled {
+    /// The event that issued it.
+    pub event: u64,
+    /// It took effect (`true`) or it did not.
+    pub applied: bool,
+    /// The observation that shows it.
+    pub by: u64,
+    /// How, in plain words.
+    pub message: String,
+}
+
+/// What the checks found, sorted by how sure it is.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Findings {
+    pub(crate) certain: Vec<Violation>,
+    pub(crate) possible: Vec<Possible>,
+    pub(crate) undecided: Vec<Undecided>,
+}
+
 /// Everything the checkers found in one history.
 #[derive(Clone, Debug, Default)]
 pub struct Report {
-    /// Every violation found, grouped by check in canonical order.
+    /// Every violation certain whatever the operations nobody heard back from did, grouped
+    /// by check in canonical order.
     pub violations: Vec<Violation>,
+    /// Violations under some outcomes of those operations, not all.
+    pub possible: Vec<Possible>,
+    /// Checks not decided within the judgement's limits.
+    pub undecided: Vec<Undecided>,
+    /// Unknown outcomes the history itself shows (a read of the value, a lease row).
+    pub settled: Vec<Settled>,
     /// How often each `sometimes` property fired.
     pub sometimes: sometimes::Counts,
 }

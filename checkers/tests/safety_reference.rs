@@ -45,6 +45,8 @@ fn write() -> impl Strategy<Value = WriteFact> {
             } else {
                 Certainty::Maybe
             },
+            issued: window.earliest,
+            unanswered: false,
         })
 }
 
@@ -340,6 +342,8 @@ fn acceptance_names_a_reused_token_apart_from_a_higher_one() {
         },
         at: Millis(seq),
         certainty: Certainty::Accepted,
+        issued: seq,
+        unanswered: false,
     };
     let judge = |ws: Vec<WriteFact>| {
         run(

@@ -189,6 +189,9 @@ pub enum Exit {
     /// `judge`: no check is certainly broken, but one is if an operation whose outcome nobody
     /// learned turned out a certain way.
     Possible = 6,
+    /// `judge`: no check is certainly broken, but one could not be decided: more operations
+    /// with an unknown outcome bear on it than the judgement tries (it names them).
+    Undecided = 7,
 }
 
 impl Exit {
@@ -196,7 +199,8 @@ impl Exit {
     pub const HELP: &'static str = "Exit status: 0 clean, 1 safety violation (or a changed \
 verdict), 2 usage or input error, 3 liveness failure only, 4 divergence (model vs PostgreSQL, \
 replay vs recording), 5 interrupted (Ctrl-C/SIGTERM; results so far are written), 6 (judge) a violation is possible, \
-depending on how an operation with an unknown outcome turned out.";
+depending on how an operation with an unknown outcome turned out, 7 (judge) a check is undecided: more such operations \
+bear on it than the judgement tries.";
 }
 
 impl From<Exit> for std::process::ExitCode {

@@ -5,7 +5,7 @@
 
 use crate::args::Exit;
 use crate::error::CliError;
-use leaselab_checkers::check;
+use leaselab_checkers::{check, Check};
 use leaselab_model::{Op, Outcome};
 use leaselab_record::read::{self, Recorded};
 use std::fmt::Write as _;
@@ -59,8 +59,8 @@ pub struct Judged {
     pub text: String,
     /// Files that could not be read, one message each (the other files are still judged).
     pub errors: Vec<String>,
-    /// 1 if any history broke a check; otherwise 2 if a file could not be read; otherwise 6
-    /// if a violation is possible; otherwise 0.
+    /// 1 if any history broke a check; otherwise 2 if a file could not be read; otherwise 7
+    /// if a check is undecided; otherwise 6 if a violation is possible; otherwise 0.
     pub exit: Exit,
 }
 
@@ -71,8 +71,7 @@ pub struct Judged {
 pub fn judge(files: &[PathBuf], merge: bool) -> Judged {
     let mut text = String::new();
     let mut errors = Vec::new();
-    let mut broke = false;
-    let mut possible = false;
+    let mut worst = Verdict::Clean;
     let mut read = Vec::new();
     for path in files {
         match read_recorded(path) {
@@ -102,44 +101,24 @@ pub fn judge(files: &[PathBuf], merge: bool) -> Judged {
         } else {
             format!("leaselab judge {name}")
         };
-        let (b, p) = judge_one(&name, &again, &mut r, &mut text);
-        broke |= b;
-        possible |= p;
+        worst = worst.max(judge_one(&name, &again, &mut r, &mut text));
     }
     crate::summary::count("files", files.len() as u64);
     crate::summary::count("unreadable", errors.len() as u64);
     crate::summary::count("events", events);
-    let exit = if broke {
-        Exit::Violation
-    } else if !errors.is_empty() {
-        Exit::Usage
-    } else if possible {
-        Exit::Possible
-    } else {
-        Exit::Clean
+    let exit = match worst {
+        Verdict::Broken => Exit::Violation,
+        _ if !errors.is_empty() => Exit::Usage,
+        Verdict::Undecided => Exit::Undecided,
+        Verdict::Possible => Exit::Possible,
+        Verdict::Clean => Exit::Clean,
     };
     Judged { text, errors, exit }
 }
 
-/// How many unknown operations are resolved one by one at most (each costs a judgement of the
-/// whole history); the rest are counted and said to be left.
-pub const RESOLVE_LIMIT: usize = 200;
-
-/// Events judged again, in all, to resolve unknown operations: what keeps a long history's
-/// resolution within a few judgements of it.
-pub const RESOLVE_BUDGET_EVENTS: usize = 4_000_000;
-
-/// How many unknown operations a history of `events` events gets resolved.
-pub fn resolve_limit(events: usize) -> usize {
-    (RESOLVE_BUDGET_EVENTS / events.max(1)).clamp(1, RESOLVE_LIMIT)
-}
-
-/// Appends one file's verdict: whether a check broke, and whether one possibly did.
-fn judge_one(file: &str, again: &str, r: &mut Recorded, out: &mut String) -> (bool, bool) {
+/// Appends one file's verdict: whether a check broke, possibly broke, or is undecided.
+fn judge_one(file: &str, again: &str, r: &mut Recorded, out: &mut String) -> Verdict {
     let report = check(&r.history);
-    let events = r.history.events.len();
-    let (possible, left) =
-        leaselab_checkers::unknown::possible(&mut r.history, &report, resolve_limit(events));
     let r = &*r;
     let h = &r.history;
     let unknown = h
@@ -167,6 +146,30 @@ fn judge_one(file: &str, again: &str, r: &mut Recorded, out: &mut String) -> (bo
         );
     }
     let at = |seq: u64| format!("event #{seq} at {}", r.places(seq).join(" and "));
+    let op_of = |seq: u64| {
+        usize::try_from(seq)
+            .ok()
+            .and_then(|s| s.checked_sub(1))
+            .and_then(|i| h.events.get(i))
+            .map_or(String::new(), |e| {
+                format!("{}'s {}", e.actor, leaselab_record::write::word(&e.op))
+            })
+    };
+    for s in &report.settled {
+        let _ = writeln!(
+            out,
+            "  SETTLED {} ({}) {}: {}",
+            op_of(s.event),
+            at(s.event),
+            if s.applied {
+                "took effect"
+            } else {
+                "did not take effect"
+            },
+            s.message
+        );
+        let _ = writeln!(out, "    shown by {}", at(s.by));
+    }
     for v in &report.violations {
         crate::summary::failure(
             &format!("{}: {}", v.check, v.message),
@@ -178,62 +181,108 @@ fn judge_one(file: &str, again: &str, r: &mut Recorded, out: &mut String) -> (bo
         let events: Vec<String> = v.events.iter().map(|s| at(*s)).collect();
         let _ = writeln!(out, "    {}", events.join("; "));
     }
-    for p in &possible {
+    for p in &report.possible {
         crate::summary::failure(
             &format!("possibly {}: {}", p.violation.check, p.violation.message),
             None,
             Some(again),
             None,
         );
-        let op = h
-            .events
-            .get(p.decided_by as usize - 1)
-            .map_or(String::new(), |e| {
-                format!("{}'s {}", e.actor, leaselab_record::write::word(&e.op))
-            });
+        let conditions: Vec<String> = p
+            .conditions
+            .iter()
+            .map(|c| {
+                format!(
+                    "{} ({}) {}",
+                    op_of(c.event),
+                    at(c.event),
+                    if c.applied {
+                        "took effect"
+                    } else {
+                        "did not take effect"
+                    }
+                )
+            })
+            .collect();
         let _ = writeln!(
             out,
-            "  POSSIBLE {} if {op} ({}) {}: {}",
+            "  POSSIBLE {} if {}: {}",
             p.violation.check,
-            at(p.decided_by),
-            if p.if_applied {
-                "took effect"
-            } else {
-                "did not take effect"
-            },
+            conditions.join(" and "),
             p.violation.message
         );
         let events: Vec<String> = p.violation.events.iter().map(|s| at(*s)).collect();
         let _ = writeln!(out, "    {}", events.join("; "));
     }
-    if left > 0 {
-        let _ = writeln!(
-            out,
-            "  ({left} more operations with an unknown outcome were not resolved one by one)"
+    for u in &report.undecided {
+        crate::summary::failure(
+            &format!("undecided {}: {}", u.check, u.message),
+            None,
+            Some(again),
+            None,
         );
+        let _ = writeln!(out, "  UNDECIDED {}: {}", u.check, u.message);
+        let unknowns: Vec<String> = u.unknowns.iter().map(|s| format!("#{s}")).collect();
+        let _ = writeln!(out, "    unknown operations: {}", unknowns.join(", "));
+        let events: Vec<String> = u.events.iter().map(|s| at(*s)).collect();
+        let _ = writeln!(out, "    {}", events.join("; "));
     }
+    let names = |checks: &mut Vec<Check>| {
+        checks.sort();
+        checks.dedup();
+        checks
+            .iter()
+            .map(|c| c.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
     let verdict = report.verdict();
-    if verdict.is_empty() && possible.is_empty() {
+    let mut possible: Vec<Check> = report.possible.iter().map(|p| p.violation.check).collect();
+    let mut undecided: Vec<Check> = report.undecided.iter().map(|u| u.check).collect();
+    if !verdict.is_empty() {
+        let mut v = verdict.clone();
+        let _ = writeln!(out, "  verdict: {} broken", names(&mut v));
+        return Verdict::Broken;
+    }
+    if !undecided.is_empty() {
         let _ = writeln!(
             out,
-            "  verdict: every check holds (I1, I2, I3, acceptance, final)"
+            "  verdict: undecided — {} not decided within the limits{}; no check is certainly broken",
+            names(&mut undecided),
+            if possible.is_empty() {
+                String::new()
+            } else {
+                format!(", {} possibly broken", names(&mut possible))
+            }
         );
-    } else if verdict.is_empty() {
-        let mut names: Vec<&str> = possible
-            .iter()
-            .map(|p| p.violation.check.as_str())
-            .collect();
-        names.dedup();
+        return Verdict::Undecided;
+    }
+    if !possible.is_empty() {
         let _ = writeln!(
             out,
             "  verdict: no check is certainly broken; {} possibly, depending on an unknown outcome",
-            names.join(", ")
+            names(&mut possible)
         );
-    } else {
-        let names: Vec<&str> = verdict.iter().map(|c| c.as_str()).collect();
-        let _ = writeln!(out, "  verdict: {} broken", names.join(", "));
+        return Verdict::Possible;
     }
-    (!verdict.is_empty(), !possible.is_empty())
+    let _ = writeln!(
+        out,
+        "  verdict: every check holds (I1, I2, I3, acceptance, final)"
+    );
+    Verdict::Clean
+}
+
+/// One file's verdict, from the best to the worst.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Verdict {
+    /// Every check holds whatever the unknown operations did.
+    Clean,
+    /// A check is broken under some outcomes of the unknown operations.
+    Possible,
+    /// A check could not be decided within the limits.
+    Undecided,
+    /// A check is broken whatever they did.
+    Broken,
 }
 
 /// Operations whose invoke never got a completion: still `blocked` at the end.

@@ -74,6 +74,7 @@ pub fn verdict(exit: Exit) -> &'static str {
         Exit::Divergence => "divergence",
         Exit::Interrupted => "interrupted",
         Exit::Possible => "possible",
+        Exit::Undecided => "undecided",
     }
 }
 

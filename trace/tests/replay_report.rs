@@ -32,7 +32,7 @@ fn report(divergences: Vec<Divergence>, violated: bool, expected: &[Check]) -> C
             expected: expected.to_vec(),
             report: Report {
                 violations,
-                sometimes: Default::default(),
+                ..Default::default()
             },
         }),
         ..Comparison::new(Sides::REPLAY)
