@@ -444,17 +444,19 @@ struct Earlier {
 
 fn earlier(f: &Facts, counted: Counted) -> Earlier {
     let mut best = vec![(None, None); f.writes.len()];
-    let mut scopes: BTreeMap<&Scope, Vec<usize>> = BTreeMap::new();
-    for (i, w) in f
-        .writes
-        .iter()
-        .enumerate()
-        .filter(|(_, w)| counted.counts(w))
-    {
-        scopes.entry(&w.scope).or_default().push(i);
+    // Per scope: every write (each gets its best), and those counted (the prefix).
+    let mut scopes: BTreeMap<&Scope, (Vec<usize>, Vec<usize>)> = BTreeMap::new();
+    for (i, w) in f.writes.iter().enumerate() {
+        let s = scopes.entry(&w.scope).or_default();
+        s.0.push(i);
+        if counted.counts(w) {
+            s.1.push(i);
+        }
     }
-    for (_, ws) in scopes {
-        let mut by_latest: Vec<usize> = ws.clone();
+    // Among equal tokens, an accepted write stands for the others: what a possible violation
+    // rests on is then as little as it can be.
+    let sure = |i: usize| f.writes[i].certainty == Certainty::Accepted;
+    for (_, (ws, mut by_latest)) in scopes {
         by_latest.sort_by_key(|i| f.writes[*i].window.latest);
         // prefix[k]: over by_latest[..k], the highest-token write (latest among equals) and,
         // for that token, a write by a different writer than the first one found.
@@ -467,10 +469,10 @@ fn earlier(f: &Facts, counted: Counted) -> Earlier {
             match top.map(|t| &f.writes[t]) {
                 Some(t) if t.token > w.token => {}
                 Some(t) if t.token == w.token => {
-                    if t.writer != w.writer && other.is_none() {
+                    if t.writer != w.writer && other.is_none_or(|o| sure(i) && !sure(o)) {
                         other = Some(i);
                     }
-                    if t.writer == w.writer {
+                    if t.writer == w.writer && top.is_some_and(|t| sure(i) || !sure(t)) {
                         top = Some(i);
                     }
                 }
@@ -501,8 +503,21 @@ pub fn i3(f: &Facts, out: &mut Vec<Violation>) {
 
 /// I3 on the writes `counted`.
 pub(crate) fn i3_writes(f: &Facts, counted: Counted, out: &mut Vec<WriteViolation>) {
-    let e = earlier(f, counted);
+    i3_writes_by(f, counted, counted, out)
+}
+
+/// I3 against the writes `prefix` counts before each of those `culprits` counts.
+pub(crate) fn i3_writes_by(
+    f: &Facts,
+    prefix: Counted,
+    culprits: Counted,
+    out: &mut Vec<WriteViolation>,
+) {
+    let e = earlier(f, prefix);
     for (i, w) in f.writes.iter().enumerate() {
+        if !culprits.counts(w) {
+            continue;
+        }
         let Some(hi) = e.best[i].0.filter(|hi| f.writes[*hi].token > w.token) else {
             continue;
         };
@@ -577,8 +592,21 @@ pub fn acceptance(f: &Facts, out: &mut Vec<Violation>) {
 
 /// Acceptance of the writes `counted`.
 pub(crate) fn acceptance_writes(f: &Facts, counted: Counted, out: &mut Vec<WriteViolation>) {
-    let e = earlier(f, counted);
+    acceptance_writes_by(f, counted, counted, out)
+}
+
+/// Acceptance against the writes `prefix` counts before each of those `culprits` counts.
+pub(crate) fn acceptance_writes_by(
+    f: &Facts,
+    prefix: Counted,
+    culprits: Counted,
+    out: &mut Vec<WriteViolation>,
+) {
+    let e = earlier(f, prefix);
     for (i, w) in f.writes.iter().enumerate() {
+        if !culprits.counts(w) {
+            continue;
+        }
         let top = e.best[i].0.map(|t| (t, &f.writes[t]));
         let newer = match (top, e.best[i].1.map(|o| (o, &f.writes[o]))) {
             (Some((t, top)), _) if top.token > w.token => Some(t),

@@ -60,19 +60,26 @@ pub(crate) fn judge(f: &Facts) -> (Findings, Vec<Settled>) {
     safety::i3_floor(f, &mut found.certain);
     safety::acceptance_publishes(f, &mut found);
     safety::final_content(f, &mut found.certain);
-    let writes = |counted: Counted| {
+    // Against the writes `prefix` counts, those `culprits` counts.
+    let writes = |prefix: Counted, culprits: Counted| {
         let mut out: Vec<WriteViolation> = Vec::new();
-        safety::i3_writes(f, counted, &mut out);
-        safety::acceptance_writes(f, counted, &mut out);
-        safety::final_order(f, counted, &mut out);
+        safety::i3_writes_by(f, prefix, culprits, &mut out);
+        safety::acceptance_writes_by(f, prefix, culprits, &mut out);
+        if prefix == culprits {
+            safety::final_order(f, prefix, &mut out);
+        }
         out
     };
-    let certain = writes(Counted::Accepted);
+    let certain = writes(Counted::Accepted, Counted::Accepted);
     let key = |v: &Violation| (v.check, v.events.last().copied());
-    let known: BTreeSet<_> = certain.iter().map(|w| key(&w.violation)).collect();
     if f.writes.iter().any(|w| w.certainty == Certainty::Maybe) {
-        let mut seen = known.clone();
-        for w in writes(Counted::AcceptedOrMaybe) {
+        let mut seen: BTreeSet<_> = certain.iter().map(|w| key(&w.violation)).collect();
+        // An unknown write made stale by accepted ones first: it rests on that write alone.
+        let maybe = Counted::AcceptedOrMaybe;
+        let runs = writes(Counted::Accepted, maybe)
+            .into_iter()
+            .chain(writes(maybe, maybe));
+        for w in runs {
             if !seen.insert(key(&w.violation)) {
                 continue;
             }

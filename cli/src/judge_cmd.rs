@@ -26,6 +26,9 @@ pub struct JudgeArgs {
 /// `leaselab judge`: the verdicts on stdout, unreadable files on stderr.
 pub fn main(a: JudgeArgs) -> Exit {
     let j = judge(&a.files, a.merge);
+    for w in &j.warnings {
+        eprintln!("leaselab judge: warning: {w}");
+    }
     print!("{}", j.text);
     for e in &j.errors {
         eprintln!("leaselab judge: {e}");
@@ -59,6 +62,8 @@ pub struct Judged {
     pub text: String,
     /// Files that could not be read, one message each (the other files are still judged).
     pub errors: Vec<String>,
+    /// What the files say that is possible but doubtful, one line each (judged all the same).
+    pub warnings: Vec<String>,
     /// 1 if any history broke a check; otherwise 2 if a file could not be read; otherwise 7
     /// if a check is undecided; otherwise 6 if a violation is possible; otherwise 0.
     pub exit: Exit,
@@ -94,6 +99,7 @@ pub fn judge(files: &[PathBuf], merge: bool) -> Judged {
         };
     }
     let mut events = 0u64;
+    let warnings: Vec<String> = read.iter().flat_map(|(_, r)| r.warnings.clone()).collect();
     for (name, mut r) in read {
         events += r.history.events.len() as u64;
         let again = if merge {
@@ -113,7 +119,12 @@ pub fn judge(files: &[PathBuf], merge: bool) -> Judged {
         Verdict::Possible => Exit::Possible,
         Verdict::Clean => Exit::Clean,
     };
-    Judged { text, errors, exit }
+    Judged {
+        text,
+        errors,
+        warnings,
+        exit,
+    }
 }
 
 /// Appends one file's verdict: whether a check broke, possibly broke, or is undecided.

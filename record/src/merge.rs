@@ -78,6 +78,7 @@ pub fn merge(parts: Vec<Recorded>) -> Result<Recorded, ReadError> {
             .map(|p| p.files.first().cloned().unwrap_or_default())
             .collect(),
         file_of: Vec::with_capacity(total),
+        warnings: parts.iter().flat_map(|p| p.warnings.clone()).collect(),
     };
     out.history.events.reserve(total);
     // Each file's next event, keyed by (server time, file): the smallest comes first, the

@@ -37,6 +37,9 @@ pub struct Recorded {
     pub files: Vec<String>,
     /// For each event, the index in `files` of the file it was read from.
     pub file_of: Vec<u32>,
+    /// What the file says that is possible but doubtful (a `server_time` farther from the
+    /// recorder's clock than its bound), one line each, naming file and line.
+    pub warnings: Vec<String>,
 }
 
 impl Recorded {
@@ -120,8 +123,10 @@ pub fn parse_lines(
             clock_bounds: BTreeMap::new(),
             files: vec![file.to_string()],
             file_of: Vec::new(),
+            warnings: Vec::new(),
         },
         held: None,
+        clocks: BTreeMap::new(),
         waiting: BTreeMap::new(),
         owners: BTreeMap::new(),
         names: Names::default(),
@@ -203,11 +208,26 @@ struct Rec {
     conn: Option<ConnId>,
     local: Millis,
     at: Millis,
+    /// The earliest the server's clock can have read at this line.
+    earliest: Millis,
+    /// A `server_time` farther from `time` than the process's clock bound: how far.
+    skew: Option<u64>,
 }
 
 enum Kind {
     Invoke(Op),
     Completion { word: String, outcome: Outcome },
+}
+
+/// An invoke whose completion is not the next line: its operation, the event that shows it
+/// `blocked`, its line, and its clocks (the recorder's, and the earliest the server's can have
+/// read).
+struct Waiting {
+    op: Op,
+    event: usize,
+    line: usize,
+    local: Millis,
+    earliest: Millis,
 }
 
 /// An invoke not yet known to be answered on the next line.
@@ -225,10 +245,12 @@ struct Reader<'f> {
     held: Option<Held>,
     /// Per (process, connection): the operation waiting for its completion, and the event
     /// that shows it `blocked` (once the next line turned out to be something else).
-    waiting: BTreeMap<(String, String), (Op, usize)>,
+    waiting: BTreeMap<(String, String), Waiting>,
     /// Which process each connection name belongs to: the history knows a connection by its
     /// name alone, so two processes sharing one would be read as one session.
     owners: BTreeMap<ConnId, Holder>,
+    /// Per process: its clock at its last line, and that line (a clock never goes back).
+    clocks: BTreeMap<Holder, (u64, usize)>,
 }
 
 /// The fields a line may carry besides the operation's own.
@@ -297,16 +319,18 @@ impl Reader<'_> {
         // Without the server's clock, the latest it can have read: a grant or an answer
         // reported then is taken at its latest, which is the cautious side for "was it still
         // held when the other was granted?".
-        let at = match f.opt("server_time") {
-            Some(_) => Millis(f.u64("server_time")?),
-            None => Millis(
-                local.0.saturating_add(
-                    self.out
-                        .clock_bounds
-                        .get(actor.as_str())
-                        .copied()
-                        .unwrap_or(0),
-                ),
+        let bound = self.out.clock_bounds.get(actor.as_str()).copied();
+        let mut skew = None;
+        let (at, earliest) = match f.opt("server_time") {
+            Some(_) => {
+                let t = Millis(f.u64("server_time")?);
+                let off = t.0.abs_diff(local.0);
+                skew = bound.filter(|b| off > *b).map(|_| off);
+                (t, t)
+            }
+            None => (
+                Millis(local.0.saturating_add(bound.unwrap_or(0))),
+                Millis(local.0.saturating_sub(bound.unwrap_or(0))),
             ),
         };
         let word = f.str("op")?;
@@ -345,6 +369,8 @@ impl Reader<'_> {
             conn,
             local,
             at,
+            earliest,
+            skew,
         })
     }
 
@@ -366,7 +392,16 @@ impl Reader<'_> {
     fn flush(&mut self) {
         if let Some(h) = self.held.take() {
             let i = self.push(&h.rec, h.op.clone(), Outcome::Blocked, [h.rec.line, 0]);
-            self.waiting.insert(key(&h.rec), (h.op, i));
+            self.waiting.insert(
+                key(&h.rec),
+                Waiting {
+                    op: h.op,
+                    event: i,
+                    line: h.rec.line,
+                    local: h.rec.local,
+                    earliest: h.rec.earliest,
+                },
+            );
         }
     }
 
@@ -398,11 +433,98 @@ impl Reader<'_> {
         }
     }
 
+    /// What cannot happen, refused with the line and field: a completion earlier than its
+    /// invoke; an acquire granted with an expiry before it was sent.
+    fn possible(
+        &self,
+        rec: &Rec,
+        word: &str,
+        outcome: &Outcome,
+        invoke: &Waiting,
+    ) -> Result<(), ReadError> {
+        if rec.local < invoke.local {
+            return Err(self.err(
+                rec.line,
+                "time",
+                format!(
+                    "the completion of `{word}` at {} is earlier than its invoke at {} (line {})",
+                    rec.local, invoke.local, invoke.line
+                ),
+            ));
+        }
+        if let (
+            Op::Acquire { .. },
+            Outcome::Granted {
+                expires: Expiry::At(x),
+                ..
+            },
+        ) = (&invoke.op, outcome)
+        {
+            if *x < invoke.earliest {
+                return Err(self.err(
+                    rec.line,
+                    "expires",
+                    format!(
+                        "the acquire was granted until {x}, before it was sent (line {}, at {} by the server's clock at the earliest)",
+                        invoke.line, invoke.earliest
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// A process's clock never goes back; a `server_time` beyond its bound is a warning.
+    fn clock(&mut self, rec: &Rec) -> Result<(), ReadError> {
+        if let Some((t, line)) = self.clocks.get(&rec.actor) {
+            if rec.local.0 < *t {
+                return Err(self.err(
+                    rec.line,
+                    "time",
+                    format!(
+                        "process `{}`'s clock goes back: {} after {t} on line {line}",
+                        rec.actor, rec.local
+                    ),
+                ));
+            }
+        }
+        self.clocks
+            .insert(rec.actor.clone(), (rec.local.0, rec.line));
+        if let Some(off) = rec.skew {
+            let w = self.err(
+                rec.line,
+                "server_time",
+                format!(
+                    "{} is {off} ms from the recorder's time {}, beyond process `{}`'s clock bound of {} ms",
+                    rec.at,
+                    rec.local,
+                    rec.actor,
+                    self.out.clock_bounds.get(rec.actor.as_str()).copied().unwrap_or(0)
+                ),
+            );
+            self.out.warnings.push(w.to_string());
+        }
+        Ok(())
+    }
+
     fn take(&mut self, rec: Rec) -> Result<(), ReadError> {
         self.own(&rec)?;
         match rec.kind {
             Kind::Invoke(ref op) => {
+                self.clock(&rec)?;
                 self.flush();
+                if let Some(w) = self.waiting.get(&key(&rec)) {
+                    return Err(self.err(
+                        rec.line,
+                        "type",
+                        format!(
+                            "a second invoke on {} while its `{}` (line {}) has no completion: one operation at a time per process and connection",
+                            conn_name(&rec),
+                            crate::write::word(&w.op),
+                            w.line
+                        ),
+                    ));
+                }
                 let op = op.clone();
                 self.held = Some(Held { rec, op });
                 Ok(())
@@ -414,6 +536,15 @@ impl Reader<'_> {
                 if let Some(h) = self.held.take() {
                     if key(&h.rec) == key(&rec) {
                         check_word(self, &rec, word, &h.op)?;
+                        let invoke = Waiting {
+                            op: h.op.clone(),
+                            event: 0,
+                            line: h.rec.line,
+                            local: h.rec.local,
+                            earliest: h.rec.earliest,
+                        };
+                        self.possible(&rec, word, outcome, &invoke)?;
+                        self.clock(&rec)?;
                         let lines = [h.rec.line, rec.line];
                         self.push(&rec, h.op, outcome.clone(), lines);
                         return Ok(());
@@ -421,7 +552,7 @@ impl Reader<'_> {
                     self.held = Some(h);
                     self.flush();
                 }
-                let Some((op, i)) = self.waiting.remove(&key(&rec)) else {
+                let Some(w) = self.waiting.remove(&key(&rec)) else {
                     return Err(self.err(
                         rec.line,
                         "type",
@@ -431,7 +562,10 @@ impl Reader<'_> {
                         ),
                     ));
                 };
-                check_word(self, &rec, word, &op)?;
+                check_word(self, &rec, word, &w.op)?;
+                self.possible(&rec, word, outcome, &w)?;
+                self.clock(&rec)?;
+                let (op, i) = (w.op, w.event);
                 let db = op.db();
                 match db {
                     Some(db) => {
@@ -550,7 +684,7 @@ impl<'a> Fields<'a> {
         as_u64(self.get(k)?).ok_or_else(|| {
             self.err(
                 k,
-                "expected a whole number of milliseconds or a count, 0 or more",
+                "expected a whole number of milliseconds or a count, 0 to 9223372036854775807 (PostgreSQL's bigint)",
             )
         })
     }
@@ -677,9 +811,12 @@ impl<'a> Fields<'a> {
     fn expiry(&self, v: &Value, field: &str) -> Result<Expiry, ReadError> {
         match v {
             Value::String(s) if s == "-infinity" => Ok(Expiry::NegInfinity),
-            v => as_u64(v)
-                .map(|t| Expiry::At(Millis(t)))
-                .ok_or_else(|| self.err(field, "expected milliseconds or \"-infinity\"")),
+            v => as_u64(v).map(|t| Expiry::At(Millis(t))).ok_or_else(|| {
+                self.err(
+                    field,
+                    "expected milliseconds (0 to 9223372036854775807) or \"-infinity\"",
+                )
+            }),
         }
     }
 
@@ -695,11 +832,12 @@ impl<'a> Fields<'a> {
         Ok(Some(PartRow {
             content: s("content")?.to_string(),
             writer: self.r.names.holder(s("writer")?),
-            token: Token(
-                m.get("token")
-                    .and_then(as_u64)
-                    .ok_or_else(|| self.err("value.token", "expected a token"))?,
-            ),
+            token: Token(m.get("token").and_then(as_u64).ok_or_else(|| {
+                self.err(
+                    "value.token",
+                    "expected a token: 0 to 9223372036854775807 (PostgreSQL's bigint)",
+                )
+            })?),
         }))
     }
 
@@ -757,11 +895,12 @@ impl<'a> Fields<'a> {
             "count" => Outcome::Count(self.u64("value")?),
             "floor" => Outcome::Floor(match value()? {
                 Value::Null => None,
-                v => {
-                    Some(Token(as_u64(v).ok_or_else(|| {
-                        self.err("value", "expected a token or null")
-                    })?))
-                }
+                v => Some(Token(as_u64(v).ok_or_else(|| {
+                    self.err(
+                        "value",
+                        "expected a token (0 to 9223372036854775807) or null",
+                    )
+                })?)),
             }),
             "part" => Outcome::Part(self.row(value()?)?),
             "published" => Outcome::Published(self.row(value()?)?),
@@ -773,11 +912,12 @@ impl<'a> Fields<'a> {
                             .and_then(Value::as_str)
                             .ok_or_else(|| self.err("value.holder", "expected a string"))?,
                     ),
-                    token: Token(
-                        m.get("token")
-                            .and_then(as_u64)
-                            .ok_or_else(|| self.err("value.token", "expected a token"))?,
-                    ),
+                    token: Token(m.get("token").and_then(as_u64).ok_or_else(|| {
+                        self.err(
+                            "value.token",
+                            "expected a token: 0 to 9223372036854775807 (PostgreSQL's bigint)",
+                        )
+                    })?),
                     expires_at: self.expiry(
                         m.get("expires")
                             .ok_or_else(|| self.err("value.expires", "missing"))?,
@@ -789,6 +929,10 @@ impl<'a> Fields<'a> {
     }
 }
 
+/// The largest number the format takes — a time, a token, a TTL, a count: PostgreSQL's
+/// `bigint` ends there (`docs/history-jsonl.md`), and no database this judges could send more.
+pub const MAX_NUMBER: u64 = i64::MAX as u64;
+
 fn as_u64(v: &Value) -> Option<u64> {
-    v.as_u64()
+    v.as_u64().filter(|n| *n <= MAX_NUMBER)
 }

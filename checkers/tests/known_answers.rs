@@ -1,0 +1,239 @@
+//! Hand-written histories (`tests/histories/`), each with its verdict written before the
+//! checkers ran: certain, possible and undecided checks, and how many unknown outcomes the
+//! history's own reads settle. One history per rule of the exact verdict (unknowns decided
+//! together, reads settling them, final reads checked for content and phantom tokens) and per
+//! boundary a mutant once slipped through; then the input that cannot happen, refused with
+//! its line and field.
+
+use leaselab_checkers::{check, Check, Report};
+use leaselab_record::read;
+use std::path::PathBuf;
+
+fn dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/histories")
+}
+
+fn judged(name: &str) -> Report {
+    let path = dir().join(format!("{name}.jsonl"));
+    let r = read::read_file(&path).unwrap_or_else(|e| panic!("{e}"));
+    check(&r.history)
+}
+
+/// (history, certain, possible, undecided, settled: (applied, not applied)).
+type Known = (
+    &'static str,
+    &'static [Check],
+    &'static [Check],
+    &'static [Check],
+    (usize, usize),
+);
+
+use Check::{Acceptance, Final, I1, I3};
+
+const KNOWN: [Known; 17] = [
+    // The renewal's reply was lost; either way holder-a held the lease at holder-b's grant
+    // (its old expiry 1000, or 1500 to 1600 renewed).
+    (
+        "renew-lost-then-grant-before-old-expiry",
+        &[I1],
+        &[],
+        &[],
+        (0, 0),
+    ),
+    // Never answered at all: the same, whichever way it went.
+    ("renew-never-answered-then-grant", &[I1], &[], &[], (0, 0)),
+    // 250 writes nobody heard back from, none stale, then a stale one: possible, not clean.
+    (
+        "many-unknowns-then-stale-unknown-write",
+        &[],
+        &[I3, Acceptance],
+        &[],
+        (0, 0),
+    ),
+    // The read shows holder-b's timed-out write: it took effect, before holder-a's accepted
+    // stale one.
+    (
+        "read-proves-a-newer-info-write",
+        &[I3, Acceptance],
+        &[],
+        &[],
+        (1, 0),
+    ),
+    // The lease row after the timed-out renewal still shows the old expiry: it did not take
+    // effect, and holder-b's grant at 1100 came after 1000.
+    ("read-rules-out-a-renewal", &[], &[], &[], (0, 1)),
+    // The row shows 1550, which only the renewal can have set: holder-a held it at 1200.
+    ("read-shows-a-renewal", &[I1], &[], &[], (1, 0)),
+    // The row shows -infinity: the release took effect, holder-b's grant is clean.
+    ("read-shows-a-release", &[], &[], &[], (1, 0)),
+    ("final-content-nobody-wrote", &[Final], &[], &[], (0, 0)),
+    ("final-phantom-token", &[Final], &[], &[], (0, 0)),
+    ("final-right-token-other-writer", &[Final], &[], &[], (0, 0)),
+    // The read shows a row whose only write was issued after it.
+    ("final-read-before-the-write", &[Final], &[], &[], (0, 0)),
+    // Eleven renewals nobody heard back from on one holding before one grant: more than the
+    // ten tried both ways together.
+    ("unknown-renewals-over-the-limit", &[], &[], &[I1], (0, 0)),
+    // `expired iff expires <= now`: a grant at exactly the old expiry is clean, one
+    // millisecond before it is not.
+    ("grant-exactly-at-the-old-expiry", &[], &[], &[], (0, 0)),
+    ("grant-one-before-the-old-expiry", &[I1], &[], &[], (0, 0)),
+    // Equal tokens from one writer are one holding: nothing stale.
+    ("same-token-same-writer-twice", &[], &[], &[], (0, 0)),
+    // Token 3 dropped while token 1 is kept — or token 2, if that publish took effect: stale
+    // either way.
+    (
+        "unknown-publish-older-than-the-dropped",
+        &[Acceptance],
+        &[],
+        &[],
+        (0, 0),
+    ),
+    // Token 3 dropped: stale if the kept one is token 1, fine if token 5 took effect.
+    (
+        "unknown-publish-newer-than-the-dropped",
+        &[],
+        &[Acceptance],
+        &[],
+        (0, 0),
+    ),
+];
+
+fn checks(mut c: Vec<Check>) -> Vec<Check> {
+    c.sort();
+    c.dedup();
+    c
+}
+
+#[test]
+fn every_hand_written_history_gets_its_known_verdict() {
+    for (name, certain, possible, undecided, settled) in KNOWN {
+        let r = judged(name);
+        assert_eq!(r.verdict(), certain, "{name}: {:#?}", r.violations);
+        let p = checks(r.possible.iter().map(|p| p.violation.check).collect());
+        assert_eq!(p, possible, "{name}: {:#?}", r.possible);
+        let u = checks(r.undecided.iter().map(|u| u.check).collect());
+        assert_eq!(u, undecided, "{name}: {:#?}", r.undecided);
+        let applied = r.settled.iter().filter(|s| s.applied).count();
+        assert_eq!(
+            (applied, r.settled.len() - applied),
+            settled,
+            "{name}: {:#?}",
+            r.settled
+        );
+        // A possible violation rests on some unknown outcome.
+        assert!(
+            r.possible.iter().all(|p| !p.conditions.is_empty()),
+            "{name}"
+        );
+    }
+    let files = std::fs::read_dir(dir())
+        .expect("tests/histories")
+        .filter(|e| e.as_ref().is_ok_and(|e| e.path().is_file()))
+        .count();
+    assert_eq!(files, KNOWN.len(), "every history has its known answer");
+}
+
+/// The verdicts name what they rest on: the read that settles, the unknown operations of an
+/// undecided check, the phantom.
+#[test]
+fn verdicts_name_what_they_rest_on() {
+    let r = judged("read-proves-a-newer-info-write");
+    assert_eq!(r.settled[0].by, 5, "{:?}", r.settled);
+    assert!(r.settled[0].message.contains("shows its content `b`"));
+    let r = judged("renew-lost-then-grant-before-old-expiry");
+    assert!(
+        r.violations[0].message.contains(
+            "whichever way the renewal or release nobody heard back from went (event #2)"
+        ),
+        "{}",
+        r.violations[0].message
+    );
+    let r = judged("unknown-renewals-over-the-limit");
+    assert_eq!(r.undecided[0].unknowns.len(), 11);
+    let r = judged("final-phantom-token");
+    assert!(r.violations[0].message.contains("token 7 is a phantom"));
+    let r = judged("final-content-nobody-wrote");
+    assert!(r.violations[0]
+        .message
+        .contains("no statement before it wrote holder-b's content `x` with token 2"));
+    let r = judged("unknown-publish-newer-than-the-dropped");
+    let c = &r.possible[0].conditions;
+    assert_eq!((c.len(), c[0].event, c[0].applied), (1, 2, false), "{c:?}");
+    let r = judged("many-unknowns-then-stale-unknown-write");
+    assert!(r
+        .possible
+        .iter()
+        .all(|p| p.conditions.len() == 1 && p.conditions[0].event == 254));
+}
+
+/// Input that cannot happen: refused with its line and field, and a server time beyond the
+/// clock bound warned about.
+#[test]
+fn impossible_input_is_refused_with_its_line_and_field() {
+    let head = "{\"format\":\"leaselab-history\",\"version\":1}\n";
+    let inv = |time: u64, extra: &str| {
+        format!("{{\"type\":\"invoke\",\"process\":\"a\",\"time\":{time},\"op\":\"acquire\",\"lease\":\"l\",\"ttl_ms\":10{extra}}}\n")
+    };
+    let ok = |time: u64, token: &str, expires: &str| {
+        format!("{{\"type\":\"ok\",\"process\":\"a\",\"time\":{time},\"op\":\"acquire\",\"token\":{token},\"expires\":{expires}}}\n")
+    };
+    let other = "{\"type\":\"invoke\",\"process\":\"b\",\"time\":5,\"op\":\"now\",\"db\":\"lease\"}\n{\"type\":\"ok\",\"process\":\"b\",\"time\":5,\"op\":\"now\",\"value\":5}\n";
+    let cases: [(&str, String, &str); 7] = [
+        (
+            "completion before invoke",
+            format!("{head}{}{}", inv(10, ""), ok(5, "1", "20")),
+            ":3: field `time`: the completion of `acquire` at 5 is earlier than its invoke at 10 (line 2)",
+        ),
+        (
+            "completion before invoke, waiting",
+            format!("{head}{}{other}{}", inv(10, ""), ok(5, "1", "20")),
+            ":5: field `time`: the completion of `acquire` at 5 is earlier than its invoke at 10 (line 2)",
+        ),
+        (
+            "clock goes back",
+            format!("{head}{}{}{}", inv(10, ""), ok(12, "1", "20"), inv(11, "")),
+            ":4: field `time`: process `a`'s clock goes back: 11 after 12 on line 3",
+        ),
+        (
+            "token beyond bigint",
+            format!("{head}{}{}", inv(10, ""), ok(12, "9223372036854775808", "20")),
+            ":3: field `token`: expected a whole number of milliseconds or a count, 0 to 9223372036854775807",
+        ),
+        (
+            "time beyond bigint",
+            format!("{head}{}", inv(9_223_372_036_854_775_808, "")),
+            ":2: field `time`: expected a whole number",
+        ),
+        (
+            "expires before the invoke",
+            format!("{head}{}{}", inv(100, ""), ok(120, "1", "50")),
+            ":3: field `expires`: the acquire was granted until 50, before it was sent (line 2",
+        ),
+        (
+            "two open invokes",
+            format!("{head}{}{other}{}", inv(10, ""), inv(11, "")),
+            ":5: field `type`: a second invoke on process `a` while its `acquire` (line 2) has no completion",
+        ),
+    ];
+    for (name, text, want) in cases {
+        let e = read::parse(&text, "f.jsonl").expect_err(name);
+        assert!(
+            e.to_string().starts_with(&format!("f.jsonl{want}")),
+            "{name}: {e}"
+        );
+    }
+    // A server time 50 ms from the recorder's, with a bound of 10: judged, with a warning.
+    let text = format!(
+        "{{\"format\":\"leaselab-history\",\"version\":1,\"clock_bounds_ms\":{{\"a\":10}}}}\n{}{}",
+        inv(100, ",\"server_time\":150"),
+        ok(101, "1", "200")
+    );
+    let r = read::parse(&text, "f.jsonl").expect("read");
+    assert_eq!(r.warnings.len(), 1, "{:?}", r.warnings);
+    assert!(
+        r.warnings[0].starts_with("f.jsonl:2: field `server_time`: 150 is 50 ms from the recorder's time 100, beyond process `a`'s clock bound of 10 ms"),
+        "{}",
+        r.warnings[0]
+    );
+}
