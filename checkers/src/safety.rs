@@ -230,18 +230,24 @@ pub(crate) fn list(events: &[u64]) -> String {
 /// Whether a holding whose versions are `versions` was unexpired at a grant in `g` made at
 /// `now` whatever order the overlapping commits took: the versions it may have had then — each
 /// one committed before g's commit could be the last unless another one definitely came after
-/// it and before g — are all unexpired. Returns the newest such version.
+/// it and before g — are all unexpired. Returns the newest such version. One pass: a version is
+/// replaced exactly when it is definitely before the latest `earliest` of the versions
+/// definitely before g.
 fn unexpired_at(
     versions: &[(Window, Expiry)],
     g: &Window,
     now: Millis,
 ) -> Option<(Window, Expiry)> {
-    let before: Vec<&(Window, Expiry)> = versions.iter().filter(|(w, _)| !g.before(w)).collect();
-    let possible = before
+    let cut = versions
         .iter()
-        .filter(|(w, _)| !before.iter().any(|(x, _)| w.before(x) && x.before(g)));
+        .filter(|(w, _)| w.before(g))
+        .map(|(w, _)| w.earliest)
+        .max();
     let mut witness: Option<&(Window, Expiry)> = None;
-    for v in possible {
+    for v in versions
+        .iter()
+        .filter(|(w, _)| !g.before(w) && cut.is_none_or(|c| w.latest >= c))
+    {
         if v.1.is_expired_at(now) {
             return None;
         }

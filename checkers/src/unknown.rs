@@ -189,12 +189,20 @@ fn settle_writes(f: &Facts, out: &mut Facts, settled: &mut Vec<Settled>) {
     }
 }
 
+/// More unknown renewals and releases than this on one holding, and its reads settle none of
+/// them: each read would weigh every one (a verdict that stays possible is never wrong).
+pub const SETTLE_LIMIT: usize = 64;
+
 /// A lease read showing what only one unknown renewal or release of that holding can have
 /// set: it took effect. A lease read definitely after one, still showing the version before
 /// it, with nothing else able to change the row between: it did not.
 fn settle_leases(f: &Facts, out: &mut Facts, settled: &mut Vec<Settled>) {
-    // Known versions per (lease, token): where each committed and the expiry it set.
-    let mut known: BTreeMap<(&LeaseName, Token), Vec<(Window, Expiry)>> = BTreeMap::new();
+    // Known versions per (lease, token), in ascending `latest`, with the smallest `earliest`
+    // from each one on (is there a change after x that can have committed before y?); and per
+    // (lease, token, expiry) the smallest `earliest` and `latest` of a version setting it.
+    type Versions = (Vec<Window>, Vec<u64>);
+    let mut known: BTreeMap<(&LeaseName, Token), Versions> = BTreeMap::new();
+    let mut by_value: BTreeMap<(&LeaseName, Token, Expiry), (u64, u64)> = BTreeMap::new();
     for lf in &f.lease_changes {
         let (token, expires) = match &lf.change {
             LeaseChange::Granted { token, expires, .. } => (*token, *expires),
@@ -204,7 +212,24 @@ fn settle_leases(f: &Facts, out: &mut Facts, settled: &mut Vec<Settled>) {
         known
             .entry((&lf.lease, token))
             .or_default()
-            .push((lf.window, expires));
+            .0
+            .push(lf.window);
+        let v = by_value
+            .entry((&lf.lease, token, expires))
+            .or_insert((u64::MAX, u64::MAX));
+        *v = (v.0.min(lf.window.earliest), v.1.min(lf.window.latest));
+    }
+    for (windows, suffix) in known.values_mut() {
+        windows.sort_by_key(|w| w.latest);
+        *suffix = windows
+            .iter()
+            .rev()
+            .scan(u64::MAX, |m, w| {
+                *m = (*m).min(w.earliest);
+                Some(*m)
+            })
+            .collect();
+        suffix.reverse();
     }
     let mut unknown: BTreeMap<(&LeaseName, Token), Vec<usize>> = BTreeMap::new();
     for (i, u) in f.lease_unknown.iter().enumerate() {
@@ -212,35 +237,41 @@ fn settle_leases(f: &Facts, out: &mut Facts, settled: &mut Vec<Settled>) {
     }
     // Per unknown operation: applied with an expiry and a commit no later than, or not.
     let mut decided: BTreeMap<usize, Option<(Expiry, u64)>> = BTreeMap::new();
+    let none: Versions = (Vec::new(), Vec::new());
     for r in &f.reads {
         let (ReadKey::Lease(lease), Outcome::Lease(Some(row)), Some(snap)) =
             (&r.key, &r.value, r.committed())
         else {
             continue;
         };
-        let Some(us) = unknown.get(&(lease, row.token)) else {
+        let Some(us) = unknown
+            .get(&(lease, row.token))
+            .filter(|us| us.len() <= SETTLE_LIMIT)
+        else {
             continue;
         };
-        let versions = known.get(&(lease, row.token)).map_or(&[][..], |v| &v[..]);
         let shown = row.expires_at;
         let in_range = |i: usize| {
             let u = &f.lease_unknown[i];
             match (u.renew_ttl, shown) {
                 (None, Expiry::NegInfinity) => true,
-                (Some(_), Expiry::At(x)) => {
-                    u.expiry(false) <= Expiry::At(x) && Expiry::At(x) <= u.expiry(true)
-                }
+                (Some(_), Expiry::At(_)) => u.expiry(false) <= shown && shown <= u.expiry(true),
                 _ => false,
             }
         };
         let before_read = |w: &Window| w.earliest < snap.latest;
-        let known_shows = versions.iter().any(|(w, e)| *e == shown && before_read(w));
+        let value = by_value.get(&(lease, row.token, shown));
+        let known_shows = value.is_some_and(|(earliest, _)| *earliest < snap.latest);
         let could: Vec<usize> = us
             .iter()
             .copied()
             .filter(|i| f.lease_unknown[*i].holder == row.holder)
             .filter(|i| before_read(&f.lease_unknown[*i].window) && in_range(*i))
             .collect();
+        let kind = |i: usize| match f.lease_unknown[i].renew_ttl {
+            Some(_) => "renewal",
+            None => "release",
+        };
         if !known_shows && could.len() == 1 && !decided.contains_key(&could[0]) {
             decided.insert(could[0], Some((shown, snap.latest - 1)));
             let u = &f.lease_unknown[could[0]];
@@ -250,10 +281,7 @@ fn settle_leases(f: &Facts, out: &mut Facts, settled: &mut Vec<Settled>) {
                 by: r.seq,
                 message: format!(
                     "{}'s {} of lease {lease} token {} took effect: the read at event #{} shows expiry {shown}, which nothing else could have set",
-                    u.holder,
-                    if u.renew_ttl.is_some() { "renewal" } else { "release" },
-                    u.token,
-                    r.seq
+                    u.holder, kind(could[0]), u.token, r.seq
                 ),
             });
             continue;
@@ -261,20 +289,20 @@ fn settle_leases(f: &Facts, out: &mut Facts, settled: &mut Vec<Settled>) {
         // Not applied: the read, definitely after the operation, shows a version that
         // committed before the operation was issued and that the operation could not have
         // set itself, and nothing else can have changed the holding in between.
+        let (windows, suffix) = known.get(&(lease, row.token)).unwrap_or(&none);
         for &i in us {
             let u = &f.lease_unknown[i];
             if decided.contains_key(&i) || u.holder != row.holder || in_range(i) {
                 continue;
             }
-            let after_u = |w: &Window| !w.before(&u.window);
-            let shows_older = versions
+            let shows_older = value.is_some_and(|(_, latest)| *latest < u.window.earliest);
+            // A known change not definitely before u that can have committed before the read.
+            let k = windows.partition_point(|w| w.latest < u.window.earliest);
+            let changed = suffix.get(k).is_some_and(|e| *e < snap.latest);
+            let others = us
                 .iter()
-                .any(|(w, e)| *e == shown && w.before(&u.window));
-            let others = versions.iter().any(|(w, _)| after_u(w) && before_read(w))
-                || us
-                    .iter()
-                    .any(|j| *j != i && before_read(&f.lease_unknown[*j].window));
-            if shows_older && !others && u.window.latest < snap.earliest {
+                .any(|j| *j != i && before_read(&f.lease_unknown[*j].window));
+            if shows_older && !changed && !others && u.window.latest < snap.earliest {
                 decided.insert(i, None);
                 settled.push(Settled {
                     event: u.since,
@@ -282,10 +310,7 @@ fn settle_leases(f: &Facts, out: &mut Facts, settled: &mut Vec<Settled>) {
                     by: r.seq,
                     message: format!(
                         "{}'s {} of lease {lease} token {} did not take effect: the read at event #{}, after it, still shows expiry {shown}",
-                        u.holder,
-                        if u.renew_ttl.is_some() { "renewal" } else { "release" },
-                        u.token,
-                        r.seq
+                        u.holder, kind(i), u.token, r.seq
                     ),
                 });
             }
