@@ -230,9 +230,12 @@ pub struct Facts {
     /// Publishes nobody learned the outcome of: kept if they took effect, absent if not.
     pub unknown_publishes: Vec<UnknownPublish>,
     /// Every row version some statement tried to write (a `write` or an `upsert` that was
-    /// sent, whatever its answer), with the first event that tried: what a final read may
-    /// show.
-    pub attempts: BTreeMap<AttemptKey, BTreeMap<String, u64>>,
+    /// sent, whatever its answer): a hash of it and the first event that tried, sorted. The
+    /// event's own statement holds the version, so nothing is copied here and a look-up
+    /// ([`Facts::attempted`]) compares the version itself. What a final read may show.
+    pub attempts: Vec<(u64, u64)>,
+    /// Every token a statement carried to a write.
+    pub written_tokens: std::collections::BTreeSet<Token>,
     /// Renewals and releases whose outcome nobody collected: each may have changed its
     /// holding's expiry, to a value nobody saw, from where it was issued on.
     pub lease_unknown: Vec<UnknownLease>,
@@ -298,9 +301,78 @@ pub struct UnknownLease {
     pub to: Millis,
 }
 
-/// Where a statement tried to write, with which token, as whom: with the content, a row
-/// version (the content is the key of the inner map, so a read looks it up without a copy).
-pub type AttemptKey = (Scope, Part, Token, Holder);
+/// A row version: where, with which token, as whom, what.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RowVersion<'a> {
+    /// Scope.
+    pub scope: &'a Scope,
+    /// Part.
+    pub part: &'a Part,
+    /// Token.
+    pub token: Token,
+    /// Writer.
+    pub writer: &'a Holder,
+    /// Content.
+    pub content: &'a str,
+}
+
+impl RowVersion<'_> {
+    /// std's SipHash with its fixed keys: the same in every process.
+    fn hash(&self) -> u64 {
+        use std::hash::{Hash, Hasher};
+        #[allow(deprecated)]
+        let mut hasher = std::hash::SipHasher::new();
+        (
+            self.scope.as_str(),
+            self.part.as_str(),
+            self.token,
+            self.writer.as_str(),
+            self.content,
+        )
+            .hash(&mut hasher);
+        hasher.finish()
+    }
+
+    /// The version event `seq`'s statement writes, if it is a write or an upsert.
+    fn of(h: &History, seq: u64) -> Option<RowVersion<'_>> {
+        let e = h.events.get(usize::try_from(seq).ok()?.checked_sub(1)?)?;
+        match &e.op {
+            Op::Write {
+                scope,
+                part,
+                content,
+                token,
+            }
+            | Op::Upsert {
+                scope,
+                part,
+                content,
+                token,
+            } => Some(RowVersion {
+                scope,
+                part,
+                token: *token,
+                writer: &e.actor,
+                content,
+            }),
+            _ => None,
+        }
+    }
+}
+
+impl Facts {
+    /// The first event of `h` (the history these facts were derived from) whose statement
+    /// tried to write `v`.
+    pub fn attempted(&self, h: &History, v: &RowVersion<'_>) -> Option<u64> {
+        let k = v.hash();
+        let from = self.attempts.partition_point(|(x, _)| *x < k);
+        self.attempts[from..]
+            .iter()
+            .take_while(|(x, _)| *x == k)
+            .find(|(_, s)| RowVersion::of(h, *s).as_ref() == Some(v))
+            .map(|(_, s)| *s)
+    }
+}
 
 impl UnknownLease {
     /// The expiry it set, had it taken effect: a release's `-infinity`; a renewal's, the
@@ -314,6 +386,25 @@ impl UnknownLease {
             }
         }
     }
+}
+
+/// Sorts the attempts and keeps the first event of each row version (several versions with
+/// one hash each keep theirs).
+fn first_attempts(h: &History, mut all: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
+    all.sort_unstable();
+    let mut kept: Vec<(u64, u64)> = Vec::with_capacity(all.len());
+    let mut run = 0;
+    for (k, s) in all {
+        if kept.last().is_none_or(|(x, _)| *x != k) {
+            run = kept.len();
+        }
+        let v = RowVersion::of(h, s);
+        if !kept[run..].iter().any(|(_, t)| RowVersion::of(h, *t) == v) {
+            kept.push((k, s));
+        }
+    }
+    kept.shrink_to_fit();
+    kept
 }
 
 /// A publish nobody learned the outcome of.
@@ -464,13 +555,15 @@ pub fn derive_with(h: &History, res_transactions: bool, wrong: Option<WrongFacts
         } = &e.op
         {
             if e.outcome != Outcome::Unavailable {
-                let tried = f
-                    .attempts
-                    .entry((scope.clone(), part.clone(), *token, e.actor.clone()))
-                    .or_default();
-                if !tried.contains_key(content.as_str()) {
-                    tried.insert(content.clone(), e.seq);
-                }
+                let v = RowVersion {
+                    scope,
+                    part,
+                    token: *token,
+                    writer: &e.actor,
+                    content,
+                };
+                f.attempts.push((v.hash(), e.seq));
+                f.written_tokens.insert(*token);
             }
         }
         match (&e.op, &e.outcome) {
@@ -644,6 +737,7 @@ pub fn derive_with(h: &History, res_transactions: bool, wrong: Option<WrongFacts
     for ((db, _), p) in &blocked {
         lost(&mut f, *db, p, end);
     }
+    f.attempts = first_attempts(h, std::mem::take(&mut f.attempts));
     f.unknown.sort_by_key(|u| u.issued);
     // Publishes of a transaction still open at the end: a check-then-write marker's took
     // effect, a real one's did not; the history cannot tell which.

@@ -45,18 +45,29 @@ use leaselab_model::History;
 
 /// Runs every checker on `history`.
 pub fn check(history: &History) -> Report {
-    check_with(history, &facts::derive(history))
+    let facts = facts::derive(history);
+    let sometimes = sometimes::count(history, &facts);
+    report(history, std::borrow::Cow::Owned(facts), sometimes)
 }
 
 /// Runs every checker on `history` whose facts the caller already derived (a simulation run
 /// also needs them for its liveness check).
 pub fn check_with(history: &History, facts: &facts::Facts) -> Report {
-    let (found, settled) = unknown::judge(facts);
+    let sometimes = sometimes::count(history, facts);
+    report(history, std::borrow::Cow::Borrowed(facts), sometimes)
+}
+
+fn report(
+    history: &History,
+    facts: std::borrow::Cow<'_, facts::Facts>,
+    sometimes: sometimes::Counts,
+) -> Report {
+    let (found, settled) = unknown::judge(history, facts);
     Report {
         violations: found.certain,
         possible: found.possible,
         undecided: found.undecided,
         settled,
-        sometimes: sometimes::count(history, facts),
+        sometimes,
     }
 }

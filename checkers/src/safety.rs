@@ -756,31 +756,38 @@ pub(crate) fn acceptance_publishes(f: &Facts, found: &mut Findings) {
 /// uncommitted write observes nothing of the committed state; see `Sees`), and a row some
 /// statement wrote: the content and writer of a write with that token to that part, issued
 /// before the read — a token nobody was granted nor wrote is a phantom.
-pub fn final_state(f: &Facts, out: &mut Vec<Violation>) {
+pub fn final_state(h: &leaselab_model::History, f: &Facts, out: &mut Vec<Violation>) {
     let mut found = Vec::new();
     final_order(f, Counted::Accepted, &mut found);
     out.extend(found.into_iter().map(|w| w.violation));
-    final_content(f, out);
+    final_content(h, f, out);
 }
 
 /// The token order of final reads, against the writes `counted`: per part, the writes in
 /// commit order with a running maximum, so each read is one binary search.
 pub(crate) fn final_order(f: &Facts, counted: Counted, out: &mut Vec<WriteViolation>) {
-    // Per part: (latest, index of the best write up to it).
-    let mut parts: BTreeMap<(&Scope, &leaselab_model::Part), Vec<(u64, usize)>> = BTreeMap::new();
+    // The counted writes by (scope, part, latest), each with the best write of its part up to
+    // it: one vector, whatever the number of parts.
     let mut order: Vec<usize> = (0..f.writes.len())
         .filter(|i| counted.counts(&f.writes[*i]))
         .collect();
-    order.sort_by_key(|i| f.writes[*i].window.latest);
-    for i in order {
+    let place = |i: usize| {
         let w = &f.writes[i];
-        let v = parts.entry((&w.scope, &w.part)).or_default();
-        let key = |j: usize| (f.writes[j].token, f.writes[j].window.latest);
-        let best = match v.last() {
-            Some(&(_, b)) if key(b) > key(i) => b,
-            _ => i,
+        (&w.scope, &w.part, w.window.latest)
+    };
+    order.sort_by(|a, b| place(*a).cmp(&place(*b)));
+    let key = |j: usize| (f.writes[j].token, f.writes[j].window.latest);
+    let mut best: Vec<usize> = Vec::with_capacity(order.len());
+    for (k, &i) in order.iter().enumerate() {
+        let w = &f.writes[i];
+        let same_part = k > 0 && {
+            let p = &f.writes[order[k - 1]];
+            p.scope == w.scope && p.part == w.part
         };
-        v.push((w.window.latest, best));
+        best.push(match best.last() {
+            Some(&b) if same_part && key(b) > key(i) => b,
+            _ => i,
+        });
     }
     for r in &f.reads {
         let (ReadKey::Part(scope, part), Outcome::Part(row), Some(snap)) =
@@ -788,11 +795,16 @@ pub(crate) fn final_order(f: &Facts, counted: Counted, out: &mut Vec<WriteViolat
         else {
             continue;
         };
-        let Some(v) = parts.get(&(scope, part)) else {
-            continue;
-        };
-        let k = v.partition_point(|(latest, _)| *latest < snap.earliest);
-        let Some(bi) = k.checked_sub(1).map(|k| v[k].1) else {
+        // The part's writes committed definitely before the snapshot end at `k`.
+        let from = order.partition_point(|i| {
+            let w = &f.writes[*i];
+            (&w.scope, &w.part) < (scope, part)
+        });
+        let k = order.partition_point(|i| {
+            let w = &f.writes[*i];
+            (&w.scope, &w.part, w.window.latest) < (scope, part, snap.earliest)
+        });
+        let Some(bi) = k.checked_sub(1).filter(|k| *k >= from).map(|k| best[k]) else {
             continue;
         };
         let best = &f.writes[bi];
@@ -824,18 +836,25 @@ pub(crate) fn final_order(f: &Facts, counted: Counted, out: &mut Vec<WriteViolat
 /// writer and token to that part and was issued before the read's snapshot could end. Every
 /// statement counts, whatever its answer (a transaction the history cannot tell from a marker
 /// may have kept it): what this finds is a value nobody wrote, not a lost one.
-pub(crate) fn final_content(f: &Facts, out: &mut Vec<Violation>) {
+pub(crate) fn final_content(h: &leaselab_model::History, f: &Facts, out: &mut Vec<Violation>) {
     let mut tokens: BTreeSet<Token> = f.grants.iter().map(|g| g.token).collect();
-    tokens.extend(f.attempts.keys().map(|a| a.2));
+    tokens.extend(f.written_tokens.iter().copied());
     for r in &f.reads {
         let (ReadKey::Part(scope, part), Outcome::Part(Some(x)), Some(snap)) =
             (&r.key, &r.value, r.committed())
         else {
             continue;
         };
-        let key = (scope.clone(), part.clone(), x.token, x.writer.clone());
-        let tried = f.attempts.get(&key).and_then(|c| c.get(x.content.as_str()));
-        if tried.is_some_and(|seq| *seq < snap.latest) {
+        let version = crate::facts::RowVersion {
+            scope,
+            part,
+            token: x.token,
+            writer: &x.writer,
+            content: &x.content,
+        };
+        if f.attempted(h, &version)
+            .is_some_and(|seq| seq < snap.latest)
+        {
             continue;
         }
         let why = if tokens.contains(&x.token) {

@@ -51,7 +51,7 @@ pub fn unknowns(h: &History) -> Vec<Unknown> {
 
 /// The whole verdict on `f`: certain, possible and undecided violations, and the unknown
 /// outcomes the history settles.
-pub(crate) fn judge(f: &Facts) -> (Findings, Vec<Settled>) {
+pub(crate) fn judge(h: &History, f: Cow<'_, Facts>) -> (Findings, Vec<Settled>) {
     let (settled, f) = settle(f);
     let f: &Facts = &f;
     let mut found = Findings::default();
@@ -59,7 +59,7 @@ pub(crate) fn judge(f: &Facts) -> (Findings, Vec<Settled>) {
     safety::i2(f, &mut found.certain);
     safety::i3_floor(f, &mut found.certain);
     safety::acceptance_publishes(f, &mut found);
-    safety::final_content(f, &mut found.certain);
+    safety::final_content(h, f, &mut found.certain);
     // Against the writes `prefix` counts, those `culprits` counts.
     let writes = |prefix: Counted, culprits: Counted| {
         let mut out: Vec<WriteViolation> = Vec::new();
@@ -110,28 +110,36 @@ pub(crate) fn judge(f: &Facts) -> (Findings, Vec<Settled>) {
 
 /// The unknown outcomes the history's own reads show, and the facts with them known: a
 /// settled write counted as accepted (its commit no later than the read), a settled renewal
-/// or release made a lease change of its own or dropped. Borrowed as they are when nothing
-/// is unknown.
-pub fn settle(f: &Facts) -> (Vec<Settled>, Cow<'_, Facts>) {
-    let maybe = f.writes.iter().any(|w| w.certainty == Certainty::Maybe);
-    if !maybe && f.lease_unknown.is_empty() {
-        return (Vec::new(), Cow::Borrowed(f));
-    }
+/// or release made a lease change of its own or dropped. Borrowed facts are copied only when
+/// something is settled.
+pub fn settle(mut f: Cow<'_, Facts>) -> (Vec<Settled>, Cow<'_, Facts>) {
     let mut settled = Vec::new();
-    let mut out = f.clone();
-    if maybe {
-        settle_writes(f, &mut out, &mut settled);
+    if f.writes.iter().any(|w| w.certainty == Certainty::Maybe) {
+        let found = settle_writes(&f, &mut settled);
+        if !found.is_empty() {
+            let out = f.to_mut();
+            for (i, latest) in found {
+                let w = &mut out.writes[i];
+                w.certainty = Certainty::Accepted;
+                w.window.latest = w.window.latest.min(latest).max(w.window.earliest);
+            }
+        }
     }
     if !f.lease_unknown.is_empty() {
-        settle_leases(f, &mut out, &mut settled);
+        let decided = settle_leases(&f, &mut settled);
+        if !decided.is_empty() {
+            apply_leases(f.to_mut(), decided);
+        }
     }
     settled.sort_by_key(|s| s.event);
-    (settled, Cow::Owned(out))
+    (settled, f)
 }
 
 /// A part read showing exactly one unknown write's row version, which no accepted write could
-/// have put there before the read: that write took effect.
-fn settle_writes(f: &Facts, out: &mut Facts, settled: &mut Vec<Settled>) {
+/// have put there before the read: that write took effect. Returns each such write with the
+/// latest its commit can now have been.
+fn settle_writes(f: &Facts, settled: &mut Vec<Settled>) -> Vec<(usize, u64)> {
+    let mut found = Vec::new();
     type Key<'f> = (
         &'f leaselab_model::Scope,
         &'f leaselab_model::Part,
@@ -174,9 +182,7 @@ fn settle_writes(f: &Facts, out: &mut Facts, settled: &mut Vec<Settled>) {
         if w.certainty != Certainty::Maybe || !done.insert(only) {
             continue;
         }
-        let o = &mut out.writes[only];
-        o.certainty = Certainty::Accepted;
-        o.window.latest = o.window.latest.min(snap.latest - 1).max(o.window.earliest);
+        found.push((only, snap.latest - 1));
         settled.push(Settled {
             event: w.issued,
             applied: true,
@@ -187,6 +193,7 @@ fn settle_writes(f: &Facts, out: &mut Facts, settled: &mut Vec<Settled>) {
             ),
         });
     }
+    found
 }
 
 /// More unknown renewals and releases than this on one holding, and its reads settle none of
@@ -196,7 +203,7 @@ pub const SETTLE_LIMIT: usize = 64;
 /// A lease read showing what only one unknown renewal or release of that holding can have
 /// set: it took effect. A lease read definitely after one, still showing the version before
 /// it, with nothing else able to change the row between: it did not.
-fn settle_leases(f: &Facts, out: &mut Facts, settled: &mut Vec<Settled>) {
+fn settle_leases(f: &Facts, settled: &mut Vec<Settled>) -> Decided {
     // Known versions per (lease, token), in ascending `latest`, with the smallest `earliest`
     // from each one on (is there a change after x that can have committed before y?); and per
     // (lease, token, expiry) the smallest `earliest` and `latest` of a version setting it.
@@ -235,8 +242,7 @@ fn settle_leases(f: &Facts, out: &mut Facts, settled: &mut Vec<Settled>) {
     for (i, u) in f.lease_unknown.iter().enumerate() {
         unknown.entry((&u.lease, u.token)).or_default().push(i);
     }
-    // Per unknown operation: applied with an expiry and a commit no later than, or not.
-    let mut decided: BTreeMap<usize, Option<(Expiry, u64)>> = BTreeMap::new();
+    let mut decided = Decided::new();
     let none: Versions = (Vec::new(), Vec::new());
     for r in &f.reads {
         let (ReadKey::Lease(lease), Outcome::Lease(Some(row)), Some(snap)) =
@@ -316,9 +322,15 @@ fn settle_leases(f: &Facts, out: &mut Facts, settled: &mut Vec<Settled>) {
             }
         }
     }
-    if decided.is_empty() {
-        return;
-    }
+    decided
+}
+
+/// Per unknown renewal or release (its index in [`Facts::lease_unknown`]): applied with an
+/// expiry and a commit no later than, or not.
+type Decided = BTreeMap<usize, Option<(Expiry, u64)>>;
+
+/// The settled renewals and releases made known: a lease change of their own, or dropped.
+fn apply_leases(out: &mut Facts, decided: Decided) {
     for (&i, how) in decided.iter().rev() {
         let u = out.lease_unknown.remove(i);
         let Some((expires, by)) = how else { continue };

@@ -13,28 +13,46 @@
 //! judging stayed below the generator. One size per process, so the
 //! peak is that size's: `for n in 10000 100000 1000000; do cargo run --release -p leaselab
 //! --example bench_judge $n; done`.
+//!
+//! A second argument picks the history's shape (`default` above), each stressing one index of
+//! the checkers: `read-heavy` (30 part and lease reads per holding), `many-parts` (every holding
+//! writes parts of its own, each read back), `many-unknowns` (one write in three, one renewal
+//! in four and one release in ten answered `info`; two renewals per holding), `many-leases`
+//! (a thousand leases and scopes, turns interleaved). `--generate-only` writes the file and
+//! stops (for `/usr/bin/time leaselab judge` on it).
 
 use leaselab_model::{Expiry, History, Holder, Millis, Op, Outcome, Token};
 use std::time::Instant;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let n: usize = std::env::args()
-        .nth(1)
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let n: usize = args
+        .first()
         .map(|s| s.parse())
         .transpose()?
         .unwrap_or(100_000);
+    let shape = match args.get(1).map(String::as_str) {
+        None | Some("default") => Shape::Default,
+        Some("read-heavy") => Shape::ReadHeavy,
+        Some("many-parts") => Shape::ManyParts,
+        Some("many-unknowns") => Shape::ManyUnknowns,
+        Some("many-leases") => Shape::ManyLeases,
+        Some(other) => return Err(format!(
+            "unknown shape `{other}`: default, read-heavy, many-parts, many-unknowns, many-leases"
+        )
+        .into()),
+    };
     let dir = std::path::Path::new("target/bench-judge");
     std::fs::create_dir_all(dir)?;
-    let file = dir.join(format!("{n}.jsonl"));
-    // Generated and written, then dropped: the peak below is the judging's, not the generator's
-    // (which holds the history and its text at once).
-    let unknown = {
-        let h = generate(n);
-        let text = leaselab_record::write::history(&h);
-        std::fs::write(&file, &text)?;
-        text.matches("\"type\":\"info\"").count()
-    };
+    let name = args.get(1).map_or("default", String::as_str);
+    let file = dir.join(format!("{name}-{n}.jsonl"));
+    // Generated and written line by line, never held whole: the peak below is the judging's.
+    let unknown = generate(n, shape, &file)?;
     let generated_peak = peak_kib();
+    if args.iter().any(|a| a == "--generate-only") {
+        println!("{}", file.display());
+        return Ok(());
+    }
 
     let t = Instant::now();
     let mut values = 0usize;
@@ -47,6 +65,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let t = Instant::now();
     let r = leaselab_record::read::read_file(&file)?;
     let read = t.elapsed().as_secs_f64();
+    eprintln!("after read: peak {} MiB", peak_kib() / 1024);
 
     let t = Instant::now();
     let report = leaselab_checkers::check(&r.history);
@@ -57,13 +76,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let f = facts::derive(&r.history);
         eprintln!("facts {:.3}s", t.elapsed().as_secs_f64());
         let mut v = Vec::new();
-        type Part = fn(&facts::Facts, &mut Vec<leaselab_checkers::Violation>);
+        type Part<'a> = Box<dyn Fn(&facts::Facts, &mut Vec<leaselab_checkers::Violation>) + 'a>;
+        let h = &r.history;
         let parts: [(&str, Part); 5] = [
-            ("i1", safety::i1),
-            ("i2", safety::i2),
-            ("i3", safety::i3),
-            ("acceptance", safety::acceptance),
-            ("final", safety::final_state),
+            ("i1", Box::new(safety::i1)),
+            ("i2", Box::new(safety::i2)),
+            ("i3", Box::new(safety::i3)),
+            ("acceptance", Box::new(safety::acceptance)),
+            ("final", Box::new(|f, v| safety::final_state(h, f, v))),
         ];
         for (name, part) in parts {
             let t = Instant::now();
@@ -105,85 +125,217 @@ fn peak_kib() -> u64 {
         .unwrap_or(0)
 }
 
-/// One event at `t`, the server's time and the actor's alike.
-fn push(h: &mut History, t: u64, who: &Holder, op: Op, out: Outcome) {
-    h.push(Millis(t), Millis(t), who.clone(), None, op, out);
+/// The kind of history to generate.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Shape {
+    Default,
+    ReadHeavy,
+    ManyParts,
+    ManyUnknowns,
+    ManyLeases,
 }
 
-/// About `n` events of holders taking turns on one lease, deterministic.
-fn generate(n: usize) -> History {
+/// Writes events as they are made: `write::Writer` turns each into its lines.
+struct Out {
+    h: History,
+    w: leaselab_record::write::Writer,
+    file: std::io::BufWriter<std::fs::File>,
+    events: usize,
+    info: usize,
+    text: String,
+}
+
+impl Out {
+    /// One event at `t`, the server's time and the actor's alike.
+    fn push(&mut self, t: u64, who: &Holder, op: Op, out: Outcome) -> std::io::Result<()> {
+        use std::io::Write;
+        self.info += usize::from(matches!(out, Outcome::Indeterminate(_)));
+        self.h
+            .push(Millis(t), Millis(t), who.clone(), None, op, out);
+        self.text.clear();
+        if let Some(e) = self.h.events.pop() {
+            self.w.event(&e, &mut self.text);
+        }
+        self.events += 1;
+        self.file.write_all(self.text.as_bytes())
+    }
+}
+
+/// About `n` events of holders taking turns, deterministic, written to `file`; returns how
+/// many were answered `info`.
+fn generate(n: usize, shape: Shape, file: &std::path::Path) -> std::io::Result<usize> {
+    use leaselab_model::{DbName, LeaseName, Part, PartRow, Scope};
+    let mut o = Out {
+        h: History::default(),
+        w: leaselab_record::write::Writer::default(),
+        file: std::io::BufWriter::new(std::fs::File::create(file)?),
+        events: 0,
+        info: 0,
+        text: String::new(),
+    };
+    {
+        use std::io::Write;
+        o.file
+            .write_all(leaselab_record::write::header().as_bytes())?;
+    }
     let holders: Vec<Holder> = (0..8).map(|i| Holder::new(format!("holder-{i}"))).collect();
-    let mut h = History::default();
+    let leases = if shape == Shape::ManyLeases { 1000 } else { 1 };
+    let mut tokens = vec![0u64; leases];
     let mut t = 0u64;
-    let mut token = 0u64;
     let mut writes = 0u64;
+    let mut renewals = 0u64;
     let mut turn = 0usize;
-    while h.events.len() < n {
-        let me = &holders[turn % holders.len()];
-        let other = &holders[(turn + 1) % holders.len()];
+    while o.events < n {
+        let l = turn % leases;
+        let lease = LeaseName::new(if leases == 1 {
+            "report-job".to_string()
+        } else {
+            format!("job-{l}")
+        });
+        let scope = Scope::new(if leases == 1 {
+            "daily-report".to_string()
+        } else {
+            format!("report-{l}")
+        });
+        let me = &holders[(turn / leases) % holders.len()];
+        let other = &holders[(turn / leases + 1) % holders.len()];
         turn += 1;
-        token += 1;
+        tokens[l] += 1;
+        let token = tokens[l];
         t += 1;
-        let ttl = 1_000;
+        let ttl = 1_000_000;
         let granted = |t: u64| Outcome::Granted {
             token: Token(token),
             expires: Expiry::At(Millis(t + ttl)),
         };
+        let acquire = Op::Acquire {
+            lease: lease.clone(),
+            holder: me.clone(),
+            ttl_ms: ttl,
+        };
         if turn % 5 == 0 {
             // The acquire's answer comes after another holder's line: a commit window.
-            let acquire = Op::acquire(me.as_str(), ttl);
-            push(&mut h, t, me, acquire, Outcome::Blocked);
+            o.push(t, me, acquire, Outcome::Blocked)?;
             t += 1;
             let read = Op::ReadFloor {
-                scope: leaselab_model::Scope::new("daily-report"),
+                scope: scope.clone(),
             };
-            push(&mut h, t, other, read, Outcome::Floor(None));
+            o.push(t, other, read, Outcome::Floor(None))?;
             t += 1;
-            let db = leaselab_model::DbName::Lease;
-            push(&mut h, t, me, Op::Await { db }, granted(t));
+            o.push(t, me, Op::Await { db: DbName::Lease }, granted(t))?;
         } else {
-            let acquire = Op::acquire(me.as_str(), ttl);
-            push(&mut h, t, me, acquire, granted(t));
+            o.push(t, me, acquire, granted(t))?;
         }
-        for part in ["summary", "detail", "totals"] {
+        let parts: Vec<Part> = match shape {
+            Shape::ManyParts => (0..3)
+                .map(|k| Part::new(format!("part-{token}-{k}")))
+                .collect(),
+            _ => ["summary", "detail", "totals"].map(Part::new).to_vec(),
+        };
+        let mut rows = Vec::new();
+        for part in &parts {
             t += 1;
             writes += 1;
-            let op = Op::write(part, &format!("{me}-{token}-{part}"), token);
-            let outcome = if writes % 500 == 0 {
+            let content = format!("{me}-{token}-{part}");
+            let op = Op::Write {
+                scope: scope.clone(),
+                part: part.clone(),
+                content: content.clone(),
+                token: Token(token),
+            };
+            let every = if shape == Shape::ManyUnknowns { 3 } else { 500 };
+            let outcome = if writes % every == 0 {
                 Outcome::Indeterminate("timeout".into())
             } else {
                 Outcome::Accepted
             };
+            rows.push((part.clone(), content, outcome == Outcome::Accepted));
             if writes % 7 == 0 {
                 // It waits while another holder is refused the lease.
-                push(&mut h, t, me, op, Outcome::Blocked);
+                o.push(t, me, op, Outcome::Blocked)?;
                 t += 1;
-                push(
-                    &mut h,
-                    t,
-                    other,
-                    Op::acquire(other.as_str(), ttl),
-                    Outcome::Refused,
-                );
+                let refused = Op::Acquire {
+                    lease: lease.clone(),
+                    holder: other.clone(),
+                    ttl_ms: ttl,
+                };
+                o.push(t, other, refused, Outcome::Refused)?;
                 t += 1;
-                let db = leaselab_model::DbName::Res;
-                push(&mut h, t, me, Op::Await { db }, outcome);
+                o.push(t, me, Op::Await { db: DbName::Res }, outcome)?;
             } else {
-                push(&mut h, t, me, op, outcome);
+                o.push(t, me, op, outcome)?;
             }
         }
-        t += 1;
-        push(
-            &mut h,
-            t,
-            me,
-            Op::Release {
-                lease: leaselab_model::LeaseName::new("report-job"),
-                holder: me.clone(),
+        let mut expires = t - 1 + ttl;
+        if shape == Shape::ManyUnknowns {
+            for _ in 0..2 {
+                t += 1;
+                renewals += 1;
+                let op = Op::Renew {
+                    lease: lease.clone(),
+                    holder: me.clone(),
+                    token: Token(token),
+                    ttl_ms: ttl,
+                };
+                let outcome = if renewals % 4 == 0 {
+                    Outcome::Indeterminate("timeout".into())
+                } else {
+                    expires = t + ttl;
+                    Outcome::Renewed {
+                        expires: Expiry::At(Millis(t + ttl)),
+                    }
+                };
+                o.push(t, me, op, outcome)?;
+            }
+        }
+        let reads = match shape {
+            Shape::ReadHeavy => 30,
+            Shape::ManyParts => 3,
+            _ => 0,
+        };
+        for k in 0..reads {
+            t += 1;
+            let (part, content, accepted) = &rows[k % rows.len()];
+            if k % 10 == 9 {
+                let row = leaselab_model::LeaseRow {
+                    holder: me.clone(),
+                    token: Token(token),
+                    expires_at: Expiry::At(Millis(expires)),
+                };
+                let read = Op::ReadLease {
+                    lease: lease.clone(),
+                };
+                o.push(t, other, read, Outcome::Lease(Some(row)))?;
+                continue;
+            }
+            if !accepted {
+                continue;
+            }
+            let row = PartRow {
+                content: content.clone(),
+                writer: me.clone(),
                 token: Token(token),
-            },
-            Outcome::Released,
-        );
+            };
+            let read = Op::ReadPart {
+                scope: scope.clone(),
+                part: part.clone(),
+            };
+            o.push(t, other, read, Outcome::Part(Some(row)))?;
+        }
+        t += 1;
+        let released = if shape == Shape::ManyUnknowns && token % 10 == 0 {
+            Outcome::Indeterminate("timeout".into())
+        } else {
+            Outcome::Released
+        };
+        let release = Op::Release {
+            lease: lease.clone(),
+            holder: me.clone(),
+            token: Token(token),
+        };
+        o.push(t, me, release, released)?;
     }
-    h
+    use std::io::Write;
+    o.file.flush()?;
+    Ok(o.info)
 }
