@@ -73,7 +73,13 @@ pub(crate) fn judge(h: &History, f: Cow<'_, Facts>) -> (Findings, Vec<Settled>) 
     let certain = writes(Counted::Accepted, Counted::Accepted);
     let key = |v: &Violation| (v.check, v.events.last().copied());
     if f.writes.iter().any(|w| w.certainty == Certainty::Maybe) {
-        let mut seen: BTreeSet<_> = certain.iter().map(|w| key(&w.violation)).collect();
+        // What is certain, by this rule or another of the same check, is not also possible.
+        let mut seen: BTreeSet<_> = certain
+            .iter()
+            .map(|w| &w.violation)
+            .chain(&found.certain)
+            .map(key)
+            .collect();
         // An unknown write made stale by accepted ones first: it rests on that write alone.
         let maybe = Counted::AcceptedOrMaybe;
         let runs = writes(Counted::Accepted, maybe)

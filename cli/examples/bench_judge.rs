@@ -37,10 +37,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         Some("many-parts") => Shape::ManyParts,
         Some("many-unknowns") => Shape::ManyUnknowns,
         Some("many-leases") => Shape::ManyLeases,
-        Some(other) => return Err(format!(
+        Some(other) => {
+            return Err(format!(
             "unknown shape `{other}`: default, read-heavy, many-parts, many-unknowns, many-leases"
         )
-        .into()),
+            .into())
+        }
     };
     let dir = std::path::Path::new("target/bench-judge");
     std::fs::create_dir_all(dir)?;

@@ -245,7 +245,7 @@ struct Reader<'f> {
     held: Option<Held>,
     /// Per (process, connection): the operation waiting for its completion, and the event
     /// that shows it `blocked` (once the next line turned out to be something else).
-    waiting: BTreeMap<(String, String), Waiting>,
+    waiting: BTreeMap<(String, String), Vec<Waiting>>,
     /// Which process each connection name belongs to: the history knows a connection by its
     /// name alone, so two processes sharing one would be read as one session.
     owners: BTreeMap<ConnId, Holder>,
@@ -392,16 +392,13 @@ impl Reader<'_> {
     fn flush(&mut self) {
         if let Some(h) = self.held.take() {
             let i = self.push(&h.rec, h.op.clone(), Outcome::Blocked, [h.rec.line, 0]);
-            self.waiting.insert(
-                key(&h.rec),
-                Waiting {
-                    op: h.op,
-                    event: i,
-                    line: h.rec.line,
-                    local: h.rec.local,
-                    earliest: h.rec.earliest,
-                },
-            );
+            self.waiting.entry(key(&h.rec)).or_default().push(Waiting {
+                op: h.op,
+                event: i,
+                line: h.rec.line,
+                local: h.rec.local,
+                earliest: h.rec.earliest,
+            });
         }
     }
 
@@ -431,6 +428,41 @@ impl Reader<'_> {
                 Ok(())
             }
         }
+    }
+
+    /// The open operation of `rec`'s process and connection that `rec` completes: the one
+    /// whose word it names (a process may have one open per database).
+    fn take_waiting(&mut self, rec: &Rec, word: &str) -> Result<Option<Waiting>, ReadError> {
+        let k = key(rec);
+        let Some(v) = self.waiting.get_mut(&k).filter(|v| !v.is_empty()) else {
+            return Ok(None);
+        };
+        let named: Vec<usize> = (0..v.len())
+            .filter(|i| crate::write::word(&v[*i].op) == word)
+            .collect();
+        let i = match named[..] {
+            [i] => i,
+            // None named: the oldest, so that the word's mismatch is reported.
+            [] => 0,
+            _ => {
+                let lines = (v[named[0]].line, v[named[1]].line);
+                return Err(self.err(
+                    rec.line,
+                    "op",
+                    format!(
+                        "`{word}` completes one of several `{word}` invokes open on {} (lines {} and {}): give each its own `conn`",
+                        conn_name(rec),
+                        lines.0,
+                        lines.1
+                    ),
+                ));
+            }
+        };
+        let w = v.remove(i);
+        if v.is_empty() {
+            self.waiting.remove(&k);
+        }
+        Ok(Some(w))
     }
 
     /// What cannot happen, refused with the line and field: a completion earlier than its
@@ -513,7 +545,22 @@ impl Reader<'_> {
             Kind::Invoke(ref op) => {
                 self.clock(&rec)?;
                 self.flush();
-                if let Some(w) = self.waiting.get(&key(&rec)) {
+                // One open operation per database: a client that sends another while one
+                // waits has given it up (`disconnect`, `crash`, `restart`) or collects it
+                // (`await`); anything else is two at once, which no connection does.
+                let db = op.db();
+                let abandons = matches!(
+                    op,
+                    Op::Disconnect { .. }
+                        | Op::Crash { .. }
+                        | Op::Restart { .. }
+                        | Op::Await { .. }
+                );
+                let open = self
+                    .waiting
+                    .get(&key(&rec))
+                    .and_then(|v| v.iter().find(|w| db.is_some() && w.op.db() == db));
+                if let Some(w) = open.filter(|_| !abandons) {
                     return Err(self.err(
                         rec.line,
                         "type",
@@ -524,6 +571,20 @@ impl Reader<'_> {
                             w.line
                         ),
                     ));
+                }
+                // A crash ends every statement waiting on its database, whoever sent it: none
+                // will be answered now; each stays `blocked`.
+                if let Op::Crash { db: crashed } = op {
+                    for v in self.waiting.values_mut() {
+                        v.retain(|w| w.op.db() != Some(*crashed));
+                    }
+                    self.waiting.retain(|_, v| !v.is_empty());
+                }
+                // Given up: no completion can come for it now; it stays `blocked`.
+                if abandons && !matches!(op, Op::Await { .. }) {
+                    if let Some(v) = self.waiting.get_mut(&key(&rec)) {
+                        v.retain(|w| w.op.db() != db);
+                    }
                 }
                 let op = op.clone();
                 self.held = Some(Held { rec, op });
@@ -552,7 +613,7 @@ impl Reader<'_> {
                     self.held = Some(h);
                     self.flush();
                 }
-                let Some(w) = self.waiting.remove(&key(&rec)) else {
+                let Some(w) = self.take_waiting(&rec, word)? else {
                     return Err(self.err(
                         rec.line,
                         "type",

@@ -31,7 +31,14 @@ pub struct Writer {
 
 impl Writer {
     /// Appends the lines of one event (none for an `await` that is still waiting).
+    ///
+    /// A statement answered `busy` was never sent (its connection's statement still waited):
+    /// it has no line, as a client that knew better would not have sent it — and the format
+    /// takes one open operation per connection and database.
     pub fn event(&mut self, e: &Event, out: &mut String) {
+        if matches!(&e.outcome, Outcome::Error(leaselab_model::Reason::Busy)) {
+            return;
+        }
         let conn = e.conn_str().to_string();
         match (&e.op, &e.outcome) {
             (Op::Await { .. }, outcome) if self.waiting.contains_key(&conn) => {

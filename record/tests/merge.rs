@@ -52,14 +52,25 @@ fn events_merge_by_server_time_each_file_in_its_own_order() {
 }
 
 #[test]
-fn a_file_whose_clock_goes_back_is_not_reordered() {
-    // A recorder's clock stepped back: its second call reads earlier than its first. Merging
-    // must not put the second before the first.
-    let a = format!("{HEAD}{}{}", now("a", 50, 50), now("a", 10, 10));
+fn a_file_whose_server_clock_goes_back_is_not_reordered() {
+    // The recorder's clock goes on, the server time it records steps back (another server
+    // answered): its second call is placed earlier than its first. Merging must not put the
+    // second before the first. (The recorder's own clock going back is refused on reading.)
+    let at = |time: u64, server: u64| {
+        format!(
+            "{{\"type\":\"invoke\",\"process\":\"a\",\"time\":{time},\"server_time\":{server},\"op\":\"now\",\"db\":\"lease\"}}\n\
+             {{\"type\":\"ok\",\"process\":\"a\",\"time\":{time},\"server_time\":{server},\"op\":\"now\",\"result\":\"ok\"}}\n"
+        )
+    };
+    let a = format!("{HEAD}{}{}", at(50, 50), at(51, 10));
     let b = format!("{HEAD}{}", now("b", 20, 20));
     let got = order(&[("a.jsonl", a), ("b.jsonl", b)]);
     let seen: Vec<(&str, u64)> = got.iter().map(|(p, t, _)| (p.as_str(), *t)).collect();
     assert_eq!(seen, [("b", 20), ("a", 50), ("a", 10)]);
+    // The recorder's own clock going back is refused, naming the line.
+    let back = format!("{HEAD}{}{}", now("a", 50, 50), now("a", 10, 10));
+    let e = parse(&back, "a.jsonl").expect_err("clock back");
+    assert_eq!((e.line, e.field.as_str()), (4, "time"), "{e}");
 }
 
 #[test]
