@@ -215,3 +215,95 @@ fn records_of_several_processes_are_judged_as_one_history() {
         "nothing judged from part of a deployment: {out}"
     );
 }
+
+/// The exact verdict from the command line: a violation certain across an unknown renewal
+/// (exit 1), one undecided over the limit (exit 7, naming its unknown operations), a read that
+/// settles an `info` write (named), and a server time beyond its bound (a warning on stderr).
+#[test]
+fn judge_prints_certain_undecided_settled_and_warnings() {
+    let histories = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../checkers/tests/histories");
+    let h = |name: &str| {
+        histories
+            .join(format!("{name}.jsonl"))
+            .display()
+            .to_string()
+    };
+    let (code, out, _) = leaselab(&["judge", &h("renew-lost-then-grant-before-old-expiry")]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(
+        out.contains("VIOLATION I1") && out.contains("whichever way"),
+        "{out}"
+    );
+    let (code, out, _) = leaselab(&["judge", &h("unknown-renewals-over-the-limit")]);
+    assert_eq!(code, Some(7), "{out}");
+    assert!(out.contains("UNDECIDED I1"), "{out}");
+    assert!(out.contains("unknown operations: #2, #3,"), "{out}");
+    assert!(
+        out.contains("verdict: undecided — I1 not decided within the limits"),
+        "{out}"
+    );
+    let (code, out, _) = leaselab(&["judge", &h("read-proves-a-newer-info-write")]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(
+        out.contains("SETTLED holder-b's write (event #3 at") && out.contains("took effect"),
+        "{out}"
+    );
+    assert!(out.contains("verdict: I3, acceptance broken"), "{out}");
+    // Undecided in one file, broken in another: the worst decides, 1.
+    let (code, _, _) = leaselab(&[
+        "judge",
+        &h("unknown-renewals-over-the-limit"),
+        &h("final-phantom-token"),
+    ]);
+    assert_eq!(code, Some(1));
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("judge-warn");
+    std::fs::create_dir_all(&dir).expect("tmp");
+    let file = dir.join("skew.jsonl");
+    std::fs::write(
+        &file,
+        "{\"format\":\"leaselab-history\",\"version\":1,\"clock_bounds_ms\":{\"a\":10}}\n\
+         {\"type\":\"invoke\",\"process\":\"a\",\"time\":100,\"server_time\":150,\"op\":\"now\",\"db\":\"lease\"}\n\
+         {\"type\":\"ok\",\"process\":\"a\",\"time\":101,\"op\":\"now\",\"value\":150}\n",
+    )
+    .expect("write");
+    let f = file.display().to_string();
+    let (code, out, err) = leaselab(&["judge", &f]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert_eq!(
+        err.trim(),
+        format!("leaselab judge: warning: {f}:2: field `server_time`: 150 is 50 ms from the recorder's time 100, beyond process `a`'s clock bound of 10 ms")
+    );
+}
+
+/// Every input that cannot happen: exit 2, one line naming file, line and field.
+#[test]
+fn judge_refuses_what_cannot_happen() {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("judge-impossible");
+    std::fs::create_dir_all(&dir).expect("tmp");
+    let head = "{\"format\":\"leaselab-history\",\"version\":1}\n";
+    let inv = |time: u64| {
+        format!("{{\"type\":\"invoke\",\"process\":\"a\",\"time\":{time},\"op\":\"acquire\",\"lease\":\"l\",\"ttl_ms\":10}}\n")
+    };
+    let ok = |time: u64, token: &str, expires: u64| {
+        format!("{{\"type\":\"ok\",\"process\":\"a\",\"time\":{time},\"op\":\"acquire\",\"token\":{token},\"expires\":{expires}}}\n")
+    };
+    let cases: [(&str, String, &str); 5] = [
+        ("before-invoke", format!("{head}{}{}", inv(10), ok(5, "1", 20)), ":3: field `time`"),
+        ("clock-back", format!("{head}{}{}{}", inv(10), ok(12, "1", 20), inv(11)), ":4: field `time`"),
+        ("bigint", format!("{head}{}{}", inv(10), ok(12, "9223372036854775808", 20)), ":3: field `token`"),
+        ("expires-early", format!("{head}{}{}", inv(100), ok(120, "1", 50)), ":3: field `expires`"),
+        ("two-open", format!("{head}{}{{\"type\":\"invoke\",\"process\":\"b\",\"time\":5,\"op\":\"now\",\"db\":\"lease\"}}\n{{\"type\":\"ok\",\"process\":\"b\",\"time\":5,\"op\":\"now\",\"value\":5}}\n{}", inv(10), inv(11)), ":5: field `type`"),
+    ];
+    for (name, text, want) in cases {
+        let file = dir.join(format!("{name}.jsonl"));
+        std::fs::write(&file, &text).expect("write");
+        let f = file.display().to_string();
+        let (code, out, err) = leaselab(&["judge", &f]);
+        assert_eq!(code, Some(2), "{name}: {out}{err}");
+        assert_eq!(err.lines().count(), 1, "{name}: {err}");
+        assert!(
+            err.starts_with(&format!("leaselab judge: {f}{want}")),
+            "{name}: {err}"
+        );
+    }
+}
