@@ -5,8 +5,8 @@
 //!
 //! - the floor: every line parsed as JSON and nothing else (what any reader of the format pays);
 //! - reading it into a History, line by line (`leaselab_record::read::read_file`, as `judge`);
-//! - the checkers (`leaselab_checkers::check`);
-//! - the possible violations of the unknown operations (`unknown::possible`, judge's limit);
+//! - the checkers (`leaselab_checkers::check`: the exact verdict over the unknown operations
+//!   included);
 //!
 //! and prints the peak resident memory of the process (VmHWM), next to the generator's own
 //! peak (the history and its text at once, before judging starts): when the two are equal,
@@ -67,7 +67,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let t = Instant::now();
     let r = leaselab_record::read::read_file(&file)?;
     let read = t.elapsed().as_secs_f64();
-    eprintln!("after read: peak {} MiB", peak_kib() / 1024);
+    let read_peak = peak_kib();
 
     let t = Instant::now();
     let report = leaselab_checkers::check(&r.history);
@@ -97,18 +97,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         eprintln!("sometimes {:.3}s", t.elapsed().as_secs_f64());
     }
 
-    let (possible, left, resolve) = (report.possible.clone(), report.undecided.len(), 0.0);
-
     let peak = peak_kib();
     println!(
-        "events={} lines={values} unknown={unknown} floor(json)={floor:.2}s read={read:.2}s check={check:.2}s possible={resolve:.2}s (resolved {}, left {left}, {} possible) total={:.2}s ({:.1}x floor) violations={} peak_rss={} MiB (generation {} MiB)",
+        "events={} lines={values} unknown={unknown} floor(json)={floor:.2}s read={read:.2}s check={check:.2}s total={:.2}s ({:.1}x floor) certain={} possible={} undecided={} settled={} peak_rss={} MiB (after reading {} MiB; generation {} MiB)",
         r.history.events.len(),
-        unknown - left.min(unknown),
-        possible.len(),
-        read + check + resolve,
-        (read + check + resolve) / floor.max(1e-9),
+        read + check,
+        (read + check) / floor.max(1e-9),
         report.violations.len(),
+        report.possible.len(),
+        report.undecided.len(),
+        report.settled.len(),
         peak / 1024,
+        read_peak / 1024,
         generated_peak / 1024
     );
     Ok(())

@@ -45,7 +45,8 @@ fn schema(name: &str, v: &Value, code: i32) {
         3 => "liveness",
         4 => "divergence",
         5 => "interrupted",
-        _ => "possible",
+        6 => "possible",
+        _ => "undecided",
     };
     assert_eq!(v["verdict"], verdict, "{name}");
     assert!(v["counts"]
