@@ -410,8 +410,6 @@ fn first_attempts(h: &History, mut all: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
 /// A publish nobody learned the outcome of.
 #[derive(Clone, Debug)]
 pub struct UnknownPublish {
-    /// Its place among the definite publishes: it comes before `publishes[before]`.
-    pub before: usize,
     /// What it would be, had it taken effect (`accepted`).
     pub fact: PublishFact,
     /// The event that issued it.
@@ -830,7 +828,6 @@ fn unknown_lease(f: &mut Facts, op: &Op, since: u64, w: Window, from: Millis, to
 fn unknown_publish(f: &mut Facts, op: &Op, actor: &Holder, w: Window, at: Millis, issued: u64) {
     if let Op::Publish { key, token, .. } = op {
         f.unknown_publishes.push(UnknownPublish {
-            before: f.publishes.len(),
             fact: PublishFact {
                 key: key.clone(),
                 writer: actor.clone(),

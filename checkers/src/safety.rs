@@ -251,7 +251,8 @@ fn unexpired_at(
         if v.1.is_expired_at(now) {
             return None;
         }
-        if witness.is_none_or(|w| v.0.latest > w.0.latest) {
+        // The newest; of one commit's versions, the last statement's (the one it kept).
+        if witness.is_none_or(|w| v.0.latest >= w.0.latest) {
             witness = Some(v);
         }
     }
@@ -652,41 +653,33 @@ pub(crate) fn acceptance_writes_by(
 }
 
 /// A publish dropped while an older-token one is the kept one: the kept one is the last kept
-/// before it — or, where publishes nobody heard back from came after that one, whichever of
-/// them took effect last. Certain when every candidate is older than the dropped one, possible
-/// when one is.
+/// before it — or any publish nobody heard back from that can have committed before the
+/// dropped one and not before that last kept one. Certain when every candidate is older than
+/// the dropped one; possible when one is, if every newer unknown candidate did not take
+/// effect. Per dropped publish, a scan of its key's unknown publishes.
 pub(crate) fn acceptance_publishes(f: &Facts, found: &mut Findings) {
-    struct Key<'f> {
-        kept: Option<&'f PublishFact>,
-        /// Unknown publishes since `kept`, in order.
-        pending: Vec<&'f UnknownPublish>,
+    let mut unknown: BTreeMap<&str, Vec<&UnknownPublish>> = BTreeMap::new();
+    for u in &f.unknown_publishes {
+        unknown.entry(u.fact.key.as_str()).or_default().push(u);
     }
-    let mut keys: BTreeMap<&str, Key> = BTreeMap::new();
-    let mut unknown = f.unknown_publishes.iter().peekable();
-    for (i, p) in f.publishes.iter().enumerate() {
-        while let Some(u) = unknown.next_if(|u| u.before <= i) {
-            keys.entry(u.fact.key.as_str())
-                .or_insert(Key {
-                    kept: None,
-                    pending: Vec::new(),
-                })
-                .pending
-                .push(u);
-        }
-        let k = keys.entry(p.key.as_str()).or_insert(Key {
-            kept: None,
-            pending: Vec::new(),
-        });
+    let mut kept: BTreeMap<&str, &PublishFact> = BTreeMap::new();
+    for p in &f.publishes {
         if p.accepted {
-            k.kept = Some(p);
-            k.pending.clear();
+            kept.insert(p.key.as_str(), p);
             continue;
         }
+        let k = kept.get(p.key.as_str()).copied();
+        let us: Vec<&UnknownPublish> = unknown
+            .get(p.key.as_str())
+            .map(|v| {
+                v.iter()
+                    .copied()
+                    .filter(|u| !p.window.before(&u.fact.window))
+                    .filter(|u| k.is_none_or(|k| !u.fact.window.before(&k.window)))
+                    .collect()
+            })
+            .unwrap_or_default();
         let older = |t: Token| t < p.token;
-        let known = k.kept.filter(|k| older(k.token));
-        let unknown_older = k.pending.iter().rev().find(|u| older(u.fact.token));
-        let every =
-            k.kept.is_some_and(|k| older(k.token)) && k.pending.iter().all(|u| older(u.fact.token));
         let describe = |kept: &PublishFact, how: String| {
             Violation {
             check: Check::Acceptance,
@@ -697,14 +690,20 @@ pub(crate) fn acceptance_publishes(f: &Facts, found: &mut Findings) {
             events: vec![kept.window.latest, p.window.latest],
         }
         };
-        if every {
-            if let Some(kept) = k.kept {
-                let mut v = describe(
-                    kept,
-                    format!("t={}, event #{}", kept.at, kept.window.latest),
-                );
-                if !k.pending.is_empty() {
-                    let events: Vec<u64> = k.pending.iter().map(|u| u.issued).collect();
+        let known = |k: &PublishFact| format!("t={}, event #{}", k.at, k.window.latest);
+        let newer: Vec<Condition> = us
+            .iter()
+            .filter(|u| !older(u.fact.token))
+            .map(|u| Condition {
+                event: u.issued,
+                applied: false,
+            })
+            .collect();
+        match k.filter(|k| older(k.token)) {
+            Some(k) if newer.is_empty() => {
+                let mut v = describe(k, known(k));
+                if !us.is_empty() {
+                    let events: Vec<u64> = us.iter().map(|u| u.issued).collect();
                     v.message.push_str(&format!(
                         " — or, if they took effect, one of the publishes nobody heard back from (event {}), every one older too",
                         list(&events)
@@ -712,42 +711,27 @@ pub(crate) fn acceptance_publishes(f: &Facts, found: &mut Findings) {
                 }
                 found.certain.push(v);
             }
-            continue;
-        }
-        // The latest older candidate, with every unknown after it not having taken effect.
-        let (violation, from) = match (unknown_older, known) {
-            (Some(u), _) => {
-                let at = k.pending.iter().position(|x| std::ptr::eq(*x, *u));
-                (
-                    describe(&u.fact, format!("if it took effect, event #{}", u.issued)),
-                    at,
-                )
+            Some(k) => found.possible.push(Possible {
+                violation: describe(k, known(k)),
+                conditions: newer,
+            }),
+            None => {
+                if let Some(u) = us.iter().find(|u| older(u.fact.token)) {
+                    let mut conditions = vec![Condition {
+                        event: u.issued,
+                        applied: true,
+                    }];
+                    conditions.extend(newer);
+                    found.possible.push(Possible {
+                        violation: describe(
+                            &u.fact,
+                            format!("if it took effect, event #{}", u.issued),
+                        ),
+                        conditions,
+                    });
+                }
             }
-            (None, Some(kept)) => (
-                describe(
-                    kept,
-                    format!("t={}, event #{}", kept.at, kept.window.latest),
-                ),
-                None,
-            ),
-            (None, None) => continue,
-        };
-        let mut conditions = Vec::new();
-        if let Some(at) = from {
-            conditions.push(Condition {
-                event: k.pending[at].issued,
-                applied: true,
-            });
         }
-        let after = from.map_or(0, |a| a + 1);
-        conditions.extend(k.pending[after..].iter().map(|u| Condition {
-            event: u.issued,
-            applied: false,
-        }));
-        found.possible.push(Possible {
-            violation,
-            conditions,
-        });
     }
 }
 

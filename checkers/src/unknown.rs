@@ -112,7 +112,9 @@ pub(crate) fn judge(h: &History, f: Cow<'_, Facts>) -> (Findings, Vec<Settled>) 
     // Certain by one rule and possible by another (two unordered grants, one of them also
     // checked against the holding before it): certain.
     let sure: BTreeSet<_> = found.certain.iter().map(key).collect();
-    found.possible.retain(|p| !sure.contains(&key(&p.violation)));
+    found
+        .possible
+        .retain(|p| !sure.contains(&key(&p.violation)));
     found.certain.sort_by_key(|v| v.check);
     found.possible.sort_by_key(|p| p.violation.check);
     (found, settled)

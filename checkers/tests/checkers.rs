@@ -1102,3 +1102,101 @@ fn an_unknown_stale_write_makes_i3_possible_if_it_took_effect() {
         "{possible:?}"
     );
 }
+
+/// Each row version some statement tried to write is kept once, with its first event and a
+/// hash of its own; a look-up compares the version itself.
+#[test]
+fn each_attempted_row_version_is_kept_once_with_its_first_event() {
+    use leaselab_checkers::facts::RowVersion;
+    let h = hand(&[
+        ("a", Op::write("summary", "x", 1), Outcome::Accepted), // #1
+        ("a", Op::write("summary", "x", 1), Outcome::Accepted), // #2: the same version
+        ("a", Op::write("summary", "y", 1), Outcome::Rejected), // #3: another
+    ]);
+    let f = leaselab_checkers::facts::derive(&h);
+    assert_eq!(f.attempts.len(), 2, "{:?}", f.attempts);
+    assert_ne!(f.attempts[0].0, f.attempts[1].0, "two versions, two hashes");
+    let (scope, part, a) = (
+        Scope::new("daily-report"),
+        Part::new("summary"),
+        Holder::new("a"),
+    );
+    let v = |content| RowVersion {
+        scope: &scope,
+        part: &part,
+        token: Token(1),
+        writer: &a,
+        content,
+    };
+    assert_eq!(f.attempted(&h, &v("x")), Some(1));
+    assert_eq!(f.attempted(&h, &v("y")), Some(3));
+    assert_eq!(f.attempted(&h, &v("z")), None);
+}
+
+/// Of the versions one commit made (two renewals in one transaction), I1 names the last
+/// statement's: the one the commit kept.
+#[test]
+fn i1_names_the_version_a_commit_kept() {
+    let lease = DbName::Lease;
+    let renew = |ttl| Op::renew("holder-a", 1, ttl);
+    let h = hand(&[
+        ("holder-a", Op::acquire("holder-a", 1000), granted(1, 1000)),
+        ("holder-a", Op::begin(lease), Outcome::Ok),
+        (
+            "holder-a",
+            renew(1500),
+            Outcome::Renewed {
+                expires: Expiry::At(Millis(1500)),
+            },
+        ),
+        (
+            "holder-a",
+            renew(1800),
+            Outcome::Renewed {
+                expires: Expiry::At(Millis(1800)),
+            },
+        ),
+        ("holder-a", Op::commit(lease), Outcome::Ok),
+        ("holder-b", Op::acquire("holder-b", 1000), granted(2, 1000)),
+    ]);
+    let r = check(&h);
+    assert_eq!(r.verdict(), [Check::I1], "{:?}", r.violations);
+    assert!(
+        r.violations[0].message.contains("unexpired until t=1800"),
+        "{}",
+        r.violations[0].message
+    );
+}
+
+/// The ledger cross-check excuses one unexplained committed row per write whose answer was
+/// unknown, and one per statement nobody collected — a write never answered is the second
+/// kind, counted once.
+#[test]
+fn an_unanswered_write_excuses_one_row_not_two() {
+    use leaselab_checkers::ledger::cross_check;
+    let mut w = World::new(Config::default());
+    w.run("holder-a", Op::acquire("holder-a", 5_000));
+    w.run("holder-a", Op::write("summary", "a", 1));
+    let l = w.model.ledger();
+    let mut f = leaselab_checkers::facts::derive(&w.history);
+    // The history says nothing of the write: the ledger's row is unexplained.
+    let mut unknown = f.writes[0].clone();
+    f.writes.clear();
+    assert_eq!(cross_check(&f, &l).len(), 1);
+    // A write never answered and counted among the unreported statements excuses it once.
+    unknown.certainty = leaselab_checkers::facts::Certainty::Maybe;
+    unknown.unanswered = true;
+    unknown.content = "other".into();
+    f.writes.push(unknown.clone());
+    assert_eq!(
+        cross_check(&f, &l).len(),
+        1,
+        "not excused by the maybe-write itself"
+    );
+    f.unreported = vec![(DbName::Res, 1)];
+    assert!(cross_check(&f, &l).is_empty());
+    // Answered `info`, it excuses one row of its own.
+    f.unreported.clear();
+    f.writes[0].unanswered = false;
+    assert!(cross_check(&f, &l).is_empty());
+}

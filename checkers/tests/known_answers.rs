@@ -30,7 +30,7 @@ type Known = (
 
 use Check::{Acceptance, Final, I1, I3};
 
-const KNOWN: [Known; 17] = [
+const KNOWN: [Known; 21] = [
     // The renewal's reply was lost; either way holder-a held the lease at holder-b's grant
     // (its old expiry 1000, or 1500 to 1600 renewed).
     (
@@ -74,6 +74,21 @@ const KNOWN: [Known; 17] = [
     // Eleven renewals nobody heard back from on one holding before one grant: more than the
     // ten tried both ways together.
     ("unknown-renewals-over-the-limit", &[], &[], &[I1], (0, 0)),
+    // Ten: every way tried, and every way holder-a held the lease.
+    ("unknown-renewals-at-the-limit", &[I1], &[], &[], (0, 0)),
+    // Never answered, after the newer write: stale if it took effect.
+    (
+        "write-never-answered-stale",
+        &[],
+        &[I3, Acceptance],
+        &[],
+        (0, 0),
+    ),
+    // Token 3 dropped while token 1 is kept: stale unless token 5, never answered, took effect.
+    ("publish-never-answered", &[], &[Acceptance], &[], (0, 0)),
+    // Renewed (to 1450–1550) or not (1000), holder-a held the lease at 600 unless its release
+    // took effect.
+    ("renewal-and-release-lost", &[], &[I1], &[], (0, 0)),
     // `expired iff expires <= now`: a grant at exactly the old expiry is clean, one
     // millisecond before it is not.
     ("grant-exactly-at-the-old-expiry", &[], &[], &[], (0, 0)),
@@ -160,6 +175,28 @@ fn verdicts_name_what_they_rest_on() {
     let r = judged("unknown-publish-newer-than-the-dropped");
     let c = &r.possible[0].conditions;
     assert_eq!((c.len(), c[0].event, c[0].applied), (1, 2, false), "{c:?}");
+    // The outcome a possible violation names is the first found counting up from none
+    // applied: here, neither the renewal nor the release took effect.
+    let r = judged("renewal-and-release-lost");
+    let c: Vec<(u64, bool)> = r.possible[0]
+        .conditions
+        .iter()
+        .map(|c| (c.event, c.applied))
+        .collect();
+    assert_eq!(c, [(2, false), (3, false)], "{:?}", r.possible);
+    let r = judged("unknown-renewals-at-the-limit");
+    assert!(
+        r.violations[0].message.ends_with(
+            "whichever way the renewals and releases nobody heard back from went (event #2, #3, #4, #5, #6, #7, #8, #9, #10 and #11)"
+        ),
+        "{}",
+        r.violations[0].message
+    );
+    let r = judged("publish-never-answered");
+    let c = &r.possible[0].conditions;
+    assert_eq!((c.len(), c[0].event, c[0].applied), (1, 2, false), "{c:?}");
+    let r = judged("write-never-answered-stale");
+    assert_eq!(r.possible[0].conditions[0].event, 4, "{:?}", r.possible);
     let r = judged("many-unknowns-then-stale-unknown-write");
     assert!(r
         .possible
