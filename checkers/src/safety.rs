@@ -460,9 +460,6 @@ fn earlier(f: &Facts, counted: Counted) -> Earlier {
             s.1.push(i);
         }
     }
-    // Among equal tokens, an accepted write stands for the others: what a possible violation
-    // rests on is then as little as it can be.
-    let sure = |i: usize| f.writes[i].certainty == Certainty::Accepted;
     for (_, (ws, mut by_latest)) in scopes {
         by_latest.sort_by_key(|i| f.writes[*i].window.latest);
         // prefix[k]: over by_latest[..k], the highest-token write (latest among equals) and,
@@ -476,10 +473,10 @@ fn earlier(f: &Facts, counted: Counted) -> Earlier {
             match top.map(|t| &f.writes[t]) {
                 Some(t) if t.token > w.token => {}
                 Some(t) if t.token == w.token => {
-                    if t.writer != w.writer && other.is_none_or(|o| sure(i) && !sure(o)) {
+                    if t.writer != w.writer && other.is_none() {
                         other = Some(i);
                     }
-                    if t.writer == w.writer && top.is_some_and(|t| sure(i) || !sure(t)) {
+                    if t.writer == w.writer {
                         top = Some(i);
                     }
                 }
@@ -741,10 +738,16 @@ pub(crate) fn acceptance_publishes(f: &Facts, found: &mut Findings) {
 /// statement wrote: the content and writer of a write with that token to that part, issued
 /// before the read — a token nobody was granted nor wrote is a phantom.
 pub fn final_state(h: &leaselab_model::History, f: &Facts, out: &mut Vec<Violation>) {
+    final_token_order(f, out);
+    final_content(h, f, out);
+}
+
+/// The first half of [`final_state`]: each read of a part shows at least the highest token
+/// accepted for it before the read's snapshot.
+pub fn final_token_order(f: &Facts, out: &mut Vec<Violation>) {
     let mut found = Vec::new();
     final_order(f, Counted::Accepted, &mut found);
     out.extend(found.into_iter().map(|w| w.violation));
-    final_content(h, f, out);
 }
 
 /// The token order of final reads, against the writes `counted`: per part, the writes in

@@ -9,7 +9,7 @@
 use leaselab_checkers::facts::{
     derive, Certainty, Facts, GrantFact, LeaseChange, LeaseFact, PublishFact, Window, WriteFact,
 };
-use leaselab_checkers::safety::{acceptance, i1, i2, i3};
+use leaselab_checkers::safety::{acceptance, final_state, final_token_order, i1, i2, i3};
 use leaselab_checkers::{Check, Violation};
 use leaselab_model::{
     DbName, Expiry, History, Holder, LeaseName, Millis, Op, Outcome, Part, Scope, Token,
@@ -104,8 +104,53 @@ fn before<'f>(f: &'f Facts, w: &WriteFact) -> Vec<&'f WriteFact> {
         .collect()
 }
 
+/// Reads of parts, each with a snapshot window and the row it showed (or none).
+fn reads() -> impl Strategy<Value = Vec<leaselab_checkers::facts::ReadFact>> {
+    use leaselab_checkers::facts::{ReadFact, ReadKey, Sees};
+    let read = (0usize..2, 0usize..2, window(), 0u64..7, 0usize..3).prop_map(
+        |(s, p, window, token, writer)| ReadFact {
+            seq: window.latest,
+            at: Millis(window.latest),
+            key: ReadKey::Part(Scope::new(["s1", "s2"][s]), Part::new(["p1", "p2"][p])),
+            value: Outcome::Part((token > 0).then(|| leaselab_model::PartRow {
+                content: format!("c{token}"),
+                writer: Holder::new(["a", "b", "c"][writer]),
+                token: Token(token),
+            })),
+            sees: Sees::Committed(window),
+        },
+    );
+    prop::collection::vec(read, 0..8)
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 3000, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// A read shows too low a token (or nothing) exactly when an accepted write of its part
+    /// committed definitely before its snapshot with a higher one; the violation names the
+    /// highest (the latest among equals).
+    #[test]
+    fn final_token_order_is_its_definition(ws in prop::collection::vec(write(), 0..12), rs in reads()) {
+        let f = Facts { writes: ws, reads: rs, ..Facts::default() };
+        let got = run(&f, final_token_order);
+        let mut k = 0;
+        for r in &f.reads {
+            let (leaselab_checkers::facts::ReadKey::Part(scope, part), Outcome::Part(row), Some(snap)) =
+                (&r.key, &r.value, r.committed()) else { continue };
+            let best = f.writes.iter()
+                .filter(|w| w.certainty == Certainty::Accepted && &w.scope == scope && &w.part == part && w.window.latest < snap.earliest)
+                .max_by_key(|w| (w.token, w.window.latest));
+            let Some(best) = best else { continue };
+            if row.as_ref().is_none_or(|x| x.token < best.token) {
+                let v = got.get(k).expect("a final violation for this read");
+                prop_assert_eq!(v.check, Check::Final);
+                prop_assert_eq!(&v.events, &vec![best.window.latest, r.seq]);
+                prop_assert!(v.message.contains(&format!("with token {} (accepted", best.token)), "{}", v.message);
+                k += 1;
+            }
+        }
+        prop_assert_eq!(got.len(), k, "{:?}", got);
+    }
 
     #[test]
     fn i2_is_its_definition(g in grants()) {
@@ -434,4 +479,34 @@ fn a_floor_read_is_compared_with_the_highest_floor_seen_definitely_before_it() {
     let v = run(&f(vec![read(1, 1, 5), read(2, 2, 5), read(3, 3, 4)]), i3);
     assert_eq!(v.len(), 1, "{v:?}");
     assert_eq!(v[0].events, vec![2, 3]);
+}
+
+/// `final_state` is both halves: the token order, and a row some statement wrote.
+#[test]
+fn final_state_checks_the_order_and_what_was_written() {
+    let h = hand(&[
+        ("a", "a", Op::write("summary", "x", 2), Outcome::Accepted),
+        (
+            "b",
+            "b",
+            Op::read_part("summary"),
+            Outcome::Part(Some(leaselab_model::PartRow {
+                content: "x".into(),
+                writer: Holder::new("a"),
+                token: Token(1),
+            })),
+        ),
+    ]);
+    let f = derive(&h);
+    let mut v = Vec::new();
+    final_state(&h, &f, &mut v);
+    assert_eq!(v.len(), 2, "{v:?}");
+    assert!(v[0]
+        .message
+        .contains("the final content must come from the highest accepted token"));
+    assert!(
+        v[1].message.contains("token 1 is a phantom"),
+        "{}",
+        v[1].message
+    );
 }
