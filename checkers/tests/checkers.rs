@@ -1200,3 +1200,222 @@ fn an_unanswered_write_excuses_one_row_not_two() {
     f.writes[0].unanswered = false;
     assert!(cross_check(&f, &l).is_empty());
 }
+
+fn lease_row(holder: &str, token: u64, expires: Expiry) -> Outcome {
+    Outcome::Lease(Some(leaselab_model::LeaseRow {
+        holder: Holder::new(holder),
+        token: Token(token),
+        expires_at: expires,
+    }))
+}
+
+fn timeout() -> Outcome {
+    Outcome::Indeterminate("timeout".into())
+}
+
+/// holder-a holds token 1 until 1000; its renewal (TTL 1000) times out at t=500 (event #2);
+/// `between` happens next; holder-c reads the lease row (`shown`); holder-b is granted at 1100.
+fn renewal_then_read(between: &[(&str, Op, Outcome)], shown: Outcome) -> History {
+    let mut h = a_granted_token_1_until_1000();
+    at(
+        &mut h,
+        500,
+        "holder-a",
+        Op::renew("holder-a", 1, 1000),
+        timeout(),
+    );
+    for (actor, op, out) in between {
+        at(&mut h, 600, actor, op.clone(), out.clone());
+    }
+    at(&mut h, 700, "holder-c", Op::read_lease(), shown);
+    let b = Op::acquire("holder-b", 1000);
+    at(&mut h, 1100, "holder-b", b, granted(2, 2100));
+    h
+}
+
+/// A read after the renewal still showing the expiry before it proves it did not take effect:
+/// holder-b's grant at 1100 is clean. Not when something else could have changed the row in
+/// between (a known renewal, another unknown one), nor when the read shows a value the renewal
+/// itself could have set, nor another holder's row.
+#[test]
+fn a_lease_read_rules_out_an_unknown_renewal_only_when_nothing_else_explains_it() {
+    let old = lease_row("holder-a", 1, Expiry::At(Millis(1000)));
+    let r = check(&renewal_then_read(&[], old.clone()));
+    assert_eq!(r.settled.len(), 1, "{:?}", r.settled);
+    assert_eq!(
+        (r.settled[0].event, r.settled[0].applied, r.settled[0].by),
+        (2, false, 3)
+    );
+    assert!(r.possible.is_empty() && r.violations.is_empty(), "{r:?}");
+    // Without the read: possible I1 (if the renewal took effect, until 1500).
+    let mut h = a_granted_token_1_until_1000();
+    at(
+        &mut h,
+        500,
+        "holder-a",
+        Op::renew("holder-a", 1, 1000),
+        timeout(),
+    );
+    at(
+        &mut h,
+        1100,
+        "holder-b",
+        Op::acquire("holder-b", 1000),
+        granted(2, 2100),
+    );
+    assert_eq!(check(&h).possible.len(), 1);
+    // A known renewal to 1000 again between: the read may show it.
+    let renewed = Outcome::Renewed {
+        expires: Expiry::At(Millis(1000)),
+    };
+    let again = [("holder-a", Op::renew("holder-a", 1, 400), renewed)];
+    let r = check(&renewal_then_read(&again, old.clone()));
+    assert!(r.settled.is_empty(), "{:?}", r.settled);
+    // Another unknown renewal of the holding that can have committed before the read.
+    let other = [("holder-a", Op::renew("holder-a", 1, 2000), timeout())];
+    let r = check(&renewal_then_read(&other, old.clone()));
+    assert!(r.settled.iter().all(|s| s.applied), "{:?}", r.settled);
+    // Another holder's row says nothing of holder-a's renewal.
+    let r = check(&renewal_then_read(
+        &[],
+        lease_row("holder-x", 1, Expiry::At(Millis(1000))),
+    ));
+    assert!(r.settled.is_empty(), "{:?}", r.settled);
+    // Showing 1500, the renewal's own value: it took effect.
+    let r = check(&renewal_then_read(
+        &[],
+        lease_row("holder-a", 1, Expiry::At(Millis(1500))),
+    ));
+    assert_eq!(
+        (r.settled.len(), r.settled[0].applied),
+        (1, true),
+        "{:?}",
+        r.settled
+    );
+    assert_eq!(r.verdict(), [Check::I1]);
+}
+
+/// A read settles a never-answered renewal with the expiry it shows, committed no later than
+/// the read: the grant after the read is then judged against that expiry alone.
+#[test]
+fn a_settled_renewal_committed_before_the_read_that_shows_it() {
+    let mut h = a_granted_token_1_until_1000();
+    at(
+        &mut h,
+        500,
+        "holder-a",
+        Op::renew("holder-a", 1, 1000),
+        Outcome::Blocked,
+    ); // #2
+       // A read right after it cannot see it: its commit comes after its own event.
+    at(
+        &mut h,
+        600,
+        "holder-x",
+        Op::read_floor(),
+        Outcome::Floor(None),
+    ); // #3
+    at(
+        &mut h,
+        700,
+        "holder-c",
+        Op::read_lease(),
+        lease_row("holder-a", 1, Expiry::At(Millis(1550))),
+    ); // #4
+    at(
+        &mut h,
+        1200,
+        "holder-b",
+        Op::acquire("holder-b", 1000),
+        granted(2, 2200),
+    ); // #5
+    let r = check(&h);
+    assert_eq!(r.settled.len(), 1, "{:?}", r.settled);
+    assert_eq!(r.verdict(), [Check::I1], "{r:?}");
+    assert!(
+        r.violations[0].message.contains("until t=1550"),
+        "{}",
+        r.violations[0].message
+    ); // Read right after the renewal was sent, the row cannot show it: nothing settled.
+    let mut h = a_granted_token_1_until_1000();
+    at(
+        &mut h,
+        500,
+        "holder-a",
+        Op::renew("holder-a", 1, 1000),
+        Outcome::Blocked,
+    );
+    at(
+        &mut h,
+        700,
+        "holder-c",
+        Op::read_lease(),
+        lease_row("holder-a", 1, Expiry::At(Millis(1550))),
+    );
+    assert!(check(&h).settled.is_empty());
+}
+
+/// A read settles a never-answered write, committed no later than the read: a write accepted
+/// after the read with a lower token is then certainly stale. A read of a value two unknown
+/// writes carry settles neither; an accepted write of the same value settles nothing.
+#[test]
+fn a_settled_write_committed_before_the_read_that_shows_it() {
+    let row = |token: u64| {
+        Outcome::Part(Some(leaselab_model::PartRow {
+            content: "a".into(),
+            writer: Holder::new("holder-a"),
+            token: Token(token),
+        }))
+    };
+    let history = |second: Option<Outcome>| {
+        let mut h = History::default();
+        at(
+            &mut h,
+            0,
+            "holder-a",
+            Op::write("summary", "a", 2),
+            Outcome::Blocked,
+        ); // #1
+        at(
+            &mut h,
+            5,
+            "holder-x",
+            Op::read_floor(),
+            Outcome::Floor(None),
+        );
+        if let Some(out) = &second {
+            at(
+                &mut h,
+                5,
+                "holder-d",
+                Op::write("summary", "a", 2),
+                out.clone(),
+            );
+        }
+        at(&mut h, 10, "holder-c", Op::read_part("summary"), row(2));
+        at(
+            &mut h,
+            20,
+            "holder-b",
+            Op::write("summary", "b", 1),
+            Outcome::Accepted,
+        );
+        h
+    };
+    let r = check(&history(None));
+    assert_eq!(r.settled.len(), 1, "{:?}", r.settled);
+    assert_eq!(r.verdict(), [Check::I3, Check::Acceptance], "{r:?}");
+    // holder-d's write of the same version is another writer's: still only holder-a's matches.
+    let r = check(&history(Some(timeout())));
+    assert_eq!(r.settled.len(), 1, "{:?}", r.settled); // Read right after the write was sent, the value cannot be its: nothing settled.
+    let mut h = History::default();
+    at(
+        &mut h,
+        0,
+        "holder-a",
+        Op::write("summary", "a", 2),
+        Outcome::Blocked,
+    );
+    at(&mut h, 10, "holder-c", Op::read_part("summary"), row(2));
+    assert!(check(&h).settled.is_empty());
+}
