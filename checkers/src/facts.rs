@@ -237,12 +237,12 @@ pub struct Facts {
     /// Every token a statement carried to a write.
     pub written_tokens: std::collections::BTreeSet<Token>,
     /// Renewals and releases whose outcome nobody collected: each may have changed its
-    /// holding's expiry, to a value nobody saw, from where it was issued on.
+    /// holding's expiry, to a value nobody saw, anywhere in its window.
     pub lease_unknown: Vec<UnknownLease>,
     /// Reads of a lease, floor, part or publish, in history order, with what each could see.
     pub reads: Vec<ReadFact>,
     /// Whole writes, publishes, renewals and releases nobody learned the outcome of, in the
-    /// order they were issued: what [`crate::unknown`] resolves one way and the other.
+    /// order they were issued: the operations [`crate::unknown`] decides the verdict over.
     pub unknown: Vec<Unknown>,
 }
 
@@ -287,7 +287,7 @@ pub struct UnknownLease {
     pub holder: Holder,
     /// Its token.
     pub token: Token,
-    /// Where it was issued: it may have committed at any point from there on.
+    /// The event that issued it (what a verdict names).
     pub since: u64,
     /// A renewal's TTL (`None`: a release).
     pub renew_ttl: Option<u64>,
