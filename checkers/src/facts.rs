@@ -336,7 +336,12 @@ impl RowVersion<'_> {
     /// The version event `seq`'s statement writes, if it is a write or an upsert.
     fn of(h: &History, seq: u64) -> Option<RowVersion<'_>> {
         let e = h.events.get(usize::try_from(seq).ok()?.checked_sub(1)?)?;
-        match &e.op {
+        RowVersion::written(&e.op, &e.actor)
+    }
+
+    /// The version `op` writes as `writer`, if it is a write or an upsert.
+    fn written<'a>(op: &'a Op, writer: &'a Holder) -> Option<RowVersion<'a>> {
+        match op {
             Op::Write {
                 scope,
                 part,
@@ -352,7 +357,7 @@ impl RowVersion<'_> {
                 scope,
                 part,
                 token: *token,
-                writer: &e.actor,
+                writer,
                 content,
             }),
             _ => None,
@@ -539,29 +544,10 @@ pub fn derive_with(h: &History, res_transactions: bool, wrong: Option<WrongFacts
         if matches!(&e.outcome, Outcome::Error(Reason::Busy)) {
             continue;
         }
-        if let Op::Write {
-            scope,
-            part,
-            content,
-            token,
-        }
-        | Op::Upsert {
-            scope,
-            part,
-            content,
-            token,
-        } = &e.op
-        {
+        if let Some(v) = RowVersion::written(&e.op, &e.actor) {
             if e.outcome != Outcome::Unavailable {
-                let v = RowVersion {
-                    scope,
-                    part,
-                    token: *token,
-                    writer: &e.actor,
-                    content,
-                };
                 f.attempts.push((v.hash(), e.seq));
-                f.written_tokens.insert(*token);
+                f.written_tokens.insert(v.token);
             }
         }
         match (&e.op, &e.outcome) {
@@ -961,25 +947,13 @@ fn push_write(
     c: Certainty,
     issued: u64,
 ) {
-    if let Op::Write {
-        scope,
-        part,
-        content,
-        token,
-    }
-    | Op::Upsert {
-        scope,
-        part,
-        content,
-        token,
-    } = op
-    {
+    if let Some(v) = RowVersion::written(op, actor) {
         f.writes.push(WriteFact {
-            scope: scope.clone(),
-            part: part.clone(),
-            content: content.clone(),
+            scope: v.scope.clone(),
+            part: v.part.clone(),
+            content: v.content.to_string(),
             writer: actor.clone(),
-            token: *token,
+            token: v.token,
             window: w,
             at,
             certainty: c,

@@ -500,18 +500,13 @@ fn earlier(f: &Facts, counted: Counted) -> Earlier {
 /// they target; and an observed floor never goes down.
 pub fn i3(f: &Facts, out: &mut Vec<Violation>) {
     let mut found = Vec::new();
-    i3_writes(f, Counted::Accepted, &mut found);
+    i3_writes(f, Counted::Accepted, Counted::Accepted, &mut found);
     out.extend(found.into_iter().map(|w| w.violation));
     i3_floor(f, out);
 }
 
-/// I3 on the writes `counted`.
-pub(crate) fn i3_writes(f: &Facts, counted: Counted, out: &mut Vec<WriteViolation>) {
-    i3_writes_by(f, counted, counted, out)
-}
-
 /// I3 against the writes `prefix` counts before each of those `culprits` counts.
-pub(crate) fn i3_writes_by(
+pub(crate) fn i3_writes(
     f: &Facts,
     prefix: Counted,
     culprits: Counted,
@@ -587,20 +582,15 @@ pub(crate) fn i3_floor(f: &Facts, out: &mut Vec<Violation>) {
 /// without a token (F9) count too: a newer publish dropped while an older one is kept.
 pub fn acceptance(f: &Facts, out: &mut Vec<Violation>) {
     let mut found = Vec::new();
-    acceptance_writes(f, Counted::Accepted, &mut found);
+    acceptance_writes(f, Counted::Accepted, Counted::Accepted, &mut found);
     out.extend(found.into_iter().map(|w| w.violation));
     let mut publishes = Findings::default();
     acceptance_publishes(f, &mut publishes);
     out.append(&mut publishes.certain);
 }
 
-/// Acceptance of the writes `counted`.
-pub(crate) fn acceptance_writes(f: &Facts, counted: Counted, out: &mut Vec<WriteViolation>) {
-    acceptance_writes_by(f, counted, counted, out)
-}
-
 /// Acceptance against the writes `prefix` counts before each of those `culprits` counts.
-pub(crate) fn acceptance_writes_by(
+pub(crate) fn acceptance_writes(
     f: &Facts,
     prefix: Counted,
     culprits: Counted,

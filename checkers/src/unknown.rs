@@ -63,8 +63,8 @@ pub(crate) fn judge(h: &History, f: Cow<'_, Facts>) -> (Findings, Vec<Settled>) 
     // Against the writes `prefix` counts, those `culprits` counts.
     let writes = |prefix: Counted, culprits: Counted| {
         let mut out: Vec<WriteViolation> = Vec::new();
-        safety::i3_writes_by(f, prefix, culprits, &mut out);
-        safety::acceptance_writes_by(f, prefix, culprits, &mut out);
+        safety::i3_writes(f, prefix, culprits, &mut out);
+        safety::acceptance_writes(f, prefix, culprits, &mut out);
         if prefix == culprits {
             safety::final_order(f, prefix, &mut out);
         }

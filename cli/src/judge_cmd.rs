@@ -172,11 +172,7 @@ fn judge_one(file: &str, again: &str, r: &mut Recorded, out: &mut String) -> Ver
             "  SETTLED {} ({}) {}: {}",
             op_of(s.event),
             at(s.event),
-            if s.applied {
-                "took effect"
-            } else {
-                "did not take effect"
-            },
+            took_effect(s.applied),
             s.message
         );
         let _ = writeln!(out, "    shown by {}", at(s.by));
@@ -207,11 +203,7 @@ fn judge_one(file: &str, again: &str, r: &mut Recorded, out: &mut String) -> Ver
                     "{} ({}) {}",
                     op_of(c.event),
                     at(c.event),
-                    if c.applied {
-                        "took effect"
-                    } else {
-                        "did not take effect"
-                    }
+                    took_effect(c.applied)
                 )
             })
             .collect();
@@ -281,6 +273,14 @@ fn judge_one(file: &str, again: &str, r: &mut Recorded, out: &mut String) -> Ver
         "  verdict: every check holds (I1, I2, I3, acceptance, final)"
     );
     Verdict::Clean
+}
+
+fn took_effect(applied: bool) -> &'static str {
+    if applied {
+        "took effect"
+    } else {
+        "did not take effect"
+    }
 }
 
 /// One file's verdict, from the best to the worst.
