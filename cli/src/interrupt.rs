@@ -2,16 +2,34 @@
 //! work (a seed, a schedule, a case) asks [`requested`] before each: the first signal lets the
 //! running unit finish, and the command writes what it found, its summary and a resume point,
 //! and exits 5. A second signal — or the first, for a command with nothing to keep — stops at
-//! once: every throwaway PostgreSQL cluster this process started is stopped and removed first,
-//! since a process that exits from here runs no destructor.
+//! once: every holder process is killed and every throwaway PostgreSQL cluster this process
+//! started is stopped and removed first, since a process that exits from here runs no
+//! destructor; then the summary line, exit 5.
+//!
+//! The handler is installed before anything else in `main` ([`install`]) and the command's
+//! reaction chosen later ([`configure`]): a signal during start-up is an interruption like
+//! any other, never the default action that kills the process where it stands. Exactly one
+//! thread ends the process: `main` when it returns, or the handler when it abandons the run —
+//! whichever claims the end first ([`finishing`]); the other stands aside. Two threads in
+//! `exit` at once (the handler abandoning while `main` returned) tear the process down by a
+//! signal, with its cleanup half done. Whatever kills the process anyway (SIGKILL, a third
+//! party), the servers and holders still end: `leaselab_pg::watchdog`.
 
 use crate::args::Exit;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU8, Ordering};
+use std::sync::Mutex;
 
 static STOP: AtomicBool = AtomicBool::new(false);
 static SIGNALS: AtomicU32 = AtomicU32::new(0);
-/// The handler is stopping the clusters and will exit the process: nobody else may exit first.
-static ABANDONING: AtomicBool = AtomicBool::new(false);
+/// Who ends the process: [`RUNNING`] until `main` returns or the handler abandons the run.
+static END: AtomicU8 = AtomicU8::new(RUNNING);
+const RUNNING: u8 = 0;
+/// `main` is returning: its work is over and its clusters dropped; a signal changes nothing.
+const MAIN_ENDS: u8 = 1;
+/// The handler is killing holders, stopping clusters and will exit with 5.
+const HANDLER_ENDS: u8 = 2;
+/// The command's name and its reaction to a first signal, once known.
+static COMMAND: Mutex<Option<(&'static str, OnFirst)>> = Mutex::new(None);
 
 /// How a command reacts to its first signal.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -22,36 +40,66 @@ pub enum OnFirst {
     Exit,
 }
 
-/// Installs the handler for `command` (`sim`, `diff`, …); once per process.
-pub fn install(command: &'static str, first: OnFirst) {
-    let _ = ctrlc::set_handler(move || {
-        let n = SIGNALS.fetch_add(1, Ordering::SeqCst);
-        match (n, first) {
-            (0, OnFirst::Finish(unit)) => {
-                STOP.store(true, Ordering::SeqCst);
-                eprintln!(
-                    "\nleaselab {command}: stopping — finishing the running {unit} (Ctrl-C again to abandon them)"
-                );
-            }
-            _ => {
-                ABANDONING.store(true, Ordering::SeqCst);
-                eprintln!("\nleaselab {command}: interrupted");
-                leaselab_pg::real::kill_holders();
-                leaselab_pg::cluster::stop_all();
-                if let Err(e) = crate::summary::finish(Exit::Interrupted) {
-                    eprintln!("leaselab {command}: {e}");
-                }
-                std::process::exit(Exit::Interrupted as i32);
-            }
-        }
-    });
+/// Installs the handler; once per process, first thing in `main`. Until [`configure`] names
+/// the command, a signal stops the process at once (with the same cleanup).
+pub fn install() {
+    let _ = ctrlc::set_handler(on_signal);
 }
 
-/// Called by `main` before it returns: if the handler is abandoning the run, it is stopping the
-/// clusters and will exit with 5 — the process must not end under it (a server left running).
-pub fn wait_if_abandoning() {
-    while ABANDONING.load(Ordering::SeqCst) {
-        std::thread::sleep(std::time::Duration::from_millis(100));
+/// Names the command and how its first signal is taken.
+pub fn configure(command: &'static str, first: OnFirst) {
+    *COMMAND
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner) = Some((command, first));
+}
+
+fn on_signal() {
+    let n = SIGNALS.fetch_add(1, Ordering::SeqCst);
+    let (command, first) = COMMAND
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .unwrap_or(("leaselab", OnFirst::Exit));
+    match (n, first) {
+        (0, OnFirst::Finish(unit)) => {
+            STOP.store(true, Ordering::SeqCst);
+            eprintln!(
+                "\nleaselab {command}: stopping — finishing the running {unit} (Ctrl-C again to abandon them)"
+            );
+        }
+        _ => abandon(command),
+    }
+}
+
+/// Stops at once, unless `main` is already returning (then its work is over and nothing of it
+/// is left to stop: the signal changes nothing, and `main` exits as it was going to).
+fn abandon(command: &str) {
+    STOP.store(true, Ordering::SeqCst);
+    if END
+        .compare_exchange(RUNNING, HANDLER_ENDS, Ordering::SeqCst, Ordering::SeqCst)
+        .is_err()
+    {
+        return;
+    }
+    eprintln!("\nleaselab {command}: interrupted");
+    leaselab_pg::real::kill_holders();
+    leaselab_pg::cluster::stop_all();
+    if let Err(e) = crate::summary::finish(Exit::Interrupted) {
+        eprintln!("leaselab {command}: {e}");
+    }
+    std::process::exit(Exit::Interrupted as i32);
+}
+
+/// Called by `main` before it writes its summary and returns: claims the end of the process.
+/// If the handler claimed it first, it is stopping the clusters and will exit with 5: this
+/// thread waits for that and never returns (the process must not end under the handler).
+pub fn finishing() {
+    if END
+        .compare_exchange(RUNNING, MAIN_ENDS, Ordering::SeqCst, Ordering::SeqCst)
+        .is_err()
+    {
+        loop {
+            std::thread::park();
+        }
     }
 }
 

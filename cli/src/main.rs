@@ -91,14 +91,15 @@ fn die_quietly_on_closed_pipe() {
 
 fn main() -> ExitCode {
     die_quietly_on_closed_pipe();
+    leaselab::interrupt::install();
     let words: Vec<String> = std::env::args().skip(1).collect();
     let cli = Cli::parse();
     if let Some(path) = &cli.json {
         leaselab::summary::write_to(path, words);
     }
-    install_interrupt(&cli.cmd);
+    configure_interrupt(&cli.cmd);
     let exit = dispatch(cli.cmd);
-    leaselab::interrupt::wait_if_abandoning();
+    leaselab::interrupt::finishing();
     if let Err(e) = leaselab::summary::finish(exit) {
         eprintln!("leaselab: {e}");
         return Exit::Usage.into();
@@ -126,8 +127,8 @@ fn dispatch(cmd: Cmd) -> Exit {
 
 /// Ctrl-C and SIGTERM: a command with units of work to finish (seeds, schedules, cases) stops
 /// after the running one and reports; the others stop at once. Either way no cluster is left.
-fn install_interrupt(cmd: &Cmd) {
-    use leaselab::interrupt::{install, OnFirst};
+fn configure_interrupt(cmd: &Cmd) {
+    use leaselab::interrupt::{configure, OnFirst};
     let (name, first) = match cmd {
         Cmd::Sim(a) if a.seeds.is_some() => ("sim", OnFirst::Finish("seeds")),
         Cmd::Sim(_) => ("sim", OnFirst::Exit),
@@ -146,5 +147,5 @@ fn install_interrupt(cmd: &Cmd) {
         Cmd::Explain(_) => ("explain", OnFirst::Exit),
         Cmd::Envelope(_) => ("envelope", OnFirst::Exit),
     };
-    install(name, first);
+    configure(name, first);
 }

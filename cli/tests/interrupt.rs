@@ -1,8 +1,8 @@
 //! Ctrl-C (SIGINT) and SIGTERM on the commands that run throwaway PostgreSQL clusters: the
 //! first signal lets the running unit finish and the command reports what it did (a summary,
 //! exit 5); a second abandons it at once. Either way no server of it is left running and its
-//! cluster folders are gone. A run killed outright (SIGKILL: nothing can clean up) has its
-//! clusters reaped by the next run that uses the same folder.
+//! cluster folders are gone. A run killed outright (SIGKILL: none of its own code runs) leaves
+//! nothing either: its watchdog stops what it started.
 
 use leaselab_pg::cluster::postgres_for_test;
 use std::path::{Path, PathBuf};
@@ -208,32 +208,77 @@ fn ctrl_c_on_audit_reports_what_ran() {
     assert!(out.contains(" interrupted (of 5000"), "{out}");
 }
 
+/// Polls until `gone` holds (what a killed owner left has ended), for at most two minutes.
+fn until_gone(what: &str, gone: impl Fn() -> bool) {
+    let t0 = Instant::now();
+    while !gone() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(120),
+            "{what} still there two minutes after its owner was killed"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The folders left in `dir`.
+fn folders(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .expect("dir")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect()
+}
+
+/// SIGKILL: the command runs no code of its own, yet its watchdog stops both servers and
+/// removes their folders; the next run in the same folder finds nothing to reap.
 #[test]
-fn clusters_of_a_killed_run_are_reaped_by_the_next_run() {
-    if !postgres_for_test("cli::clusters_of_a_killed_run_are_reaped") {
+fn a_killed_run_leaves_no_server() {
+    if !postgres_for_test("cli::a_killed_run_leaves_no_server") {
         return;
     }
     let dir = scratch("killed");
     let d = dir.display().to_string();
-    let child = start(&["diff", "--gen", "5000", "--pg-dir", &d], &dir);
+    let mut child = start(&["diff", "--gen", "5000", "--pg-dir", &d], &dir);
     wait_running(&dir, child.id(), Duration::from_millis(500));
     signal(&child, "-KILL");
-    let _ = child.wait_with_output();
-    assert!(!servers_under(&dir).is_empty(), "SIGKILL cleans nothing up");
-    // The next run in the same folder stops and removes them before it starts its own.
+    let st = child.wait().expect("waits");
+    assert_eq!(st.code(), None, "killed by the signal");
+    until_gone("a server", || servers_under(&dir).is_empty());
+    until_gone("a cluster folder", || folders(&dir).is_empty());
     let (code, out) = common::leaselab(&["diff", "traces/F4.trace", "--pg-dir", &d]);
     assert_eq!(code, 0, "{out}");
     assert_eq!(servers_under(&dir), Vec::<String>::new(), "{out}");
-    let left: Vec<String> = std::fs::read_dir(&dir)
-        .expect("dir")
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .collect();
-    assert!(
-        left.is_empty(),
-        "folders left in {}: {left:?}",
-        dir.display()
+    assert_eq!(folders(&dir), Vec::<String>::new(), "{out}");
+}
+
+/// Two SIGTERMs on the PostgreSQL-bound searches: abandoned at once, summary line, exit 5,
+/// nothing left (checked by [`interrupted`]).
+#[test]
+fn a_second_signal_on_diff_gen_abandons_it_and_leaves_no_server() {
+    if !postgres_for_test("cli::a_second_signal_on_diff_gen") {
+        return;
+    }
+    let (code, out, err) = interrupted(
+        "diff-gen-twice",
+        &["diff", "--gen", "5000", "--seed", "4"],
+        &["-TERM", "-TERM"],
     );
+    assert_eq!(code, Some(5), "{out}{err}");
+    assert!(err.contains("leaselab diff: interrupted"), "{err}");
+}
+
+#[test]
+fn a_second_signal_on_audit_gen_abandons_it_and_leaves_no_server() {
+    if !postgres_for_test("cli::a_second_signal_on_audit_gen") {
+        return;
+    }
+    let (code, out, err) = interrupted(
+        "audit-twice",
+        &["audit", "examples/leases/seed.toml", "--gen", "5000"],
+        &["-INT", "-INT"],
+    );
+    assert_eq!(code, Some(5), "{out}{err}");
+    assert!(err.contains("leaselab audit: interrupted"), "{err}");
 }
 
 /// `(pid, state)` of every process whose command line names `dir` and `word`.
@@ -264,14 +309,12 @@ fn processes_naming(dir: &Path, word: &str) -> Vec<(u32, char)> {
     found
 }
 
-/// Abandoned (two SIGTERMs) while F4's holder-a is stopped with SIGSTOP: the lab kills its
-/// holder processes too — a stopped one would otherwise wait for ever — and leaves no server.
-#[test]
-fn abandoning_the_lab_while_a_holder_is_stopped_leaves_no_process() {
-    if !postgres_for_test("cli::abandoning_the_lab_while_a_holder_is_stopped") {
-        return;
-    }
-    let dir = scratch("lab-stopped-holder");
+/// Runs F4 of the lab until holder-a is stopped with SIGSTOP, sends `signals`, and returns the
+/// lab's exit status once it ended, after checking that no holder process and no server of it
+/// is left (a killed process may take a moment to be reaped by init, a killed owner's watchdog
+/// a moment to stop its servers).
+fn lab_with_a_stopped_holder(name: &str, signals: &[&str]) -> std::process::ExitStatus {
+    let dir = scratch(name);
     let d = dir.display().to_string();
     let mut child = start(
         &["lab", "--backend", "pg", "--case", "F4", "--pg-dir", &d],
@@ -291,9 +334,10 @@ fn abandoning_the_lab_while_a_holder_is_stopped_leaves_no_process() {
         );
         std::thread::sleep(Duration::from_millis(20));
     }
-    signal(&child, "-TERM");
-    std::thread::sleep(Duration::from_millis(50));
-    signal(&child, "-TERM");
+    for s in signals {
+        signal(&child, s);
+        std::thread::sleep(Duration::from_millis(50));
+    }
     // Not `wait_with_output`: a holder left behind keeps the inherited stderr open.
     let t0 = Instant::now();
     let status = loop {
@@ -301,15 +345,13 @@ fn abandoning_the_lab_while_a_holder_is_stopped_leaves_no_process() {
             break st;
         }
         assert!(
-            t0.elapsed() < Duration::from_secs(60),
+            t0.elapsed() < Duration::from_secs(120),
             "the lab did not stop"
         );
         std::thread::sleep(Duration::from_millis(20));
     };
-    assert_eq!(status.code(), Some(5));
-    // The holders are gone (a killed process may take a moment to be reaped by init).
     let t0 = Instant::now();
-    while !processes_naming(&dir, "holder").is_empty() && t0.elapsed() < Duration::from_secs(10) {
+    while !processes_naming(&dir, "holder").is_empty() && t0.elapsed() < Duration::from_secs(60) {
         std::thread::sleep(Duration::from_millis(50));
     }
     let left = processes_naming(&dir, "holder");
@@ -323,9 +365,27 @@ fn abandoning_the_lab_while_a_holder_is_stopped_leaves_no_process() {
         Vec::<(u32, char)>::new(),
         "holder processes outlived the lab"
     );
-    assert_eq!(
-        servers_under(&dir),
-        Vec::<String>::new(),
-        "servers left running"
-    );
+    until_gone("a server", || servers_under(&dir).is_empty());
+    status
+}
+
+/// Abandoned (two SIGTERMs) while F4's holder-a is stopped with SIGSTOP: the lab kills its
+/// holder processes too — a stopped one would otherwise wait for ever — and leaves no server.
+#[test]
+fn abandoning_the_lab_while_a_holder_is_stopped_leaves_no_process() {
+    if !postgres_for_test("cli::abandoning_the_lab_while_a_holder_is_stopped") {
+        return;
+    }
+    let status = lab_with_a_stopped_holder("lab-stopped-holder", &["-TERM", "-TERM"]);
+    assert_eq!(status.code(), Some(5));
+}
+
+/// The same lab killed outright: its watchdog kills the holders and stops the servers.
+#[test]
+fn a_killed_lab_leaves_no_holder_and_no_server() {
+    if !postgres_for_test("cli::a_killed_lab_leaves_no_holder_and_no_server") {
+        return;
+    }
+    let status = lab_with_a_stopped_holder("lab-killed", &["-KILL"]);
+    assert_eq!(status.code(), None, "killed by the signal");
 }

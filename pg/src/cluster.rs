@@ -47,6 +47,26 @@ impl Owned {
         server_cmd(&self.bin, "pg_ctl", self.as_root)
     }
 
+    /// What the watchdog runs if this process ends with the cluster still up: the same stop
+    /// as [`Owned::stop_and_remove_now`] in `sh` (a postmaster `pg_ctl` could not stop is
+    /// killed), then the folder.
+    fn shell_cleanup(&self) -> String {
+        use crate::watchdog::quote;
+        let pg_ctl = quote(&self.bin.join("pg_ctl").to_string_lossy());
+        let pg_ctl = if self.as_root {
+            format!("runuser -u postgres -- {pg_ctl}")
+        } else {
+            pg_ctl
+        };
+        let data = self.dir.join("data");
+        let pidfile = quote(&data.join("postmaster.pid").to_string_lossy());
+        format!(
+            "{pg_ctl} -D {} -m immediate -w -t 20 stop >/dev/null 2>&1; if [ -f {pidfile} ]; then kill -KILL \"$(head -n 1 {pidfile})\" 2>/dev/null; fi; rm -rf {}",
+            quote(&data.to_string_lossy()),
+            quote(&self.dir.to_string_lossy())
+        )
+    }
+
     /// `pg_ctl stop -m immediate` (nothing if the server is not running), then the files.
     fn stop_and_remove(&self) {
         use std::sync::atomic::Ordering;
@@ -294,6 +314,8 @@ pub struct Cluster {
     /// Port (names the socket file; no TCP listener).
     pub port: u16,
     as_root: bool,
+    /// Its line in the watchdog's script: the server ends with this process, however it ends.
+    watched: Option<crate::watchdog::Entry>,
 }
 
 impl Cluster {
@@ -318,6 +340,10 @@ impl Cluster {
             .spawn()
             .map_err(spawn_error)?;
         let group = child.id();
+        let watched = crate::watchdog::guard(
+            crate::watchdog::Order::Helper,
+            format!("kill -KILL -- -{group} 2>/dev/null"),
+        );
         {
             // Checked under the lock [`kill_helpers`] takes: a helper started as the command
             // is being abandoned is killed here or there, never missed.
@@ -330,6 +356,9 @@ impl Cluster {
         }
         let out = child.wait_with_output();
         helpers().retain(|g| *g != group);
+        if let Some(e) = watched {
+            crate::watchdog::forget(e);
+        }
         let out = out.map_err(spawn_error)?;
         if out.status.success() {
             Ok(())
@@ -384,12 +413,22 @@ impl Cluster {
                 });
             }
         }
+        let watched = crate::watchdog::guard(
+            crate::watchdog::Order::Server,
+            Owned {
+                bin: bin.clone(),
+                dir: dir.clone(),
+                as_root,
+            }
+            .shell_cleanup(),
+        );
         let mut c = Cluster {
             bin,
             socket_dir: dir.clone(),
             dir,
             port: 5432,
             as_root,
+            watched,
         };
         let mut init = c.cmd("initdb");
         init.arg("-D").arg(c.dir.join("data")).args([
@@ -533,5 +572,8 @@ impl Drop for Cluster {
         }
         .stop_and_remove();
         unregister(&self.dir);
+        if let Some(e) = self.watched.take() {
+            crate::watchdog::forget(e);
+        }
     }
 }

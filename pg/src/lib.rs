@@ -39,6 +39,7 @@ pub mod real;
 pub mod recording;
 pub mod spec;
 pub mod sql;
+pub mod watchdog;
 
 pub use adapter::{PgBackend, PgError};
 pub use diff::{diff, diff_schedule, diff_with_rule, ScheduleRun};

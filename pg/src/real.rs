@@ -536,19 +536,43 @@ impl Records {
 /// The holder processes this process started and has not reaped. None may outlive the run:
 /// one stopped with SIGSTOP would wait for ever. An abandoned run kills them
 /// ([`kill_holders`]); a run that returns early drops its [`HolderProc`]s, which kill theirs.
-static HOLDERS: std::sync::Mutex<Vec<u32>> = std::sync::Mutex::new(Vec::new());
+static HOLDERS: std::sync::Mutex<Vec<(u32, Option<crate::watchdog::Entry>)>> =
+    std::sync::Mutex::new(Vec::new());
 
-fn holders() -> std::sync::MutexGuard<'static, Vec<u32>> {
+fn holders() -> std::sync::MutexGuard<'static, Vec<(u32, Option<crate::watchdog::Entry>)>> {
     HOLDERS
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Whether holder `pid` is still listed (started, not yet reaped).
+fn listed(pid: u32) -> bool {
+    holders().iter().any(|(p, _)| *p == pid)
+}
+
+/// Takes holder `pid` off the list and out of the watchdog's script: it is about to be reaped,
+/// after which its pid may name another process.
+fn unlist(pid: u32) {
+    let gone: Vec<_> = {
+        let mut h = holders();
+        let (gone, kept) = std::mem::take(&mut *h)
+            .into_iter()
+            .partition(|(p, _)| *p == pid);
+        *h = kept;
+        gone
+    };
+    for (_, e) in gone {
+        if let Some(e) = e {
+            crate::watchdog::forget(e);
+        }
+    }
 }
 
 /// Kills every holder process this process started and has not reaped (SIGKILL ends a stopped
 /// process too). For a run abandoned by a second Ctrl-C, whose own code will not run again.
 pub fn kill_holders() {
     let pids = std::mem::take(&mut *holders());
-    for pid in pids {
+    for (pid, _) in pids {
         let _ = Command::new("kill")
             .args(["-KILL", &pid.to_string()])
             .stderr(Stdio::null())
@@ -568,7 +592,7 @@ impl HolderProc {
     /// Waits for a holder that runs to its end (not stopped). Unregistered first: once reaped,
     /// its pid may belong to another process, which [`kill_holders`] must never signal.
     fn wait(mut self) {
-        holders().retain(|p| *p != self.0.id());
+        unlist(self.0.id());
         let _ = self.0.wait();
     }
 }
@@ -576,10 +600,10 @@ impl HolderProc {
 impl Drop for HolderProc {
     fn drop(&mut self) {
         let id = self.0.id();
-        if holders().contains(&id) {
+        if listed(id) {
             let _ = self.0.kill();
             let _ = self.0.wait();
-            holders().retain(|p| *p != id);
+            unlist(id);
         }
     }
 }
@@ -603,12 +627,20 @@ fn spawn_holder(
             .arg(r.file(name))
             .args(["--clock-origin-ms", &r.origin_ms.to_string()]);
     }
+    // A process group of its own: a Ctrl-C at the terminal reaches the lab alone, which
+    // decides what becomes of its holders (killed when it abandons the run).
+    use std::os::unix::process::CommandExt;
     let child = cmd
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
+        .process_group(0)
         .spawn()
         .ctx(&format!("spawn {}", exe.display()))?;
-    holders().push(child.id());
+    let watched = crate::watchdog::guard(
+        crate::watchdog::Order::Holder,
+        format!("kill -KILL {} 2>/dev/null", child.id()),
+    );
+    holders().push((child.id(), watched));
     Ok(child)
 }
 

@@ -1,0 +1,132 @@
+//! Whatever ends this process — a return from `main`, a panic, a signal's default action,
+//! SIGKILL from a test harness or a CI timeout — the servers, helper programs and holder
+//! processes it started end within seconds, and their folders are removed.
+//!
+//! How: the first time this process starts something that must not outlive it, it starts a
+//! watchdog — a small `sh` in a process group of its own (neither a terminal's Ctrl-C nor a
+//! kill of this process's group reaches it; it also ignores SIGINT, SIGTERM, SIGHUP and
+//! SIGQUIT) — whose standard input is a pipe that only this process writes to. The pipe's
+//! write end is close-on-exec, so no child holds it: when this process ends, however it ends,
+//! the kernel closes it, the watchdog reads the end of the file, runs the cleanup script this
+//! process kept up to date (one line per holder: `kill -KILL`; per helper program: a kill of
+//! its process group; per server: `pg_ctl stop -m immediate`, then its folder removed), and
+//! deletes the script. A process that ends normally has stopped everything itself and left the
+//! script empty. `docs/design.md` says why not `PR_SET_PDEATHSIG`.
+
+use std::collections::BTreeMap;
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+/// The watchdog of this process, once started: the pipe it waits on, its cleanup script, and
+/// what the script does now, by entry.
+struct Watch {
+    /// Never written to: its closing (at this process's end) is the message.
+    _pipe: std::process::ChildStdin,
+    script: PathBuf,
+    /// Each entry's shell command, in the order the script runs them: holders (killed) before
+    /// helpers before servers (whose folders the helpers may be writing).
+    entries: BTreeMap<(Order, u64), String>,
+    next: u64,
+}
+
+/// What an entry stops; the script runs them in this order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Order {
+    /// A holder process (`kill -KILL`).
+    Holder,
+    /// A helper program's process group (`initdb`, `pg_ctl`).
+    Helper,
+    /// A server and its folder.
+    Server,
+}
+
+static WATCH: Mutex<Option<Watch>> = Mutex::new(None);
+
+fn watch() -> std::sync::MutexGuard<'static, Option<Watch>> {
+    WATCH
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// The watchdog's own program: wait for the end of the pipe, run the script, delete it.
+const WATCHDOG: &str =
+    r#"trap '' INT TERM HUP QUIT; cat >/dev/null; if [ -f "$1" ]; then sh "$1"; fi; rm -f "$1""#;
+
+/// `s` quoted for `sh`.
+pub fn quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+fn start() -> std::io::Result<Watch> {
+    use std::os::unix::process::CommandExt;
+    let script = std::env::temp_dir().join(format!("leaselab-watchdog-{}.sh", std::process::id()));
+    // std makes the pipe close-on-exec on this side: no later child inherits the write end.
+    let mut child = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(WATCHDOG)
+        .arg("leaselab-watchdog")
+        .arg(&script)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .process_group(0)
+        .spawn()?;
+    let pipe = child
+        .stdin
+        .take()
+        .ok_or_else(|| std::io::Error::other("the watchdog has no standard input"))?;
+    Ok(Watch {
+        _pipe: pipe,
+        script,
+        entries: BTreeMap::new(),
+        next: 0,
+    })
+}
+
+impl Watch {
+    /// Writes the script whole and renames it into place: the watchdog never runs half of it.
+    fn write(&self) -> std::io::Result<()> {
+        let tmp = self.script.with_extension("sh.new");
+        let mut f = std::fs::File::create(&tmp)?;
+        for cmd in self.entries.values() {
+            writeln!(f, "{cmd}")?;
+        }
+        f.flush()?;
+        std::fs::rename(&tmp, &self.script)
+    }
+}
+
+/// An entry of the cleanup script; [`forget`] it once what it stops has stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Entry((Order, u64));
+
+/// Adds `cmd` (a shell command) to what runs if this process ends before it [`forget`]s it.
+/// `None` when no watchdog can run here (no `sh`, no temporary folder): then nothing outlives
+/// a clean end, as before, and a killed process leaves what it left before.
+pub fn guard(order: Order, cmd: String) -> Option<Entry> {
+    let mut w = watch();
+    if w.is_none() {
+        *w = start().ok();
+    }
+    let w = w.as_mut()?;
+    let key = (order, w.next);
+    w.next += 1;
+    w.entries.insert(key, cmd);
+    w.write().ok()?;
+    Some(Entry(key))
+}
+
+/// Removes an entry: what it stops has stopped.
+pub fn forget(entry: Entry) {
+    if let Some(w) = watch().as_mut() {
+        if w.entries.remove(&entry.0).is_some() {
+            let _ = w.write();
+        }
+    }
+}
+
+/// The cleanup script's path, if a watchdog runs (for tests).
+pub fn script() -> Option<PathBuf> {
+    watch().as_ref().map(|w| w.script.clone())
+}
