@@ -10,6 +10,30 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p target
+# What earlier runs left under target/ (a run killed before its watchdog could act, or one from
+# before there was one): servers whose owning process (the `-PID` of the cluster's folder) is
+# gone, and holder processes of this checkout's binaries whose lab is gone (adopted by init).
+# Stopped (immediate shutdown: SIGQUIT to the postmaster), killed, and listed.
+stop_leftovers() {
+  local pidfile dir owner pid p
+  while IFS= read -r pidfile; do
+    dir=$(dirname "$(dirname "$pidfile")")
+    owner=${dir##*-}
+    pid=$(head -n 1 "$pidfile" 2>/dev/null || true)
+    [[ "$owner" =~ ^[0-9]+$ && "$pid" =~ ^[0-9]+$ ]] || continue
+    if ! kill -0 "$owner" 2>/dev/null && kill -0 "$pid" 2>/dev/null; then
+      echo "stopped a server left by an earlier run: $dir (postmaster $pid)"
+      kill -QUIT "$pid" 2>/dev/null || true
+    fi
+  done < <(find target -path '*/data/postmaster.pid' 2>/dev/null)
+  for p in $(pgrep -f "^$PWD/target/[^ ]*/leaselab holder " || true); do
+    if [ "$(ps -o ppid= -p "$p" | tr -d ' ')" = 1 ]; then
+      echo "killed a holder process left by an earlier run: $p ($(tr '\0' ' ' < "/proc/$p/cmdline" 2>/dev/null | cut -c1-120))"
+      kill -KILL "$p" 2>/dev/null || true
+    fi
+  done
+}
+stop_leftovers
 export LEASELAB_SKIP_LOG="$PWD/target/leaselab-skipped.log"
 rm -f "$LEASELAB_SKIP_LOG"
 summary() {
@@ -31,7 +55,22 @@ pids=()
 stop_background() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
 }
-trap 'stop_background; summary' EXIT
+failed=()
+# The last lines name what failed, test by test (cargo's own list is hundreds of lines up),
+# after the list of skipped tests.
+finish() {
+  stop_background
+  summary
+  if [ "${#failed[@]}" -gt 0 ]; then
+    local names
+    names=$(grep -h -E '^test .+ \.\.\. FAILED$' target/test-*.log 2>/dev/null \
+      | sed -E 's/^test (.+) \.\.\. FAILED$/  \1/' | sort -u || true)
+    echo "FAILED: ${failed[*]}"
+    [ -z "$names" ] || { echo "the failing tests:"; echo "$names"; }
+  fi
+}
+trap finish EXIT
+rm -f target/test-*.log
 cargo test --release --workspace --no-run
 for t in "${pg_bound[@]}"; do
   cargo test --release --workspace --no-fail-fast --test "$t" -- --test-threads 16 >"target/test-$t.log" 2>&1 &
@@ -41,11 +80,13 @@ others=()
 for n in $(ls -- */tests/*.rs | sed 's|.*/||; s|\.rs$||' | sort -u); do
   [[ " ${pg_bound[*]} " == *" $n "* ]] || others+=(--test "$n")
 done
-failed=()
-cargo test --release --workspace --no-fail-fast --lib --bins "${others[@]}" || failed+=("the tests")
-cargo test --release --workspace --no-fail-fast --doc || failed+=("the doc tests")
+cargo test --release --workspace --no-fail-fast --lib --bins "${others[@]}" 2>&1 \
+  | tee target/test-main.log || failed+=("the tests")
+cargo test --release --workspace --no-fail-fast --doc 2>&1 | tee target/test-doc.log \
+  || failed+=("the doc tests")
 LOOM_MAX_PREEMPTIONS="${LOOM_MAX_PREEMPTIONS:-3}" RUSTFLAGS="--cfg loom" \
-  cargo test --release -p leaselab-sync --test loom || failed+=("loom")
+  cargo test --release -p leaselab-sync --test loom 2>&1 | tee target/test-loom.log \
+  || failed+=("loom")
 for i in "${!pg_bound[@]}"; do
   t="${pg_bound[$i]}"
   wait "${pids[$i]}" || failed+=("cli/tests/$t.rs")
@@ -53,7 +94,4 @@ for i in "${!pg_bound[@]}"; do
   cat "target/test-$t.log"
 done
 pids=()
-if [ "${#failed[@]}" -gt 0 ]; then
-  echo "FAILED: ${failed[*]}"
-  exit 1
-fi
+[ "${#failed[@]}" -eq 0 ] || exit 1
