@@ -389,3 +389,57 @@ fn a_killed_lab_leaves_no_holder_and_no_server() {
     let status = lab_with_a_stopped_holder("lab-killed", &["-KILL"]);
     assert_eq!(status.code(), None, "killed by the signal");
 }
+
+/// Ctrl-C at a terminal signals the whole foreground process group. During F4 (two holder
+/// processes, holder-a stopped) it reaches the lab alone — its holders run in process groups
+/// of their own — so the running case finishes whole and the lab exits 5 with the cases so far
+/// reported and the rest counted as not run.
+#[test]
+fn ctrl_c_at_the_terminal_during_f4_finishes_the_case() {
+    use std::os::unix::process::CommandExt;
+    if !postgres_for_test("cli::ctrl_c_at_the_terminal_during_f4") {
+        return;
+    }
+    let dir = scratch("lab-terminal");
+    let d = dir.display().to_string();
+    let child = Command::new(env!("CARGO_BIN_EXE_leaselab"))
+        .current_dir(common::root())
+        .args(["lab", "--backend", "pg", "--pg-dir", &d])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .expect("leaselab lab");
+    let t0 = Instant::now();
+    while !processes_naming(&dir, "holder")
+        .iter()
+        .any(|(_, state)| *state == 'T')
+    {
+        assert!(
+            t0.elapsed() < Duration::from_secs(180),
+            "holder-a was never stopped"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let st = Command::new("kill")
+        .args(["-INT", "--", &format!("-{}", child.id())])
+        .status()
+        .expect("kill runs");
+    assert!(st.success());
+    let out = child.wait_with_output().expect("waits");
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(5), "{stdout}{stderr}");
+    assert!(!stdout.contains("exited early"), "{stdout}");
+    assert!(!stdout.contains("FAIL"), "{stdout}");
+    assert!(stdout.contains("CASE F4 "), "{stdout}");
+    let summary = stdout.lines().last().unwrap_or_default();
+    assert!(
+        summary.contains(" failed=0 ") && summary.ends_with(" of 13 cases not run"),
+        "{stdout}{stderr}"
+    );
+    assert_eq!(servers_under(&dir), Vec::<String>::new());
+    assert!(processes_naming(&dir, "holder").is_empty());
+}
