@@ -230,10 +230,9 @@ pub struct Facts {
     /// Publishes nobody learned the outcome of: kept if they took effect, absent if not.
     pub unknown_publishes: Vec<UnknownPublish>,
     /// Every row version some statement tried to write (a `write` or an `upsert` that was
-    /// sent, whatever its answer): a hash of it and the first event that tried, sorted. The
-    /// event's own statement holds the version, so nothing is copied here and a look-up
-    /// ([`Facts::attempted`]) compares the version itself. What a final read may show.
-    pub attempts: Vec<(u64, u64)>,
+    /// sent, whatever its answer), with the first event that tried, sorted by the version's
+    /// hash: what a final read may show ([`Facts::attempted`]).
+    pub attempts: Vec<Attempt>,
     /// Every token a statement carried to a write.
     pub written_tokens: std::collections::BTreeSet<Token>,
     /// Renewals and releases whose outcome nobody collected: each may have changed its
@@ -333,12 +332,6 @@ impl RowVersion<'_> {
         hasher.finish()
     }
 
-    /// The version event `seq`'s statement writes, if it is a write or an upsert.
-    fn of(h: &History, seq: u64) -> Option<RowVersion<'_>> {
-        let e = h.events.get(usize::try_from(seq).ok()?.checked_sub(1)?)?;
-        RowVersion::written(&e.op, &e.actor)
-    }
-
     /// The version `op` writes as `writer`, if it is a write or an upsert.
     fn written<'a>(op: &'a Op, writer: &'a Holder) -> Option<RowVersion<'a>> {
         match op {
@@ -366,16 +359,60 @@ impl RowVersion<'_> {
 }
 
 impl Facts {
-    /// The first event of `h` (the history these facts were derived from) whose statement
-    /// tried to write `v`.
-    pub fn attempted(&self, h: &History, v: &RowVersion<'_>) -> Option<u64> {
+    /// The first event whose statement tried to write `v`.
+    pub fn attempted(&self, v: &RowVersion<'_>) -> Option<u64> {
         let k = v.hash();
-        let from = self.attempts.partition_point(|(x, _)| *x < k);
+        let from = self.attempts.partition_point(|a| a.hash < k);
         self.attempts[from..]
             .iter()
-            .take_while(|(x, _)| *x == k)
-            .find(|(_, s)| RowVersion::of(h, *s).as_ref() == Some(v))
-            .map(|(_, s)| *s)
+            .take_while(|a| a.hash == k)
+            .find(|a| a.version() == *v)
+            .map(|a| a.seq)
+    }
+}
+
+/// A row version some statement tried to write, and the first event that tried.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Attempt {
+    /// The version's hash ([`RowVersion`]), for look-ups.
+    pub hash: u64,
+    /// The first event whose statement tried to write it.
+    pub seq: u64,
+    /// Scope.
+    pub scope: Scope,
+    /// Part.
+    pub part: Part,
+    /// Token.
+    pub token: Token,
+    /// Writer.
+    pub writer: Holder,
+    /// Content.
+    pub content: String,
+}
+
+impl Attempt {
+    /// The version itself.
+    pub fn version(&self) -> RowVersion<'_> {
+        RowVersion {
+            scope: &self.scope,
+            part: &self.part,
+            token: self.token,
+            writer: &self.writer,
+            content: &self.content,
+        }
+    }
+}
+
+impl WriteFact {
+    /// The row version it wrote.
+    pub fn version(&self) -> RowVersion<'_> {
+        RowVersion {
+            scope: &self.scope,
+            part: &self.part,
+            token: self.token,
+            writer: &self.writer,
+            content: &self.content,
+        }
     }
 }
 
@@ -393,25 +430,6 @@ impl UnknownLease {
     }
 }
 
-/// Sorts the attempts and keeps the first event of each row version (several versions with
-/// one hash each keep theirs).
-fn first_attempts(h: &History, mut all: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
-    all.sort_unstable();
-    let mut kept: Vec<(u64, u64)> = Vec::with_capacity(all.len());
-    let mut run = 0;
-    for (k, s) in all {
-        if kept.last().is_none_or(|(x, _)| *x != k) {
-            run = kept.len();
-        }
-        let v = RowVersion::of(h, s);
-        if !kept[run..].iter().any(|(_, t)| RowVersion::of(h, *t) == v) {
-            kept.push((k, s));
-        }
-    }
-    kept.shrink_to_fit();
-    kept
-}
-
 /// A publish nobody learned the outcome of.
 #[derive(Clone, Debug)]
 pub struct UnknownPublish {
@@ -422,24 +440,74 @@ pub struct UnknownPublish {
 }
 
 #[derive(Clone, Debug)]
-struct Pending<'h> {
-    op: &'h Op,
-    actor: &'h Holder,
+struct Pending {
+    op: Op,
+    actor: Holder,
     since: u64,
     at: Millis,
 }
 
 /// Where an operation nobody will hear back from can have taken effect, at the latest: the
 /// event position and its server time.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug)]
 struct Until(u64, Millis);
 
-/// Per-connection state is keyed by borrowed names: no allocation per event.
-type ConnKey<'h> = (DbName, &'h str);
-type Drafts<'h> = BTreeMap<&'h str, Vec<(&'h Op, &'h Holder, u64)>>;
+/// "The end of the history", before the end is known: a client that disconnected leaves its
+/// waiting statement unreported up to the end. [`Deriver::finish`] puts the last event's
+/// position and time in its place (no event position or server time can be `u64::MAX`: the
+/// format stops at 2⁶³ − 1).
+const TO_THE_END: Until = Until(u64::MAX, Millis(u64::MAX));
+
+/// Per (database, connection) state, looked up by the borrowed name: no allocation per event.
+#[derive(Debug)]
+struct Conns<T>(BTreeMap<DbName, BTreeMap<String, T>>);
+
+impl<T> Default for Conns<T> {
+    fn default() -> Self {
+        Conns(BTreeMap::new())
+    }
+}
+
+impl<T> Conns<T> {
+    fn get_mut(&mut self, db: DbName, conn: &str) -> Option<&mut T> {
+        self.0.get_mut(&db)?.get_mut(conn)
+    }
+    fn remove(&mut self, db: DbName, conn: &str) -> Option<T> {
+        self.0.get_mut(&db)?.remove(conn)
+    }
+    fn insert(&mut self, db: DbName, conn: &str, v: T) {
+        self.0.entry(db).or_default().insert(conn.to_string(), v);
+    }
+    fn entry(&mut self, db: DbName, conn: &str) -> &mut T
+    where
+        T: Default,
+    {
+        let m = self.0.entry(db).or_default();
+        if !m.contains_key(conn) {
+            m.insert(conn.to_string(), T::default());
+        }
+        m.get_mut(conn).expect("inserted just above")
+    }
+    /// Every entry of `db`, taken out, in connection order.
+    fn take_db(&mut self, db: DbName) -> BTreeMap<String, T> {
+        self.0.remove(&db).unwrap_or_default()
+    }
+    fn values(&self) -> impl Iterator<Item = &T> {
+        self.0.values().flat_map(|m| m.values())
+    }
+    /// Every entry, in (database, connection) order.
+    fn into_entries(self) -> impl Iterator<Item = (DbName, T)> {
+        self.0
+            .into_iter()
+            .flat_map(|(db, m)| m.into_values().map(move |v| (db, v)))
+    }
+}
+
+/// Upserts done inside an open transaction, per connection: accepted at commit.
+type Drafts = BTreeMap<String, Vec<(Op, Holder, u64)>>;
 
 /// Per (database, connection): the open transaction as the client knows it.
-#[derive(Default)]
+#[derive(Default, Debug)]
 struct Txn {
     open: bool,
     /// An error aborted it: nothing of it will commit.
@@ -487,17 +555,82 @@ pub fn derive(h: &History) -> Facts {
 /// its transaction's first statement exactly. `wrong`: one deliberately wrong rule (negative
 /// controls only).
 pub fn derive_with(h: &History, res_transactions: bool, wrong: Option<WrongFacts>) -> Facts {
-    let mut f = Facts::default();
-    // Statements that blocked, per (db, connection): resolved by the next `await`.
-    let mut blocked: BTreeMap<ConnKey, Pending> = BTreeMap::new();
-    // Upserts done inside an open transaction, per connection: accepted at commit.
-    let mut drafts: Drafts = BTreeMap::new();
-    let mut txns: BTreeMap<ConnKey, Txn> = BTreeMap::new();
-    let end = h
-        .events
-        .last()
-        .map_or(Until(0, Millis(0)), |e| Until(e.seq, e.at));
+    let mut d = Deriver::new(res_transactions, wrong, true);
     for e in &h.events {
+        d.push(e);
+    }
+    d.finish()
+}
+
+/// The facts of a history derived event by event, keeping nothing of an event but what a fact
+/// needs: what `judge` uses to read a file of any length in bounded memory. With every read
+/// kept it gives exactly [`derive_with`]'s facts; for judging alone ([`Deriver::for_judging`])
+/// it drops, as each arrives, the reads no check of [`crate::check`] can use (see
+/// [`Deriver::for_judging`]).
+#[derive(Debug)]
+pub struct Deriver {
+    f: Facts,
+    /// Statements that blocked, per (db, connection): resolved by the next `await`.
+    blocked: Conns<Pending>,
+    drafts: Drafts,
+    txns: Conns<Txn>,
+    res_transactions: bool,
+    wrong: Option<WrongFacts>,
+    /// The last event so far.
+    end: Until,
+    /// Keep every read (`false`: only those a check can use).
+    all_reads: bool,
+    /// The first attempt of each row version, by hash (indices into `f.attempts`).
+    attempted: BTreeMap<u64, Vec<usize>>,
+    /// The highest token any statement carried to each part so far.
+    part_max: BTreeMap<(Scope, Part), Token>,
+    /// Accepted writes by their version's hash (indices into `f.writes`), and how many of
+    /// `f.writes` are indexed.
+    accepted: BTreeMap<u64, Vec<usize>>,
+    accepted_seen: usize,
+    /// (lease, token) of every unknown renewal or release so far, and how many of
+    /// `f.lease_unknown` that covers.
+    lease_unknown: std::collections::BTreeSet<(LeaseName, Token)>,
+    lease_unknown_seen: usize,
+}
+
+impl Deriver {
+    fn new(res_transactions: bool, wrong: Option<WrongFacts>, all_reads: bool) -> Deriver {
+        Deriver {
+            f: Facts::default(),
+            blocked: Conns::default(),
+            drafts: Drafts::new(),
+            txns: Conns::default(),
+            res_transactions,
+            wrong,
+            end: Until(0, Millis(0)),
+            all_reads,
+            attempted: BTreeMap::new(),
+            part_max: BTreeMap::new(),
+            accepted: BTreeMap::new(),
+            accepted_seen: 0,
+            lease_unknown: std::collections::BTreeSet::new(),
+            lease_unknown_seen: 0,
+        }
+    }
+
+    /// For [`crate::check`]'s checks alone: a read is kept only if one of them can use it.
+    /// Every write a read can count against was issued before the read, so when it arrives
+    /// the history so far decides: a part read is dropped when no statement carried a token
+    /// above the one it shows to that part (the final token order cannot fire), the version
+    /// it shows was attempted before its snapshot (nor can the final content), and an
+    /// accepted write of that version can have committed before it (so it cannot be the one
+    /// read that settles an unknown write: it shows the accepted one, or either); a lease read
+    /// is dropped when no renewal or release of the holding it shows is unknown or still
+    /// waiting; a read of a transaction's own write observes nothing committed. Floor and
+    /// publish reads are kept.
+    pub fn for_judging() -> Deriver {
+        Deriver::new(false, None, false)
+    }
+
+    /// Takes the next event (events come in history order, numbered from 1).
+    pub fn push(&mut self, e: &Event) {
+        self.end = Until(e.seq, e.at);
         let conn = e.conn_str();
         let db = e.op.db();
         // A new statement on a connection whose blocked statement was never collected: that
@@ -509,10 +642,10 @@ pub fn derive_with(h: &History, res_transactions: bool, wrong: Option<WrongFacts
             ) && !matches!(&e.outcome, Outcome::Error(Reason::Busy))
                 && e.outcome != Outcome::Unavailable;
             if lost_result {
-                if let Some(p) = blocked.remove(&(d, conn)) {
-                    lost(&mut f, d, &p, Until(e.seq, e.at));
-                    if let Some(t) = txns.get_mut(&(d, conn)).filter(|t| t.open) {
-                        if let Some(k) = written_key(p.op) {
+                if let Some(p) = self.blocked.remove(d, conn) {
+                    lost(&mut self.f, d, &p, Until(e.seq, e.at));
+                    if let Some(t) = self.txns.get_mut(d, conn).filter(|t| t.open) {
+                        if let Some(k) = written_key(&p.op) {
                             t.own.push((k, None));
                         }
                     }
@@ -532,7 +665,7 @@ pub fn derive_with(h: &History, res_transactions: bool, wrong: Option<WrongFacts
             ) && !matches!(&e.outcome, Outcome::Error(Reason::Busy | Reason::ConnLost))
                 && e.outcome != Outcome::Unavailable;
             if sent {
-                if let Some(t) = txns.get_mut(&(d, conn)).filter(|t| t.open) {
+                if let Some(t) = self.txns.get_mut(d, conn).filter(|t| t.open) {
                     t.first.get_or_insert(e.seq);
                     if !matches!(e.op, Op::Fence { .. }) {
                         t.first_sql.get_or_insert(e.seq);
@@ -542,19 +675,20 @@ pub fn derive_with(h: &History, res_transactions: bool, wrong: Option<WrongFacts
         }
         // `busy`: the connection's statement still waits; this one was never sent.
         if matches!(&e.outcome, Outcome::Error(Reason::Busy)) {
-            continue;
+            return;
         }
         if let Some(v) = RowVersion::written(&e.op, &e.actor) {
             if e.outcome != Outcome::Unavailable {
-                f.attempts.push((v.hash(), e.seq));
-                f.written_tokens.insert(v.token);
+                self.attempt(&v, e.seq);
             }
         }
+        let f = &mut self.f;
+        let wrong = self.wrong;
         match (&e.op, &e.outcome) {
             // `still-blocked`: the statement is still waiting; a later `await` resolves it.
             (Op::Await { .. }, Outcome::Error(Reason::StillBlocked)) => {}
             (Op::Await { db }, out) => {
-                if let Some(p) = blocked.remove(&(*db, conn)) {
+                if let Some(p) = self.blocked.remove(*db, conn) {
                     let w = if wrong == Some(WrongFacts::ReplyOrder) {
                         Window::at(e.seq)
                     } else {
@@ -563,20 +697,20 @@ pub fn derive_with(h: &History, res_transactions: bool, wrong: Option<WrongFacts
                             latest: e.seq,
                         }
                     };
-                    let t = txns.entry((*db, conn)).or_default();
-                    note_unknown(&mut f, p.op, out, p.since, e.seq);
+                    let t = self.txns.entry(*db, conn);
+                    note_unknown(f, &p.op, out, p.since, e.seq);
                     if t.open && matches!(out, Outcome::Error(r) if r.is_sql_error()) {
-                        abort(&mut f, t, &mut drafts, *db, conn);
+                        abort(f, t, &mut self.drafts, *db, conn);
                     } else {
-                        note_own(t, p.op, p.actor, out);
+                        note_own(t, &p.op, &p.actor, out);
                         let issued = (p.since, p.at);
                         record(
-                            &mut f,
-                            &mut drafts,
+                            f,
+                            &mut self.drafts,
                             t,
                             conn,
-                            p.op,
-                            p.actor,
+                            &p.op,
+                            &p.actor,
                             out,
                             w,
                             e,
@@ -587,11 +721,12 @@ pub fn derive_with(h: &History, res_transactions: bool, wrong: Option<WrongFacts
             }
             (op, Outcome::Blocked) => {
                 if let Some(db) = op.db() {
-                    blocked.insert(
-                        (db, conn),
+                    self.blocked.insert(
+                        db,
+                        conn,
                         Pending {
-                            op,
-                            actor: &e.actor,
+                            op: op.clone(),
+                            actor: e.actor.clone(),
                             since: e.seq,
                             at: e.at,
                         },
@@ -599,7 +734,7 @@ pub fn derive_with(h: &History, res_transactions: bool, wrong: Option<WrongFacts
                 }
             }
             (Op::Begin { db } | Op::BeginRepeatableRead { db }, Outcome::Ok) => {
-                let t = txns.entry((*db, conn)).or_default();
+                let t = self.txns.entry(*db, conn);
                 if !t.open {
                     *t = Txn {
                         open: true,
@@ -609,9 +744,9 @@ pub fn derive_with(h: &History, res_transactions: bool, wrong: Option<WrongFacts
                 }
             }
             (Op::Commit { db }, out) => {
-                let t = txns.remove(&(*db, conn)).unwrap_or_default();
+                let t = self.txns.remove(*db, conn).unwrap_or_default();
                 let ds = if *db == DbName::Res {
-                    drafts.remove(conn).unwrap_or_default()
+                    self.drafts.remove(conn).unwrap_or_default()
                 } else {
                     Vec::new()
                 };
@@ -624,12 +759,12 @@ pub fn derive_with(h: &History, res_transactions: bool, wrong: Option<WrongFacts
                 if let Some(c) = certainty {
                     for (op, actor, _) in ds {
                         let w = Window::at(e.seq);
-                        push_write(&mut f, op, actor, w, e.at, c, e.seq);
+                        push_write(f, &op, &actor, w, e.at, c, e.seq);
                     }
                 }
                 if certainty == Some(Certainty::Accepted) {
                     for (lease, change) in t.lease {
-                        push_lease(&mut f, lease, change, Window::at(e.seq), e.at);
+                        push_lease(f, lease, change, Window::at(e.seq), e.at);
                     }
                     // Between the statement and the commit: in check-then-write mode the
                     // resource keeps no transactions (BEGIN and COMMIT are markers the history
@@ -643,60 +778,69 @@ pub fn derive_with(h: &History, res_transactions: bool, wrong: Option<WrongFacts
             (Op::Rollback { db }, _) => {
                 // Publishes of a rolled-back transaction did not happen — unless it was a
                 // check-then-write marker, which the history cannot tell: unknown.
-                if let Some(t) = txns.remove(&(*db, conn)) {
-                    discard(&mut f, &t, *db);
+                if let Some(t) = self.txns.remove(*db, conn) {
+                    discard(f, &t, *db);
                 }
                 if *db == DbName::Res {
-                    drafts.remove(conn);
+                    self.drafts.remove(conn);
                 }
             }
             (Op::Disconnect { db }, Outcome::Ok) => {
                 // The client left: its transaction rolls back; a statement it left waiting is
                 // never reported (an autocommit one may still commit: counted as an orphan).
-                if let Some(t) = txns.remove(&(*db, conn)) {
-                    discard(&mut f, &t, *db);
+                if let Some(t) = self.txns.remove(*db, conn) {
+                    discard(f, &t, *db);
                 }
                 if *db == DbName::Res {
-                    drafts.remove(conn);
+                    self.drafts.remove(conn);
                 }
-                if let Some(p) = blocked.remove(&(*db, conn)) {
-                    lost(&mut f, *db, &p, end);
+                if let Some(p) = self.blocked.remove(*db, conn) {
+                    lost(f, *db, &p, TO_THE_END);
                 }
             }
             (Op::Crash { db }, Outcome::Ok) => {
-                let gone: Vec<ConnKey> = txns.keys().filter(|(d, _)| d == db).copied().collect();
-                for k in gone {
-                    if let Some(t) = txns.remove(&k) {
-                        discard(&mut f, &t, *db);
-                    }
+                for (_, t) in self.txns.take_db(*db) {
+                    discard(f, &t, *db);
                 }
                 if *db == DbName::Res {
-                    drafts.clear();
+                    self.drafts.clear();
                 }
                 // A waiting statement may have finished before the crash: nobody will know.
-                let gone: Vec<ConnKey> = blocked.keys().filter(|(d, _)| d == db).copied().collect();
-                for k in gone {
-                    if let Some(p) = blocked.remove(&k) {
-                        lost(&mut f, *db, &p, Until(e.seq, e.at));
-                    }
+                for (_, p) in self.blocked.take_db(*db) {
+                    lost(f, *db, &p, Until(e.seq, e.at));
                 }
             }
             (op, out) => {
-                let t = txns.entry((db.unwrap_or(DbName::Res), conn)).or_default();
+                let d = db.unwrap_or(DbName::Res);
+                let t = self.txns.entry(d, conn);
                 if db.is_some() && t.open && matches!(out, Outcome::Error(r) if r.is_sql_error()) {
-                    abort(&mut f, t, &mut drafts, db.unwrap_or(DbName::Res), conn);
+                    abort(f, t, &mut self.drafts, d, conn);
                 } else {
-                    note_unknown(&mut f, op, out, e.seq, e.seq);
+                    note_unknown(f, op, out, e.seq, e.seq);
                     if db.is_some() {
-                        let exact = res_transactions || db == Some(DbName::Lease);
+                        let exact = self.res_transactions || db == Some(DbName::Lease);
                         if let Some(r) = read_fact(t, e, exact, wrong) {
-                            f.reads.push(r);
+                            let keep = self.all_reads
+                                || matters(
+                                    &r,
+                                    f,
+                                    &self.attempted,
+                                    &self.part_max,
+                                    &mut self.accepted,
+                                    &mut self.accepted_seen,
+                                    &mut self.lease_unknown,
+                                    &mut self.lease_unknown_seen,
+                                    &self.blocked,
+                                );
+                            if keep {
+                                f.reads.push(r);
+                            }
                         }
                         note_own(t, op, &e.actor, out);
                     }
                     record(
-                        &mut f,
-                        &mut drafts,
+                        f,
+                        &mut self.drafts,
                         t,
                         conn,
                         op,
@@ -710,25 +854,158 @@ pub fn derive_with(h: &History, res_transactions: bool, wrong: Option<WrongFacts
             }
         }
         if let (Outcome::Error(Reason::ConnLost), Some(db)) = (&e.outcome, db) {
-            if let Some(t) = txns.remove(&(db, conn)) {
-                discard(&mut f, &t, db);
+            if let Some(t) = self.txns.remove(db, conn) {
+                discard(&mut self.f, &t, db);
             }
             if db == DbName::Res {
-                drafts.remove(conn);
+                self.drafts.remove(conn);
             }
         }
     }
-    for ((db, _), p) in &blocked {
-        lost(&mut f, *db, p, end);
+
+    /// The first attempt of each row version is kept (with the version itself, so a look-up
+    /// needs no history), and the highest token carried to each part.
+    fn attempt(&mut self, v: &RowVersion<'_>, seq: u64) {
+        self.f.written_tokens.insert(v.token);
+        let max = self
+            .part_max
+            .entry((v.scope.clone(), v.part.clone()))
+            .or_insert(v.token);
+        *max = (*max).max(v.token);
+        let hash = v.hash();
+        let same = self.attempted.entry(hash).or_default();
+        if same.iter().any(|i| self.f.attempts[*i].version() == *v) {
+            return;
+        }
+        same.push(self.f.attempts.len());
+        self.f.attempts.push(Attempt {
+            hash,
+            seq,
+            scope: v.scope.clone(),
+            part: v.part.clone(),
+            token: v.token,
+            writer: v.writer.clone(),
+            content: v.content.to_string(),
+        });
     }
-    f.attempts = first_attempts(h, std::mem::take(&mut f.attempts));
-    f.unknown.sort_by_key(|u| u.issued);
-    // Publishes of a transaction still open at the end: a check-then-write marker's took
-    // effect, a real one's did not; the history cannot tell which.
-    for ((db, _), t) in &txns {
-        discard(&mut f, t, *db);
+
+    /// The facts, once every event is in.
+    pub fn finish(self) -> Facts {
+        let Deriver {
+            mut f,
+            blocked,
+            txns,
+            end,
+            ..
+        } = self;
+        for (db, p) in blocked.into_entries() {
+            lost(&mut f, db, &p, end);
+        }
+        // What waited "to the end" now knows where the end is.
+        let to_end = |w: &mut Window| {
+            if w.latest == TO_THE_END.0 {
+                w.latest = end.0.max(w.earliest);
+            }
+        };
+        for w in &mut f.writes {
+            to_end(&mut w.window);
+        }
+        for u in &mut f.lease_unknown {
+            to_end(&mut u.window);
+            if u.to == TO_THE_END.1 {
+                u.to = end.1;
+            }
+        }
+        for u in &mut f.unknown_publishes {
+            to_end(&mut u.fact.window);
+        }
+        f.attempts.sort_unstable_by_key(|a| (a.hash, a.seq));
+        f.attempts.shrink_to_fit();
+        f.unknown.sort_by_key(|u| u.issued);
+        // Publishes of a transaction still open at the end: a check-then-write marker's took
+        // effect, a real one's did not; the history cannot tell which.
+        for (db, t) in txns.into_entries() {
+            discard(&mut f, &t, db);
+        }
+        f
     }
-    f
+}
+
+/// Whether a check of [`crate::check`] can use read `r`, from what the history so far shows
+/// ([`Deriver::for_judging`] says why each rule is safe).
+#[allow(clippy::too_many_arguments)]
+fn matters(
+    r: &ReadFact,
+    f: &Facts,
+    attempted: &BTreeMap<u64, Vec<usize>>,
+    part_max: &BTreeMap<(Scope, Part), Token>,
+    accepted: &mut BTreeMap<u64, Vec<usize>>,
+    accepted_seen: &mut usize,
+    lease_unknown: &mut std::collections::BTreeSet<(LeaseName, Token)>,
+    lease_unknown_seen: &mut usize,
+    blocked: &Conns<Pending>,
+) -> bool {
+    let Some(snap) = r.committed() else {
+        return false;
+    };
+    match (&r.key, &r.value) {
+        (ReadKey::Part(scope, part), Outcome::Part(row)) => {
+            let max = part_max.get(&(scope.clone(), part.clone()));
+            let Some(x) = row else {
+                return max.is_some();
+            };
+            if max.is_some_and(|m| *m > x.token) {
+                return true;
+            }
+            let v = RowVersion {
+                scope,
+                part,
+                token: x.token,
+                writer: &x.writer,
+                content: &x.content,
+            };
+            let hash = v.hash();
+            let first = attempted.get(&hash).and_then(|same| {
+                same.iter()
+                    .map(|i| &f.attempts[*i])
+                    .find(|a| a.version() == v)
+                    .map(|a| a.seq)
+            });
+            if first.is_none_or(|seq| seq >= snap.latest) {
+                return true;
+            }
+            for (i, w) in f.writes.iter().enumerate().skip(*accepted_seen) {
+                if w.certainty == Certainty::Accepted {
+                    accepted.entry(w.version().hash()).or_default().push(i);
+                }
+            }
+            *accepted_seen = f.writes.len();
+            let shown_by_accepted = accepted.get(&hash).is_some_and(|ws| {
+                ws.iter()
+                    .map(|i| &f.writes[*i])
+                    .any(|w| w.version() == v && w.window.earliest < snap.latest)
+            });
+            !shown_by_accepted
+        }
+        (ReadKey::Lease(lease), Outcome::Lease(Some(row))) => {
+            for u in f.lease_unknown.iter().skip(*lease_unknown_seen) {
+                lease_unknown.insert((u.lease.clone(), u.token));
+            }
+            *lease_unknown_seen = f.lease_unknown.len();
+            lease_unknown.contains(&(lease.clone(), row.token))
+                || blocked.values().any(|p| match &p.op {
+                    Op::Renew {
+                        lease: l, token, ..
+                    }
+                    | Op::Release {
+                        lease: l, token, ..
+                    } => l == lease && *token == row.token,
+                    _ => false,
+                })
+        }
+        (ReadKey::Lease(_), _) => false,
+        _ => true,
+    }
 }
 
 /// A transaction ends without committing. Its publishes did not happen — unless it was a
@@ -741,7 +1018,7 @@ fn discard(f: &mut Facts, t: &Txn, db: DbName) {
     }
 }
 
-fn abort<'h>(f: &mut Facts, t: &mut Txn, drafts: &mut Drafts<'h>, db: DbName, conn: &'h str) {
+fn abort(f: &mut Facts, t: &mut Txn, drafts: &mut Drafts, db: DbName, conn: &str) {
     discard(f, t, db);
     t.aborted = true;
     t.lease.clear();
@@ -754,9 +1031,9 @@ fn abort<'h>(f: &mut Facts, t: &mut Txn, drafts: &mut Drafts<'h>, db: DbName, co
 
 /// A statement whose outcome nobody will collect.
 /// It may have taken effect anywhere after it was issued, up to `until`.
-fn lost(f: &mut Facts, db: DbName, p: &Pending<'_>, until: Until) {
+fn lost(f: &mut Facts, db: DbName, p: &Pending, until: Until) {
     bump_unreported(f, db);
-    if resolvable(p.op) {
+    if resolvable(&p.op) {
         f.unknown.push(Unknown {
             issued: p.since,
             answered: None,
@@ -766,18 +1043,18 @@ fn lost(f: &mut Facts, db: DbName, p: &Pending<'_>, until: Until) {
         earliest: p.since + 1,
         latest: until.0.max(p.since + 1),
     };
-    match p.op {
+    match &p.op {
         Op::Renew { .. } | Op::Release { .. } => {
-            unknown_lease(f, p.op, p.since, w, p.at, until.1);
+            unknown_lease(f, &p.op, p.since, w, p.at, until.1);
         }
         Op::Write { .. } => {
             let before = f.writes.len();
-            push_write(f, p.op, p.actor, w, p.at, Certainty::Maybe, p.since);
+            push_write(f, &p.op, &p.actor, w, p.at, Certainty::Maybe, p.since);
             if let Some(x) = f.writes.get_mut(before) {
                 x.unanswered = true;
             }
         }
-        Op::Publish { .. } => unknown_publish(f, p.op, p.actor, w, p.at, p.since),
+        Op::Publish { .. } => unknown_publish(f, &p.op, &p.actor, w, p.at, p.since),
         _ => {}
     }
 }
@@ -852,13 +1129,13 @@ fn push_lease(f: &mut Facts, lease: LeaseName, change: LeaseChange, w: Window, a
 }
 
 #[allow(clippy::too_many_arguments)]
-fn record<'h>(
+fn record(
     f: &mut Facts,
-    drafts: &mut Drafts<'h>,
+    drafts: &mut Drafts,
     t: &mut Txn,
-    conn: &'h str,
-    op: &'h Op,
-    actor: &'h Holder,
+    conn: &str,
+    op: &Op,
+    actor: &Holder,
     out: &Outcome,
     w: Window,
     e: &Event,
@@ -916,7 +1193,11 @@ fn record<'h>(
             unknown_publish(f, op, actor, w, at, issued.0)
         }
         (Op::Upsert { .. }, Outcome::Ok) => {
-            drafts.entry(conn).or_default().push((op, actor, w.latest));
+            let d = match drafts.get_mut(conn) {
+                Some(d) => d,
+                None => drafts.entry(conn.to_string()).or_default(),
+            };
+            d.push((op.clone(), actor.clone(), w.latest));
         }
         (Op::Publish { key, token, .. }, Outcome::Accepted | Outcome::Rejected) => {
             let p = PublishFact {

@@ -47,22 +47,52 @@ use leaselab_model::History;
 pub fn check(history: &History) -> Report {
     let facts = facts::derive(history);
     let sometimes = sometimes::count(history, &facts);
-    report(history, std::borrow::Cow::Owned(facts), sometimes)
+    report(std::borrow::Cow::Owned(facts), sometimes)
 }
 
 /// Runs every checker on `history` whose facts the caller already derived (a simulation run
 /// also needs them for its liveness check).
 pub fn check_with(history: &History, facts: &facts::Facts) -> Report {
     let sometimes = sometimes::count(history, facts);
-    report(history, std::borrow::Cow::Borrowed(facts), sometimes)
+    report(std::borrow::Cow::Borrowed(facts), sometimes)
 }
 
-fn report(
-    history: &History,
-    facts: std::borrow::Cow<'_, facts::Facts>,
-    sometimes: sometimes::Counts,
-) -> Report {
-    let (found, settled) = unknown::judge(history, facts);
+/// [`check`] on a history that arrives event by event and is never held whole: what `judge`
+/// does with a file of any length. The same report as [`check`] on the same events; memory
+/// grows with the writes, the unknown operations and the reads a check can use, not with the
+/// events ([`facts::Deriver::for_judging`]).
+#[derive(Debug)]
+pub struct Judging {
+    facts: facts::Deriver,
+    sometimes: sometimes::Counter,
+}
+
+impl Default for Judging {
+    fn default() -> Self {
+        Judging {
+            facts: facts::Deriver::for_judging(),
+            sometimes: sometimes::Counter::default(),
+        }
+    }
+}
+
+impl Judging {
+    /// Takes the next event (in history order, numbered from 1).
+    pub fn push(&mut self, e: &leaselab_model::Event) {
+        self.facts.push(e);
+        self.sometimes.push(e);
+    }
+
+    /// The report, once every event is in.
+    pub fn finish(self) -> Report {
+        let facts = self.facts.finish();
+        let sometimes = self.sometimes.finish(&facts);
+        report(std::borrow::Cow::Owned(facts), sometimes)
+    }
+}
+
+fn report(facts: std::borrow::Cow<'_, facts::Facts>, sometimes: sometimes::Counts) -> Report {
+    let (found, settled) = unknown::judge(facts);
     Report {
         violations: found.certain,
         possible: found.possible,

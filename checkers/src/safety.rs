@@ -727,9 +727,9 @@ pub(crate) fn acceptance_publishes(f: &Facts, found: &mut Findings) {
 /// uncommitted write observes nothing of the committed state; see `Sees`), and a row some
 /// statement wrote: the content and writer of a write with that token to that part, issued
 /// before the read — a token nobody was granted nor wrote is a phantom.
-pub fn final_state(h: &leaselab_model::History, f: &Facts, out: &mut Vec<Violation>) {
+pub fn final_state(f: &Facts, out: &mut Vec<Violation>) {
     final_token_order(f, out);
-    final_content(h, f, out);
+    final_content(f, out);
 }
 
 /// The first half of [`final_state`]: each read of a part shows at least the highest token
@@ -813,7 +813,7 @@ pub(crate) fn final_order(f: &Facts, counted: Counted, out: &mut Vec<WriteViolat
 /// writer and token to that part and was issued before the read's snapshot could end. Every
 /// statement counts, whatever its answer (a transaction the history cannot tell from a marker
 /// may have kept it): what this finds is a value nobody wrote, not a lost one.
-pub(crate) fn final_content(h: &leaselab_model::History, f: &Facts, out: &mut Vec<Violation>) {
+pub(crate) fn final_content(f: &Facts, out: &mut Vec<Violation>) {
     let mut tokens: BTreeSet<Token> = f.grants.iter().map(|g| g.token).collect();
     tokens.extend(f.written_tokens.iter().copied());
     for r in &f.reads {
@@ -829,9 +829,7 @@ pub(crate) fn final_content(h: &leaselab_model::History, f: &Facts, out: &mut Ve
             writer: &x.writer,
             content: &x.content,
         };
-        if f.attempted(h, &version)
-            .is_some_and(|seq| seq < snap.latest)
-        {
+        if f.attempted(&version).is_some_and(|seq| seq < snap.latest) {
             continue;
         }
         let why = if tokens.contains(&x.token) {

@@ -2,7 +2,7 @@
 //! not really fire and a clean verdict proves nothing (stateright's naming).
 
 use crate::facts::Facts;
-use leaselab_model::{Expiry, History, Holder, Op, Outcome, Token};
+use leaselab_model::{Event, Expiry, History, Holder, Op, Outcome, Token};
 use std::collections::BTreeMap;
 use std::fmt;
 
@@ -100,44 +100,58 @@ impl fmt::Display for Counts {
 
 /// Counts the `sometimes` properties of a history.
 pub fn count(h: &History, f: &Facts) -> Counts {
-    let mut c = Counts::default();
-    let mut checked: BTreeMap<&Holder, bool> = BTreeMap::new();
-    let mut expiry: BTreeMap<&Holder, Expiry> = BTreeMap::new();
-    let mut paused_at: BTreeMap<&Holder, (u64, Expiry)> = BTreeMap::new();
-    let mut max_granted = Token(0);
-    for g in &f.grants {
-        if g.token.0 > 1 {
-            c.bump(Sometimes::Takeover);
-        }
-    }
+    let mut c = Counter::default();
     for e in &h.events {
+        c.push(e);
+    }
+    c.finish(f)
+}
+
+/// The `sometimes` counts taken event by event (what a history read as a stream needs).
+#[derive(Debug, Default)]
+pub struct Counter {
+    c: Counts,
+    checked: BTreeMap<Holder, bool>,
+    expiry: BTreeMap<Holder, Expiry>,
+    paused_at: BTreeMap<Holder, (u64, Expiry)>,
+    max_granted: Token,
+}
+
+impl Counter {
+    /// Takes the next event.
+    pub fn push(&mut self, e: &Event) {
+        let c = &mut self.c;
         if e.local != e.at {
             c.bump(Sometimes::SkewedClock);
         }
         match (&e.op, &e.outcome) {
             (Op::Check { .. }, o) => {
-                checked.insert(&e.actor, *o == Outcome::Valid);
+                self.checked.insert(e.actor.clone(), *o == Outcome::Valid);
             }
             (Op::Pause, _) => {
-                if checked.get(&e.actor).copied().unwrap_or(false) {
+                if self.checked.get(&e.actor).copied().unwrap_or(false) {
                     c.bump(Sometimes::PauseBetweenCheckAndWrite);
                 }
-                let exp = expiry.get(&e.actor).copied().unwrap_or(Expiry::NegInfinity);
-                paused_at.insert(&e.actor, (e.at.0, exp));
+                let exp = self
+                    .expiry
+                    .get(&e.actor)
+                    .copied()
+                    .unwrap_or(Expiry::NegInfinity);
+                self.paused_at.insert(e.actor.clone(), (e.at.0, exp));
             }
             (Op::Resume, _) => {
-                if let Some((t1, Expiry::At(x))) = paused_at.remove(&e.actor) {
+                if let Some((t1, Expiry::At(x))) = self.paused_at.remove(&e.actor) {
                     if t1 < x.0 && x <= e.at {
                         c.bump(Sometimes::ExpiredWhilePaused);
                     }
                 }
             }
             (Op::Acquire { holder, .. }, Outcome::Granted { token, expires }) => {
-                expiry.insert(holder, *expires);
-                max_granted = max_granted.max(*token);
+                self.expiry.insert(holder.clone(), *expires);
+                self.max_granted = self.max_granted.max(*token);
             }
             (Op::Renew { holder, .. }, Outcome::Renewed { expires }) => {
-                expiry.insert(holder, *expires);
+                self.expiry.insert(holder.clone(), *expires);
             }
             (Op::Restart { .. }, Outcome::Ok) => c.bump(Sometimes::DbRestart),
             _ => {}
@@ -150,8 +164,8 @@ pub fn count(h: &History, f: &Facts) -> Counts {
             _ => None,
         };
         if let Some(t) = token {
-            checked.insert(&e.actor, false);
-            if t < max_granted
+            self.checked.insert(e.actor.clone(), false);
+            if t < self.max_granted
                 && matches!(
                     e.op,
                     Op::Write { .. } | Op::Fence { .. } | Op::Publish { .. }
@@ -165,5 +179,14 @@ pub fn count(h: &History, f: &Facts) -> Counts {
             }
         }
     }
-    c
+
+    /// The counts, with the takeovers among `f`'s grants.
+    pub fn finish(mut self, f: &Facts) -> Counts {
+        for g in &f.grants {
+            if g.token.0 > 1 {
+                self.c.bump(Sometimes::Takeover);
+            }
+        }
+        self.c
+    }
 }

@@ -51,7 +51,7 @@ pub fn unknowns(h: &History) -> Vec<Unknown> {
 
 /// The whole verdict on `f`: certain, possible and undecided violations, and the unknown
 /// outcomes the history settles.
-pub(crate) fn judge(h: &History, f: Cow<'_, Facts>) -> (Findings, Vec<Settled>) {
+pub(crate) fn judge(f: Cow<'_, Facts>) -> (Findings, Vec<Settled>) {
     let (settled, f) = settle(f);
     let f: &Facts = &f;
     let mut found = Findings::default();
@@ -59,7 +59,7 @@ pub(crate) fn judge(h: &History, f: Cow<'_, Facts>) -> (Findings, Vec<Settled>) 
     safety::i2(f, &mut found.certain);
     safety::i3_floor(f, &mut found.certain);
     safety::acceptance_publishes(f, &mut found);
-    safety::final_content(h, f, &mut found.certain);
+    safety::final_content(f, &mut found.certain);
     // Against the writes `prefix` counts, those `culprits` counts.
     let writes = |prefix: Counted, culprits: Counted| {
         let mut out: Vec<WriteViolation> = Vec::new();

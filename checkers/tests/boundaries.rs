@@ -318,7 +318,7 @@ fn a_version_attempted_at_the_snapshot_end_is_not_visible() {
         assert_eq!(f.reads.len(), 1, "{:?}", f.reads);
         f.reads[0].sees = Sees::Committed(snapshot);
         let mut out = Vec::new();
-        final_state(&h, &f, &mut out);
+        final_state(&f, &mut out);
         out
     };
     assert!(judged(w(2, 2)).is_empty());

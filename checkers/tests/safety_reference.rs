@@ -499,7 +499,7 @@ fn final_state_checks_the_order_and_what_was_written() {
     ]);
     let f = derive(&h);
     let mut v = Vec::new();
-    final_state(&h, &f, &mut v);
+    final_state(&f, &mut v);
     assert_eq!(v.len(), 2, "{v:?}");
     assert!(v[0]
         .message

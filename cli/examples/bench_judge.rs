@@ -79,13 +79,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         eprintln!("facts {:.3}s", t.elapsed().as_secs_f64());
         let mut v = Vec::new();
         type Part<'a> = Box<dyn Fn(&facts::Facts, &mut Vec<leaselab_checkers::Violation>) + 'a>;
-        let h = &r.history;
         let parts: [(&str, Part); 5] = [
             ("i1", Box::new(safety::i1)),
             ("i2", Box::new(safety::i2)),
             ("i3", Box::new(safety::i3)),
             ("acceptance", Box::new(safety::acceptance)),
-            ("final", Box::new(|f, v| safety::final_state(h, f, v))),
+            ("final", Box::new(safety::final_state)),
         ];
         for (name, part) in parts {
             let t = Instant::now();
