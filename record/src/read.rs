@@ -13,8 +13,8 @@ use crate::write::default_result;
 use crate::{FORMAT, VERSION};
 use leaselab_model::Reason;
 use leaselab_model::{
-    AttemptOutcome, ConnId, DbName, Expiry, History, Holder, LeaseName, LeaseRow, Millis, Op,
-    Outcome, Part, PartRow, Scope, Token,
+    AttemptOutcome, ConnId, DbName, Event, Expiry, History, Holder, LeaseName, LeaseRow, Millis,
+    Op, Outcome, Part, PartRow, Scope, Token,
 };
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
@@ -97,17 +97,22 @@ pub fn parse(text: &str, file: &str) -> Result<Recorded, ReadError> {
     parse_lines(text.lines().map(|l| Ok(l.to_string())), file)
 }
 
-/// Reads and parses a file line by line: the file is never held whole in memory.
-pub fn read_file(path: &std::path::Path) -> Result<Recorded, ReadError> {
+fn open(
+    path: &std::path::Path,
+) -> Result<impl Iterator<Item = std::io::Result<String>>, ReadError> {
     use std::io::BufRead;
-    let file = path.display().to_string();
     let f = std::fs::File::open(path).map_err(|e| ReadError {
-        file: file.clone(),
+        file: path.display().to_string(),
         line: 1,
         field: "line".into(),
         message: format!("cannot read: {e}"),
     })?;
-    parse_lines(std::io::BufReader::new(f).lines(), &file)
+    Ok(std::io::BufReader::new(f).lines())
+}
+
+/// Reads and parses a file line by line: the file is never held whole in memory.
+pub fn read_file(path: &std::path::Path) -> Result<Recorded, ReadError> {
+    parse_lines(open(path)?, &path.display().to_string())
 }
 
 /// Parses lines as they come.
@@ -115,16 +120,55 @@ pub fn parse_lines(
     lines: impl Iterator<Item = std::io::Result<String>>,
     file: &str,
 ) -> Result<Recorded, ReadError> {
+    let mut history = History::default();
+    let mut at = Vec::new();
+    let meta = stream_lines(lines, file, &mut |e, l| {
+        history.events.push(e);
+        at.push(l);
+    })?;
+    Ok(Recorded {
+        history,
+        file_of: vec![0; at.len()],
+        lines: at,
+        clock_bounds: meta.clock_bounds,
+        files: vec![file.to_string()],
+        warnings: meta.warnings,
+    })
+}
+
+/// What a streamed read tells besides its events.
+#[derive(Clone, Debug, Default)]
+pub struct Streamed {
+    /// How far each listed process's clock may be from the server's, ms.
+    pub clock_bounds: BTreeMap<String, u64>,
+    /// What the file says that is possible but doubtful, one line each ([`Recorded::warnings`]).
+    pub warnings: Vec<String>,
+}
+
+/// Reads a file line by line and hands each event to `sink` as soon as it is final, with its
+/// file lines (invoke, completion; 0 when none): nothing is kept of an event once handed on,
+/// so a history of any length is read in the memory of its open operations. The events, their
+/// numbers and lines are exactly [`read_file`]'s.
+pub fn stream_file(
+    path: &std::path::Path,
+    sink: &mut dyn FnMut(Event, [usize; 2]),
+) -> Result<Streamed, ReadError> {
+    stream_lines(open(path)?, &path.display().to_string(), sink)
+}
+
+/// [`stream_file`] on lines that come from elsewhere; `file` names them in messages.
+pub fn stream_lines(
+    lines: impl Iterator<Item = std::io::Result<String>>,
+    file: &str,
+    sink: &mut dyn FnMut(Event, [usize; 2]),
+) -> Result<Streamed, ReadError> {
     let mut r = Reader {
         file,
-        out: Recorded {
-            history: History::default(),
-            lines: Vec::new(),
-            clock_bounds: BTreeMap::new(),
-            files: vec![file.to_string()],
-            file_of: Vec::new(),
-            warnings: Vec::new(),
-        },
+        meta: Streamed::default(),
+        sink,
+        pending: std::collections::VecDeque::new(),
+        first: 0,
+        events: 0,
         held: None,
         clocks: BTreeMap::new(),
         waiting: BTreeMap::new(),
@@ -155,7 +199,8 @@ pub fn parse_lines(
         return Err(r.err(1, "format", "empty file: the first line names the format"));
     }
     r.flush();
-    Ok(r.out)
+    r.release(usize::MAX);
+    Ok(r.meta)
 }
 
 /// The names read so far, each kept once.
@@ -236,12 +281,20 @@ struct Held {
     op: Op,
 }
 
-struct Reader<'f> {
+struct Reader<'f, 's> {
     file: &'f str,
     /// One shared copy of each name (process, lease, scope, part, connection): a long history
     /// repeats a few names millions of times.
     names: Names,
-    out: Recorded,
+    meta: Streamed,
+    sink: &'s mut dyn FnMut(Event, [usize; 2]),
+    /// Events not yet handed on, from event index `first`: one that a later line may still
+    /// complete (a client-side step, answered on a later line, takes that answer as its
+    /// outcome) holds back those after it.
+    pending: std::collections::VecDeque<(Event, [usize; 2])>,
+    first: usize,
+    /// Events made so far.
+    events: usize,
     held: Option<Held>,
     /// Per (process, connection): the operation waiting for its completion, and the event
     /// that shows it `blocked` (once the next line turned out to be something else).
@@ -257,7 +310,7 @@ struct Reader<'f> {
 const COMMON: [&str; 6] = ["type", "process", "conn", "time", "server_time", "op"];
 const RESULT: [&str; 5] = ["result", "token", "expires", "value", "error"];
 
-impl Reader<'_> {
+impl Reader<'_, '_> {
     fn err(&self, line: usize, field: &str, message: impl Into<String>) -> ReadError {
         ReadError {
             file: self.file.to_string(),
@@ -306,7 +359,7 @@ impl Reader<'_> {
             }
         }
         f.only(&["format", "version", "clock_bounds_ms"], &[])?;
-        self.out.clock_bounds = bounds;
+        self.meta.clock_bounds = bounds;
         Ok(())
     }
 
@@ -319,7 +372,7 @@ impl Reader<'_> {
         // Without the server's clock, the latest it can have read: a grant or an answer
         // reported then is taken at its latest, which is the cautious side for "was it still
         // held when the other was granted?".
-        let bound = self.out.clock_bounds.get(actor.as_str()).copied();
+        let bound = self.meta.clock_bounds.get(actor.as_str()).copied();
         let mut skew = None;
         let (at, earliest) = match f.opt("server_time") {
             Some(_) => {
@@ -375,17 +428,40 @@ impl Reader<'_> {
     }
 
     fn push(&mut self, rec: &Rec, op: Op, outcome: Outcome, lines: [usize; 2]) -> usize {
-        self.out.history.push(
-            rec.at,
-            rec.local,
-            rec.actor.clone(),
-            rec.conn.clone(),
+        let i = self.events;
+        self.events += 1;
+        let e = Event {
+            seq: i as u64 + 1,
+            at: rec.at,
+            local: rec.local,
+            actor: rec.actor.clone(),
+            conn: rec.conn.clone(),
             op,
             outcome,
-        );
-        self.out.lines.push(lines);
-        self.out.file_of.push(0);
-        self.out.lines.len() - 1
+        };
+        self.pending.push_back((e, lines));
+        let open = self
+            .waiting
+            .values()
+            .flatten()
+            .filter(|w| w.op.db().is_none())
+            .map(|w| w.event)
+            .min()
+            .unwrap_or(usize::MAX);
+        // Not `i` itself: a `blocked` event's wait is registered just after this returns.
+        self.release(open.min(i));
+        i
+    }
+
+    /// Hands on every pending event before index `until`.
+    fn release(&mut self, until: usize) {
+        while self.first < until {
+            let Some((e, lines)) = self.pending.pop_front() else {
+                break;
+            };
+            (self.sink)(e, lines);
+            self.first += 1;
+        }
     }
 
     /// The held invoke, now known not to be answered on the next line, becomes `blocked`.
@@ -531,10 +607,10 @@ impl Reader<'_> {
                     rec.at,
                     rec.local,
                     rec.actor,
-                    self.out.clock_bounds.get(rec.actor.as_str()).copied().unwrap_or(0)
+                    self.meta.clock_bounds.get(rec.actor.as_str()).copied().unwrap_or(0)
                 ),
             );
-            self.out.warnings.push(w.to_string());
+            self.meta.warnings.push(w.to_string());
         }
         Ok(())
     }
@@ -634,8 +710,13 @@ impl Reader<'_> {
                     }
                     // A client-side step has no commit to place: it happened when answered.
                     None => {
-                        self.out.history.events[i].outcome = outcome.clone();
-                        self.out.lines[i][1] = rec.line;
+                        if let Some((e, lines)) = i
+                            .checked_sub(self.first)
+                            .and_then(|k| self.pending.get_mut(k))
+                        {
+                            e.outcome = outcome.clone();
+                            lines[1] = rec.line;
+                        }
                     }
                 }
                 Ok(())
@@ -658,7 +739,7 @@ fn conn_name(r: &Rec) -> String {
     }
 }
 
-fn check_word(r: &Reader<'_>, rec: &Rec, word: &str, op: &Op) -> Result<(), ReadError> {
+fn check_word(r: &Reader<'_, '_>, rec: &Rec, word: &str, op: &Op) -> Result<(), ReadError> {
     let expected = crate::write::word(op);
     if word == expected {
         Ok(())
@@ -711,14 +792,14 @@ fn words() -> String {
 }
 
 /// A line's fields, read one at a time.
-struct Fields<'a> {
-    r: &'a Reader<'a>,
+struct Fields<'a, 's> {
+    r: &'a Reader<'a, 's>,
     line: usize,
     obj: &'a Map<String, Value>,
 }
 
-impl<'a> Fields<'a> {
-    fn new(r: &'a Reader<'a>, line: usize, obj: &'a Map<String, Value>) -> Self {
+impl<'a, 's> Fields<'a, 's> {
+    fn new(r: &'a Reader<'a, 's>, line: usize, obj: &'a Map<String, Value>) -> Self {
         Fields { r, line, obj }
     }
     fn err(&self, field: &str, message: impl Into<String>) -> ReadError {

@@ -34,3 +34,31 @@ fn every_committed_trace_exports_and_judges_to_its_own_verdict() {
         assert!(back.lines.iter().all(|l| l[0] > 0));
     }
 }
+
+/// A client-side step answered on a later line takes that answer as its outcome: reading as a
+/// stream holds the events after it back until then, and hands on the same events, numbers
+/// and lines as reading whole.
+#[test]
+fn a_stream_gives_the_events_of_a_whole_read_even_when_a_step_is_answered_late() {
+    let text = r#"{"format":"leaselab-history","version":1}
+{"type":"invoke","process":"holder-a","time":10,"op":"check","deadline":100}
+{"type":"invoke","process":"holder-b","time":11,"op":"now","db":"lease"}
+{"type":"ok","process":"holder-b","time":11,"op":"now","value":11}
+{"type":"invoke","process":"holder-b","time":12,"op":"acquire","ttl_ms":1000,"lease":"report-job"}
+{"type":"ok","process":"holder-b","time":12,"op":"acquire","token":1,"expires":1012}
+{"type":"ok","process":"holder-a","time":13,"op":"check","result":"valid"}
+{"type":"invoke","process":"holder-a","time":14,"op":"pause"}
+{"type":"ok","process":"holder-a","time":14,"op":"pause"}
+"#;
+    let whole = read::parse(text, "late.jsonl").unwrap_or_else(|e| panic!("{e}"));
+    let mut streamed = Vec::new();
+    let lines = text.lines().map(|l| Ok(l.to_string()));
+    read::stream_lines(lines, "late.jsonl", &mut |e, l| streamed.push((e, l)))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let whole: Vec<_> = whole.history.events.into_iter().zip(whole.lines).collect();
+    assert_eq!(streamed, whole);
+    assert_eq!(streamed[0].0.outcome, leaselab_model::Outcome::Valid);
+    assert_eq!(streamed[0].1, [2, 7]);
+    let seqs: Vec<u64> = streamed.iter().map(|(e, _)| e.seq).collect();
+    assert_eq!(seqs, vec![1, 2, 3, 4]);
+}
