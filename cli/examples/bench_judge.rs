@@ -4,15 +4,15 @@
 //! acquires refused meanwhile), writes it as JSON lines, then times, in this one process:
 //!
 //! - the floor: every line parsed as JSON and nothing else (what any reader of the format pays);
-//! - reading it into a History, line by line (`leaselab_record::read::read_file`, as `judge`);
-//! - the checkers (`leaselab_checkers::check`: the exact verdict over the unknown operations
-//!   included);
+//! - judging it as `judge` does: read as a stream and checked as it comes
+//!   (`leaselab_record::read::stream_file` into `leaselab_checkers::Judging`, the exact verdict
+//!   over the unknown operations included), never held whole;
 //!
-//! and prints the peak resident memory of the process (VmHWM), next to the generator's own
-//! peak (the history and its text at once, before judging starts): when the two are equal,
-//! judging stayed below the generator. One size per process, so the
-//! peak is that size's: `for n in 10000 100000 1000000; do cargo run --release -p leaselab
-//! --example bench_judge $n; done`.
+//! and prints the peak resident memory of the process (VmHWM) after it. With `--batch`, it then
+//! also reads the file into a History (`read_file`) and checks that (`check`), the way `judge
+//! --merge` and the library's callers do, and prints those times (the peak then is the
+//! batch's). One size per process, so the peak is that size's: `for n in 10000 100000 1000000;
+//! do cargo run --release -p leaselab --example bench_judge $n; done`.
 //!
 //! A second argument picks the history's shape (`default` above), each stressing one index of
 //! the checkers: `read-heavy` (30 part and lease reads per holding), `many-parts` (every holding
@@ -65,13 +65,41 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let floor = t.elapsed().as_secs_f64();
 
     let t = Instant::now();
+    let mut judging = leaselab_checkers::Judging::default();
+    let mut events = 0u64;
+    leaselab_record::read::stream_file(&file, &mut |e, _| {
+        events += 1;
+        judging.push(&e);
+    })?;
+    let report = judging.finish();
+    let streamed = t.elapsed().as_secs_f64();
+    let streamed_peak = peak_kib();
+    println!(
+        "events={events} lines={values} unknown={unknown} floor(json)={floor:.2}s judged(stream)={streamed:.2}s ({:.1}x floor) certain={} possible={} undecided={} settled={} peak_rss={} MiB (generation {} MiB)",
+        streamed / floor.max(1e-9),
+        report.violations.len(),
+        report.possible.len(),
+        report.undecided.len(),
+        report.settled.len(),
+        streamed_peak / 1024,
+        generated_peak / 1024
+    );
+    if !args.iter().any(|a| a == "--batch") {
+        return Ok(());
+    }
+
+    let t = Instant::now();
     let r = leaselab_record::read::read_file(&file)?;
     let read = t.elapsed().as_secs_f64();
     let read_peak = peak_kib();
-
     let t = Instant::now();
-    let report = leaselab_checkers::check(&r.history);
+    let batch = leaselab_checkers::check(&r.history);
     let check = t.elapsed().as_secs_f64();
+    assert_eq!(
+        format!("{batch:?}"),
+        format!("{report:?}"),
+        "the stream and the whole history judge alike"
+    );
     if std::env::var("BENCH_PARTS").is_ok() {
         use leaselab_checkers::{facts, safety, sometimes};
         let t = Instant::now();
@@ -95,20 +123,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let _ = sometimes::count(&r.history, &f);
         eprintln!("sometimes {:.3}s", t.elapsed().as_secs_f64());
     }
-
-    let peak = peak_kib();
     println!(
-        "events={} lines={values} unknown={unknown} floor(json)={floor:.2}s read={read:.2}s check={check:.2}s total={:.2}s ({:.1}x floor) certain={} possible={} undecided={} settled={} peak_rss={} MiB (after reading {} MiB; generation {} MiB)",
-        r.history.events.len(),
+        "batch: read={read:.2}s check={check:.2}s total={:.2}s ({:.1}x floor) peak_rss={} MiB (after reading {} MiB)",
         read + check,
         (read + check) / floor.max(1e-9),
-        report.violations.len(),
-        report.possible.len(),
-        report.undecided.len(),
-        report.settled.len(),
-        peak / 1024,
+        peak_kib() / 1024,
         read_peak / 1024,
-        generated_peak / 1024
     );
     Ok(())
 }

@@ -72,42 +72,49 @@ pub struct Judged {
 /// Judges every file; one bad file does not stop the others. With `merge`, the files are the
 /// records of several processes of one deployment, judged as one history in the order of the
 /// server's clock (`leaselab_record::merge`); a file that cannot be read then leaves nothing
-/// to judge, since a history without one process's calls would be judged wrongly.
+/// to judge, since a history without one process's calls would be judged wrongly. Without it,
+/// each file is judged as it is read, never held whole ([`leaselab_checkers::Judging`]).
 pub fn judge(files: &[PathBuf], merge: bool) -> Judged {
     let mut text = String::new();
     let mut errors = Vec::new();
+    let mut warnings = Vec::new();
     let mut worst = Verdict::Clean;
-    let mut read = Vec::new();
-    for path in files {
-        match read_recorded(path) {
-            Ok(r) => read.push((path.display().to_string(), r)),
-            Err(e) => errors.push(e.to_string()),
-        }
-    }
-    if merge && !errors.is_empty() {
-        read.clear();
-    }
-    if merge && !read.is_empty() {
-        let names: Vec<String> = read.iter().map(|(n, _)| n.clone()).collect();
-        let parts = read.into_iter().map(|(_, r)| r).collect();
-        read = match leaselab_record::merge::merge(parts) {
-            Ok(r) => vec![(names.join(" + "), r)],
-            Err(e) => {
-                errors.push(e.to_string());
-                Vec::new()
-            }
-        };
-    }
     let mut events = 0u64;
-    let warnings: Vec<String> = read.iter().flat_map(|(_, r)| r.warnings.clone()).collect();
-    for (name, mut r) in read {
-        events += r.history.events.len() as u64;
-        let again = if merge {
-            format!("leaselab judge --merge {}", r.files.join(" "))
-        } else {
-            format!("leaselab judge {name}")
-        };
-        worst = worst.max(judge_one(&name, &again, &mut r, &mut text));
+    if merge {
+        let mut read = Vec::new();
+        for path in files {
+            match read_recorded(path) {
+                Ok(r) => read.push(r),
+                Err(e) => errors.push(e.to_string()),
+            }
+        }
+        if errors.is_empty() && !read.is_empty() {
+            match leaselab_record::merge::merge(read) {
+                Ok(r) => {
+                    warnings.extend(r.warnings.iter().cloned());
+                    let report = check(&r.history);
+                    let seen = Seen::of(&r);
+                    events += seen.events;
+                    let again = format!("leaselab judge --merge {}", r.files.join(" "));
+                    let name = r.files.join(" + ");
+                    worst = worst.max(judge_one(&name, &again, &seen, &report, &mut text));
+                }
+                Err(e) => errors.push(e.to_string()),
+            }
+        }
+    } else {
+        for path in files {
+            match judge_streamed(path) {
+                Ok((seen, report, w)) => {
+                    warnings.extend(w);
+                    events += seen.events;
+                    let name = path.display().to_string();
+                    let again = format!("leaselab judge {name}");
+                    worst = worst.max(judge_one(&name, &again, &seen, &report, &mut text));
+                }
+                Err(e) => errors.push(e.to_string()),
+            }
+        }
     }
     crate::summary::count("files", files.len() as u64);
     crate::summary::count("unreadable", errors.len() as u64);
@@ -127,22 +134,114 @@ pub fn judge(files: &[PathBuf], merge: bool) -> Judged {
     }
 }
 
+/// What a verdict's text needs of the history besides the report: where each event was read,
+/// who issued the operations a verdict can name, and a few counts. For a streamed file this is
+/// all that is kept of its events.
+#[derive(Default)]
+struct Seen {
+    events: u64,
+    lines: u64,
+    /// Per event: its invoke's and its completion's line (0: none), as read.
+    at: Vec<[u32; 2]>,
+    /// Per event, the index of its file in `files` (empty: all from the first).
+    file_of: Vec<u32>,
+    files: Vec<String>,
+    clock_bounds: std::collections::BTreeMap<String, u64>,
+    /// Who issued each operation whose outcome is unknown, and what it was: the only events a
+    /// condition or a settled outcome names.
+    unknown_ops: std::collections::BTreeMap<u64, (leaselab_model::Holder, &'static str)>,
+    /// Answers `indeterminate`.
+    indeterminate: usize,
+    /// Connections whose last statement is still waiting at the end.
+    open: std::collections::BTreeSet<String>,
+}
+
+impl Seen {
+    fn event(&mut self, e: &leaselab_model::Event, lines: [usize; 2]) {
+        self.events += 1;
+        self.lines += 1 + u64::from(lines[1] != 0);
+        let narrow = |l: usize| u32::try_from(l).unwrap_or(u32::MAX);
+        self.at.push([narrow(lines[0]), narrow(lines[1])]);
+        match (&e.op, &e.outcome) {
+            (Op::Await { .. }, o) if *o != Outcome::Blocked => {
+                self.open.remove(e.conn_str());
+            }
+            (_, Outcome::Blocked) => {
+                self.open.insert(e.conn_str().to_string());
+            }
+            _ => {}
+        }
+        if matches!(e.outcome, Outcome::Indeterminate(_)) {
+            self.indeterminate += 1;
+        }
+        if matches!(e.outcome, Outcome::Indeterminate(_) | Outcome::Blocked) {
+            self.unknown_ops.insert(
+                e.seq,
+                (e.actor.clone(), leaselab_record::write::word(&e.op)),
+            );
+        }
+    }
+
+    fn of(r: &Recorded) -> Seen {
+        let mut s = Seen {
+            files: r.files.clone(),
+            file_of: r.file_of.clone(),
+            clock_bounds: r.clock_bounds.clone(),
+            ..Seen::default()
+        };
+        for (e, l) in r.history.events.iter().zip(&r.lines) {
+            s.event(e, *l);
+        }
+        s
+    }
+
+    /// `file:line` of event `seq`'s invoke and of its completion.
+    fn places(&self, seq: u64) -> Vec<String> {
+        let i = usize::try_from(seq).ok().and_then(|s| s.checked_sub(1));
+        let file = i
+            .map(|i| self.file_of.get(i).copied().unwrap_or(0))
+            .and_then(|f| self.files.get(f as usize))
+            .map_or("?", String::as_str);
+        let Some(l) = i.and_then(|i| self.at.get(i)) else {
+            return Vec::new();
+        };
+        let lines = if l[1] == 0 { &l[..1] } else { &l[..] };
+        lines.iter().map(|l| format!("{file}:{l}")).collect()
+    }
+}
+
+/// Reads and judges one file as a stream.
+fn judge_streamed(
+    path: &Path,
+) -> Result<(Seen, leaselab_checkers::Report, Vec<String>), read::ReadError> {
+    let mut seen = Seen {
+        files: vec![path.display().to_string()],
+        ..Seen::default()
+    };
+    let mut judging = leaselab_checkers::Judging::default();
+    let meta = read::stream_file(path, &mut |e, lines| {
+        seen.event(&e, lines);
+        judging.push(&e);
+    })?;
+    seen.clock_bounds = meta.clock_bounds;
+    Ok((seen, judging.finish(), meta.warnings))
+}
+
 /// Appends one file's verdict: whether a check broke, possibly broke, or is undecided.
-fn judge_one(file: &str, again: &str, r: &mut Recorded, out: &mut String) -> Verdict {
-    let report = check(&r.history);
-    let r = &*r;
-    let h = &r.history;
-    let unknown = h
-        .events
-        .iter()
-        .filter(|e| matches!(e.outcome, Outcome::Indeterminate(_)))
-        .count();
-    let unanswered = unanswered(r);
+fn judge_one(
+    file: &str,
+    again: &str,
+    r: &Seen,
+    report: &leaselab_checkers::Report,
+    out: &mut String,
+) -> Verdict {
     let _ = writeln!(
         out,
-        "{file}: {} events from {} lines; {unknown} with an unknown outcome, {unanswered} never answered",
-        h.events.len(),
-        r.lines.iter().map(|l| 1 + usize::from(l[1] != 0)).sum::<usize>(),
+        "{file}: {} events from {} lines; {} with an unknown outcome, {} never answered",
+        r.events,
+        r.lines,
+        r.indeterminate,
+        r.open.len(),
     );
     if !r.clock_bounds.is_empty() {
         let b: Vec<String> = r
@@ -158,13 +257,9 @@ fn judge_one(file: &str, again: &str, r: &mut Recorded, out: &mut String) -> Ver
     }
     let at = |seq: u64| format!("event #{seq} at {}", r.places(seq).join(" and "));
     let op_of = |seq: u64| {
-        usize::try_from(seq)
-            .ok()
-            .and_then(|s| s.checked_sub(1))
-            .and_then(|i| h.events.get(i))
-            .map_or(String::new(), |e| {
-                format!("{}'s {}", e.actor, leaselab_record::write::word(&e.op))
-            })
+        r.unknown_ops
+            .get(&seq)
+            .map_or(String::new(), |(actor, word)| format!("{actor}'s {word}"))
     };
     for s in &report.settled {
         let _ = writeln!(
@@ -294,23 +389,6 @@ pub enum Verdict {
     Undecided,
     /// A check is broken whatever they did.
     Broken,
-}
-
-/// Operations whose invoke never got a completion: still `blocked` at the end.
-fn unanswered(r: &Recorded) -> usize {
-    let mut open = std::collections::BTreeMap::new();
-    for e in &r.history.events {
-        match (&e.op, &e.outcome) {
-            (Op::Await { .. }, o) if *o != Outcome::Blocked => {
-                open.remove(e.conn_str());
-            }
-            (_, Outcome::Blocked) => {
-                open.insert(e.conn_str(), ());
-            }
-            _ => {}
-        }
-    }
-    open.len()
 }
 
 /// `leaselab export TRACE --jsonl`: the trace's history as JSON lines.
