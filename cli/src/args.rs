@@ -8,6 +8,13 @@ use leaselab_model::{FenceMode, LeaseDurability};
 use leaselab_sim::{FaultKind, SimOptions};
 use std::sync::LazyLock;
 
+/// The longest phase of a simulated run, virtual ms (an hour): a run's cost grows with its
+/// virtual time, and a longer one would look like a hang.
+pub const MAX_PHASE_MS: u64 = 3_600_000;
+
+/// The most intents of one generated schedule (`diff --gen`, `audit --gen`).
+pub const MAX_STEPS: u64 = 1_000;
+
 /// How a run is set up; everything else comes from the seed.
 #[derive(clap::Args, Clone, Debug, PartialEq, Eq)]
 pub struct RunArgs {
@@ -24,16 +31,19 @@ pub struct RunArgs {
     /// Lease table durability (`unlogged`: the negative control for I2).
     #[arg(long, value_enum, default_value_t = SimOptions::default().lease_table)]
     pub lease_table: LeaseDurability,
-    /// Safety phase length (faults active), virtual ms.
+    /// Safety phase length (faults active), virtual ms, 1 to 3,600,000 (an hour: a run costs
+    /// time in proportion).
     #[arg(long, default_value_t = SimOptions::default().safety_ms,
-          value_parser = clap::value_parser!(u64).range(1..))]
+          value_parser = clap::value_parser!(u64).range(1..=MAX_PHASE_MS))]
     pub safety_ms: u64,
-    /// Liveness phase length after the faults heal, virtual ms (0: no liveness check).
-    #[arg(long, default_value_t = SimOptions::default().liveness_ms)]
+    /// Liveness phase length after the faults heal, virtual ms, 0 (no liveness check) to
+    /// 3,600,000.
+    #[arg(long, default_value_t = SimOptions::default().liveness_ms,
+          value_parser = clap::value_parser!(u64).range(0..=MAX_PHASE_MS))]
     pub liveness_ms: u64,
-    /// turmoil's tick, ms (turmoil driver only).
+    /// turmoil's tick, ms, 1 to 60,000 (turmoil driver only).
     #[arg(long, default_value_t = SimOptions::default().tick_ms,
-          value_parser = clap::value_parser!(u64).range(1..))]
+          value_parser = clap::value_parser!(u64).range(1..=60_000))]
     pub tick_ms: u64,
 }
 
@@ -76,12 +86,14 @@ pub struct AuditSimArgs {
     /// Fault kinds the swarm may switch on: `all`, `none`, or a comma list of kinds.
     #[arg(long, value_enum, value_delimiter = ',', default_value = "all")]
     pub faults: Vec<FaultsArg>,
-    /// Safety phase length (faults active), virtual ms.
+    /// Safety phase length (faults active), virtual ms, 1 to 3,600,000.
     #[arg(long, default_value_t = SimOptions::default().safety_ms,
-          value_parser = clap::value_parser!(u64).range(1..))]
+          value_parser = clap::value_parser!(u64).range(1..=MAX_PHASE_MS))]
     pub safety_ms: u64,
-    /// Liveness phase length after the faults heal, virtual ms (0: no liveness check).
-    #[arg(long, default_value_t = SimOptions::default().liveness_ms)]
+    /// Liveness phase length after the faults heal, virtual ms, 0 (no liveness check) to
+    /// 3,600,000.
+    #[arg(long, default_value_t = SimOptions::default().liveness_ms,
+          value_parser = clap::value_parser!(u64).range(0..=MAX_PHASE_MS))]
     pub liveness_ms: u64,
 }
 

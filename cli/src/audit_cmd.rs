@@ -22,7 +22,8 @@ pub struct AuditArgs {
         long,
         value_name = "N",
         required_unless_present = "sim_seeds",
-        conflicts_with = "sim_seeds"
+        conflicts_with = "sim_seeds",
+        value_parser = clap::value_parser!(u32).range(1..)
     )]
     pub gen: Option<u32>,
     /// Run the simulation's holders (job loop, faults, pauses, clock skew, crashes) on
@@ -36,9 +37,10 @@ pub struct AuditArgs {
     /// Seed of the generated schedules (same seed, same schedules).
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Most intents per generated schedule.
-    #[arg(long, default_value_t = 40)]
-    pub steps: usize,
+    /// Most intents per generated schedule, 1 to 1,000.
+    #[arg(long, default_value_t = 40,
+          value_parser = clap::value_parser!(u64).range(1..=crate::args::MAX_STEPS))]
+    pub steps: u64,
     /// Where a violation's trace is written.
     #[arg(long, default_value = "audit-failures", value_name = "DIR")]
     pub out: PathBuf,
@@ -51,7 +53,7 @@ pub struct AuditArgs {
 /// (`--sim-seeds`) on the user's spec.
 pub fn main(a: AuditArgs) -> Exit {
     let r = match (a.gen, a.sim_seeds) {
-        (Some(n), _) => run_gen_cmd(&a.spec, n, a.seed, a.steps, &a.out, &a.pg_dir),
+        (Some(n), _) => run_gen_cmd(&a.spec, n, a.seed, steps(a.steps), &a.out, &a.pg_dir),
         (None, Some(seeds)) => a.run.options().and_then(|opts| {
             crate::audit_sim::run_seeds_cmd(&a.spec, seeds, &opts, &a.out, &a.pg_dir)
         }),
@@ -289,4 +291,9 @@ pub fn run_gen_cmd(
         Exit::Violation,
         r.interrupted,
     ))
+}
+
+/// `--steps`, checked to lie in 1..=[`crate::args::MAX_STEPS`], as the generator takes it.
+pub(crate) fn steps(n: u64) -> usize {
+    usize::try_from(n).unwrap_or(usize::MAX)
 }

@@ -89,8 +89,8 @@ pub struct CheckArgs {
     /// Depth-first (default for 3 holders, with symmetry reduction).
     #[arg(long)]
     pub dfs: bool,
-    /// Worker threads.
-    #[arg(long, default_value_t = 1)]
+    /// Worker threads, 1 to 1,024.
+    #[arg(long, default_value_t = 1, value_parser = parse_threads)]
     pub threads: usize,
     /// Parts each job writes (1 or 2).
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u8).range(1..=2))]
@@ -111,10 +111,10 @@ pub struct CheckArgs {
     pub all: bool,
     /// Stop after this many states (generated, with repeats); the result then says the
     /// search was cut short.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = parse_max_states)]
     pub max_states: Option<usize>,
-    /// Stop when the process's resident memory passes this many MiB.
-    #[arg(long, value_name = "MIB")]
+    /// Stop when the process's resident memory passes this many MiB (1 or more).
+    #[arg(long, value_name = "MIB", value_parser = clap::value_parser!(u64).range(1..))]
     pub max_memory_mb: Option<u64>,
 }
 
@@ -178,6 +178,26 @@ pub fn main(a: CheckArgs) -> Exit {
             eprintln!("leaselab check: {e}");
             Exit::Usage
         }
+    }
+}
+
+/// `--threads`: 1 to 1,024 (0 would search with none).
+fn parse_threads(s: &str) -> Result<usize, CliError> {
+    match s.parse::<usize>() {
+        Ok(n @ 1..=1024) => Ok(n),
+        _ => Err(CliError::Input(format!(
+            "`{s}`: expected a number of threads from 1 to 1024"
+        ))),
+    }
+}
+
+/// `--max-states`: 1 or more (0 would cut the search before its first state).
+fn parse_max_states(s: &str) -> Result<usize, CliError> {
+    match s.parse::<usize>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(CliError::Input(format!(
+            "`{s}`: expected a number of states, 1 or more"
+        ))),
     }
 }
 

@@ -27,14 +27,17 @@ pub struct DiffArgs {
     /// Run N generated multi-session schedules against the model and PostgreSQL; shrink
     /// the first divergence and write it as a trace (see --out). Not with trace files,
     /// --sim-seeds or the simulation flags.
-    #[arg(long, value_name = "N", conflicts_with_all = gen_conflicts())]
+    /// N is 1 to 4,294,967,295.
+    #[arg(long, value_name = "N", conflicts_with_all = gen_conflicts(),
+          value_parser = clap::value_parser!(u32).range(1..))]
     pub gen: Option<u32>,
     /// Seed of the generated schedules (same seed, same schedules; --gen only) [default: 1]
     #[arg(long, requires = "gen", conflicts_with_all = ["files", "sim_seeds"])]
     pub seed: Option<u64>,
-    /// Most intents per generated schedule (--gen only) [default: 40]
-    #[arg(long, requires = "gen", conflicts_with_all = ["files", "sim_seeds"])]
-    pub steps: Option<usize>,
+    /// Most intents per generated schedule, 1 to 1,000 (--gen only) [default: 40]
+    #[arg(long, requires = "gen", conflicts_with_all = ["files", "sim_seeds"],
+          value_parser = clap::value_parser!(u64).range(1..=crate::args::MAX_STEPS))]
+    pub steps: Option<u64>,
     /// Negative control: run the model with a deliberately wrong rule.
     #[arg(long, value_enum, value_name = "RULE")]
     pub wrong_rule: Option<leaselab_model::model::WrongRule>,
@@ -70,7 +73,7 @@ pub fn main(a: DiffArgs) -> Exit {
         Some(n) => run_gen_cmd(
             n,
             a.seed.unwrap_or(1),
-            a.steps.unwrap_or(40),
+            crate::audit_cmd::steps(a.steps.unwrap_or(40)),
             a.wrong_rule,
             &a.out,
             &a.pg_dir,

@@ -20,7 +20,9 @@ pub struct EnvelopeArgs {
     pub margin: bool,
     /// Chubby's lock-delay on the lease table: an expired lease is taken over only this
     /// long after its expiry (0: none, the source design).
-    #[arg(long, default_value_t = 0, value_name = "MS")]
+    /// 0 to 600,000 (ten minutes).
+    #[arg(long, default_value_t = 0, value_name = "MS",
+          value_parser = clap::value_parser!(u64).range(0..=600_000))]
     pub lock_delay_ms: u64,
     /// Write the HTML picture of the boundary case.
     #[arg(long, value_name = "OUT.html")]
@@ -145,12 +147,12 @@ pub fn run(fence: FenceMode, margin: bool, lock_delay_ms: u64) -> (String, Vec<B
             );
         }
     }
-    let _ = writeln!(s, "{}", takeaway(fence, &found));
+    let _ = writeln!(s, "{}", takeaway(fence, lock_delay_ms, &found));
     (s, found)
 }
 
 /// The one line to remember from the table.
-fn takeaway(fence: FenceMode, found: &[Boundary]) -> String {
+fn takeaway(fence: FenceMode, lock_delay_ms: u64, found: &[Boundary]) -> String {
     let broke: Vec<String> = found
         .iter()
         .filter_map(|b| {
@@ -158,7 +160,12 @@ fn takeaway(fence: FenceMode, found: &[Boundary]) -> String {
                 .map(|v| format!("{} {v} {}", b.probe.as_str(), b.probe.unit()))
         })
         .collect();
-    if broke.is_empty() {
+    if broke.is_empty() && fence == FenceMode::Off {
+        // Nothing at the resource refuses anything: what held was the lease's own timing.
+        format!(
+            "takeaway: with fence=off no size tried let a stale write through — there is no fence: the lease held them off, since lock_delay_ms={lock_delay_ms} keeps an expired lease from being taken over for longer than any pause or clock skew tried; a fence refuses them whatever the size (leaselab envelope --fence scope)"
+        )
+    } else if broke.is_empty() {
         format!(
             "takeaway: with fence={fence} no size tried let a stale write through — the fence refused every stale write the holders sent, however long the pause or slow the clock"
         )

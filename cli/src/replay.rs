@@ -50,7 +50,7 @@ pub fn main(a: ReplayArgs) -> crate::args::Exit {
                 }
             }
             Err(e) => {
-                println!("REPLAY {} :: ERROR {e}", f.display());
+                eprintln!("REPLAY {} :: ERROR {e}", f.display());
                 bad += 1;
                 unreadable = true;
             }

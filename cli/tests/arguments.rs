@@ -54,3 +54,111 @@ fn arguments_that_do_not_apply_are_refused_not_ignored() {
         }
     }
 }
+
+/// Every numeric option has a documented range; a value outside it is refused (exit 2) with
+/// the option and the range named — never a run that does nothing, runs something else, hangs,
+/// or ends with a summary that says something false.
+#[test]
+fn numbers_out_of_range_are_refused_with_the_range() {
+    for (args, option, range) in [
+        (&["diff", "--gen", "0"][..], "--gen <N>", "1.."),
+        (
+            &["audit", "examples/leases/seed.toml", "--gen", "0"],
+            "--gen <N>",
+            "1..",
+        ),
+        (
+            &["diff", "--gen", "3", "--steps", "0"],
+            "--steps",
+            "1..=1000",
+        ),
+        (
+            &["diff", "--gen", "3", "--steps", "1001"],
+            "--steps",
+            "1..=1000",
+        ),
+        (
+            &[
+                "audit",
+                "examples/leases/seed.toml",
+                "--gen",
+                "3",
+                "--steps",
+                "0",
+            ],
+            "--steps",
+            "1..=1000",
+        ),
+        (&["check", "--threads", "0"], "--threads", "1 to 1024"),
+        (&["check", "--threads", "1025"], "--threads", "1 to 1024"),
+        (&["check", "--max-states", "0"], "--max-states", "1 or more"),
+        (&["check", "--max-memory-mb", "0"], "--max-memory-mb", "1.."),
+        (
+            &["sim", "--seed", "1", "--liveness-ms", "99999999999999999"],
+            "--liveness-ms",
+            "0..=3600000",
+        ),
+        (
+            &["sim", "--seed", "1", "--safety-ms", "3600001"],
+            "--safety-ms",
+            "1..=3600000",
+        ),
+        (
+            &["sim", "--seed", "1", "--tick-ms", "0"],
+            "--tick-ms",
+            "1..=60000",
+        ),
+        (
+            &[
+                "envelope",
+                "--fence",
+                "off",
+                "--lock-delay-ms",
+                "99999999999",
+            ],
+            "--lock-delay-ms",
+            "0..=600000",
+        ),
+    ] {
+        let (code, out) = leaselab(args);
+        assert_eq!(code, 2, "{args:?}: {out}");
+        assert!(out.contains(option), "{args:?} should name {option}: {out}");
+        assert!(out.contains(range), "{args:?} should name {range}: {out}");
+    }
+}
+
+/// With no fence, a run where no stale write got through owes it to the lease's timing, and
+/// says so — not "the fence refused every stale write".
+#[test]
+fn envelope_without_a_fence_does_not_credit_one() {
+    let (code, out) = leaselab(&["envelope", "--fence", "off", "--lock-delay-ms", "600000"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("there is no fence"), "{out}");
+    assert!(!out.contains("the fence refused"), "{out}");
+}
+
+/// Errors go to stderr and name the file the way the user gave it, without a line that does
+/// not exist: a missing file is not "line 1, field line"; a trace without the line a command
+/// needs is not "line 0".
+#[test]
+fn errors_name_the_file_without_an_invented_line() {
+    let (code, out, err) = common::leaselab_apart(&["replay", "no-such.trace"]);
+    assert_eq!(code, Some(2));
+    assert_eq!(out.trim(), "SUMMARY replayed=0 failed=1", "{out}");
+    assert!(err.contains("no-such.trace: cannot read"), "{err}");
+    let (code, out, err) = common::leaselab_apart(&["judge", "no-such.jsonl"]);
+    assert_eq!(code, Some(2), "{out}");
+    assert!(
+        err.contains("leaselab judge: no-such.jsonl: cannot read:"),
+        "{err}"
+    );
+    assert!(!err.contains(":1:"), "{err}");
+    let lab_trace = common::root().join("traces/F4.trace");
+    let lab_trace = lab_trace.display().to_string();
+    let (code, _, err) = common::leaselab_apart(&["sim", "--from-trace", &lab_trace]);
+    assert_eq!(code, Some(2));
+    assert!(
+        err.contains("F4.trace: field `setup`: no `setup sim"),
+        "{err}"
+    );
+}

@@ -72,7 +72,7 @@ impl Recorded {
 pub struct ReadError {
     /// The file as the user named it.
     pub file: String,
-    /// 1-based line.
+    /// 1-based line (0: the file as a whole could not be read).
     pub line: usize,
     /// The field (`line` when none can be named).
     pub field: String,
@@ -81,7 +81,11 @@ pub struct ReadError {
 }
 
 impl fmt::Display for ReadError {
+    /// Line 0: the file itself could not be read (no line, no field to name).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.line == 0 {
+            return write!(f, "{}: {}", self.file, self.message);
+        }
         write!(
             f,
             "{}:{}: field `{}`: {}",
@@ -103,8 +107,8 @@ fn open(
     use std::io::BufRead;
     let f = std::fs::File::open(path).map_err(|e| ReadError {
         file: path.display().to_string(),
-        line: 1,
-        field: "line".into(),
+        line: 0,
+        field: String::new(),
         message: format!("cannot read: {e}"),
     })?;
     Ok(std::io::BufReader::new(f).lines())

@@ -10,9 +10,9 @@ use crate::reason::Reason;
 use crate::rows::{AttemptOutcome, LeaseRow, PartRow};
 use crate::time::{Expiry, Millis};
 
-/// Text that cannot be read: where and what.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{file}:{line}: field `{field}`: {message}")]
+/// Text that cannot be read: where and what. Shown as `file:line: field `f`: what`, or
+/// without the line when it is 0 (the fault is the file's as a whole: a line it lacks).
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TextError {
     /// File name as given by the caller.
     pub file: String,
@@ -23,6 +23,22 @@ pub struct TextError {
     /// What is wrong.
     pub message: String,
 }
+
+impl std::fmt::Display for TextError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.line == 0 {
+            write!(f, "{}: field `{}`: {}", self.file, self.field, self.message)
+        } else {
+            write!(
+                f,
+                "{}:{}: field `{}`: {}",
+                self.file, self.line, self.field, self.message
+            )
+        }
+    }
+}
+
+impl std::error::Error for TextError {}
 
 /// Reads the lines of one file (`file` is only used in error messages).
 #[derive(Clone, Copy, Debug)]
