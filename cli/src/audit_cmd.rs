@@ -70,10 +70,12 @@ pub fn main(a: AuditArgs) -> Exit {
 
 /// What a run found.
 pub struct AuditOutcome {
-    /// Schedules run (shrinking included).
+    /// Schedules of the search run (the shrinking runs not counted).
     pub schedules: u64,
-    /// Steps run.
+    /// Their steps.
     pub steps: u64,
+    /// Runs spent shrinking the violation.
+    pub shrink_runs: u64,
     /// The shrunk violation: its trace file and the report on it.
     pub violation: Option<(PathBuf, Report)>,
     /// The generated schedule (1-based) where the first violation showed, before shrinking.
@@ -130,7 +132,7 @@ pub fn run_gen(
     use std::cell::RefCell;
     let ops = ops_of(spec);
     let pg = RefCell::new(pg);
-    let counts = RefCell::new((0u64, 0u64));
+    let counts = RefCell::new(crate::diff_cmd::GenRuns::new(n, "violation", progress));
     let first: RefCell<Option<u64>> = RefCell::new(None);
     let infra: RefCell<Option<PgError>> = RefCell::new(None);
     let mut runner = gen_runner(n, seed, shrink_iters);
@@ -147,26 +149,21 @@ pub fn run_gen(
             }
         };
         let mut c = counts.borrow_mut();
-        c.0 += 1;
-        c.1 += h.events.len() as u64;
-        if progress && c.0 % 100 == 0 {
-            eprint!("\r  {} schedules, {} steps", c.0, c.1);
-        }
+        c.ran(h.events.len() as u64);
         let report = leaselab_checkers::check(&h);
         if report.violations.is_empty() {
             Ok(())
         } else {
-            first.borrow_mut().get_or_insert(c.0);
+            first.borrow_mut().get_or_insert(c.schedules);
+            c.failed();
             Err(TestCaseError::fail(verdict_text(&report)))
         }
     });
-    if progress {
-        eprintln!();
-    }
+    let runs = counts.into_inner();
+    runs.finish();
     if let Some(e) = infra.into_inner() {
         return Err(e.into());
     }
-    let (schedules, steps_run) = counts.into_inner();
     let violation = match result {
         Ok(()) => None,
         Err(TestError::Abort(why)) => return Err(CliError::GeneratorAborted(why.to_string())),
@@ -199,8 +196,9 @@ pub fn run_gen(
         }
     };
     Ok(AuditOutcome {
-        schedules,
-        steps: steps_run,
+        schedules: runs.schedules,
+        steps: runs.steps,
+        shrink_runs: runs.shrink_runs,
         violation,
         first: first.into_inner(),
         interrupted: crate::interrupt::requested(),
@@ -236,13 +234,7 @@ pub fn run_gen_cmd(
         steps,
         ..crate::diff_cmd::Search::new(n, seed)
     };
-    let r = run_gen(
-        &mut pg,
-        &spec,
-        search,
-        out,
-        std::io::IsTerminal::is_terminal(&std::io::stderr()),
-    )?;
+    let r = run_gen(&mut pg, &spec, search, out, true)?;
     let secs = t0.elapsed().as_secs_f64().max(1e-9);
     if let Some((trace, report)) = &r.violation {
         let t = Trace::read(trace)?;
@@ -276,12 +268,14 @@ pub fn run_gen_cmd(
     crate::summary::count("schedules", r.schedules);
     crate::summary::count("steps", r.steps);
     crate::summary::count("violations", u64::from(r.violation.is_some()));
+    crate::summary::count("shrink_runs", r.shrink_runs);
     println!(
-        "SUMMARY spec={} generated={} steps={} violations={} schedules/s={:.1} steps/s={:.0}{}",
+        "SUMMARY spec={} generated={} steps={} violations={} shrink_runs={} schedules/s={:.1} steps/s={:.0}{}",
         file.display(),
         r.schedules,
         r.steps,
         usize::from(r.violation.is_some()),
+        r.shrink_runs,
         r.schedules as f64 / secs,
         r.steps as f64 / secs,
         crate::diff_cmd::interrupted_note(r.interrupted, n)

@@ -105,6 +105,7 @@ pub fn run_seeds(
         failure: None,
         interrupted_at: None,
     };
+    let mut shown = progress.then(crate::progress::Progress::always);
     for seed in a..b {
         if crate::interrupt::requested() {
             found.interrupted_at = Some(seed);
@@ -117,17 +118,22 @@ pub fn run_seeds(
         pg = Some(back);
         found.seeds += 1;
         found.steps += run.trace.history.events.len() as u64;
-        if progress {
-            eprint!(
-                "\r  seed {seed}: {} seeds, {} steps",
-                found.seeds, found.steps
+        if let Some(p) = &mut shown {
+            p.show(
+                found.seeds,
+                b - a,
+                "seeds",
+                &format!("{} steps, 0 failing", found.steps),
             );
         }
         if !run.failed() {
             continue;
         }
+        if let Some(p) = &shown {
+            p.finish();
+        }
         if progress {
-            eprintln!("\n  seed {seed} failed; shrinking on PostgreSQL");
+            eprintln!("seed {seed} failed; shrinking on PostgreSQL");
         }
         let mut infra: Option<CliError> = None;
         let shrunk = leaselab_sim::sweep::shrink_with(&run, SHRINK_BUDGET, &mut |setup| {
@@ -161,10 +167,10 @@ pub fn run_seeds(
         let file = out.join(format!("{}.trace", t.name));
         t.save(&file)?;
         found.failure = Some((shrunk, file));
-        break;
+        return Ok(found);
     }
-    if progress {
-        eprintln!();
+    if let Some(p) = &shown {
+        p.finish();
     }
     Ok(found)
 }
@@ -186,14 +192,7 @@ pub fn run_seeds_cmd(
 ) -> Result<Exit, CliError> {
     let (spec, pg) = load(file, pg_dir)?;
     let t0 = std::time::Instant::now();
-    let r = run_seeds(
-        pg,
-        &spec,
-        seeds,
-        opts,
-        out,
-        std::io::IsTerminal::is_terminal(&std::io::stderr()),
-    )?;
+    let r = run_seeds(pg, &spec, seeds, opts, out, true)?;
     let secs = t0.elapsed().as_secs_f64().max(1e-9);
     let flags = audit_flags(opts);
     let sep = if flags.is_empty() { "" } else { " " };

@@ -156,7 +156,15 @@ pub fn run(
         .chain(seeds.clone().map(|_| None));
     let mut next_seed = seeds.start;
     let mut interrupted = false;
+    let mut progress = crate::progress::Progress::always();
+    let mut steps = 0u64;
     for item in items {
+        progress.show(
+            (ok + bad) as u64,
+            total,
+            "runs",
+            &format!("{steps} steps, {bad} divergences"),
+        );
         if crate::interrupt::requested() {
             interrupted = true;
             break;
@@ -182,6 +190,7 @@ pub fn run(
             }
         })?;
         println!("DIFF {name} :: {}", r.describe());
+        steps += r.steps as u64;
         if r.ok() {
             ok += 1;
             continue;
@@ -205,6 +214,13 @@ pub fn run(
             }
         }
     }
+    progress.show(
+        (ok + bad) as u64,
+        total,
+        "runs",
+        &format!("{steps} steps, {bad} divergences"),
+    );
+    progress.finish();
     crate::summary::count("diffed", (ok + bad) as u64);
     crate::summary::count("divergences", bad as u64);
     if interrupted {
@@ -234,12 +250,86 @@ pub fn run(
     })
 }
 
+/// What a generated search has run: the search's own schedules, and apart from them the runs
+/// that shrink its first failure (proptest runs smaller and smaller schedules), with its
+/// progress on stderr (`diff --gen`, `audit --gen`).
+pub struct GenRuns {
+    /// Schedules of the search that ran (the shrinking runs not counted).
+    pub schedules: u64,
+    /// Their steps.
+    pub steps: u64,
+    /// Runs spent shrinking the first failure.
+    pub shrink_runs: u64,
+    failing: bool,
+    total: u64,
+    /// What a failure is called (`divergence`, `violation`).
+    found: &'static str,
+    progress: Option<crate::progress::Progress>,
+}
+
+impl GenRuns {
+    /// A search of `total` schedules; with `progress`, shown on stderr.
+    pub fn new(total: u32, found: &'static str, progress: bool) -> Self {
+        GenRuns {
+            schedules: 0,
+            steps: 0,
+            shrink_runs: 0,
+            failing: false,
+            total: u64::from(total),
+            found,
+            progress: progress.then(crate::progress::Progress::always),
+        }
+    }
+
+    /// One run of `steps` steps: a schedule of the search, or once one failed, a shrinking run.
+    pub fn ran(&mut self, steps: u64) {
+        if self.failing {
+            self.shrink_runs += 1;
+        } else {
+            self.schedules += 1;
+            self.steps += steps;
+        }
+        let (found, failing) = (self.found, self.failing);
+        let line = format!(
+            "{} steps, {} {found}{}",
+            self.steps,
+            u8::from(failing),
+            if failing { "" } else { "s" }
+        );
+        let shrinking = format!(
+            "{} schedules, {} steps: 1 {found} found at schedule {}, shrinking it: {} runs so far",
+            self.schedules, self.steps, self.schedules, self.shrink_runs
+        );
+        if let Some(p) = &mut self.progress {
+            if failing {
+                p.note(&shrinking);
+            } else {
+                p.show(self.schedules, self.total, "schedules", &line);
+            }
+        }
+    }
+
+    /// The run just counted failed: the runs from now on shrink it.
+    pub fn failed(&mut self) {
+        self.failing = true;
+    }
+
+    /// Ends the progress line.
+    pub fn finish(&self) {
+        if let Some(p) = &self.progress {
+            p.finish();
+        }
+    }
+}
+
 /// What `diff --gen` found.
 pub struct GenOutcome {
     /// Schedules run (the shrinking runs not counted).
     pub schedules: u64,
     /// Steps run on both sides.
     pub steps: u64,
+    /// Runs spent shrinking the divergence.
+    pub shrink_runs: u64,
     /// The shrunk divergence: its trace file and description.
     pub divergence: Option<(PathBuf, String)>,
     /// Ctrl-C or SIGTERM stopped the search after `schedules` schedules.
@@ -309,7 +399,7 @@ pub fn run_gen(
     use proptest::test_runner::{TestCaseError, TestError};
     use std::cell::RefCell;
     let pg = RefCell::new(pg);
-    let counts = RefCell::new((0u64, 0u64));
+    let counts = RefCell::new(GenRuns::new(n, "divergence", progress));
     let infra: RefCell<Option<leaselab_pg::PgError>> = RefCell::new(None);
     let mut runner = gen_runner(n, seed, shrink_iters);
     let result = runner.run(&leaselab_gen::schedule(steps), |s| {
@@ -326,11 +416,7 @@ pub fn run_gen(
             }
         };
         let mut c = counts.borrow_mut();
-        c.0 += 1;
-        c.1 += r.report.steps as u64;
-        if progress && c.0 % 100 == 0 {
-            eprint!("\r  {} schedules, {} steps", c.0, c.1);
-        }
+        c.ran(r.report.steps as u64);
         if !r.report.ok() {
             // A negative control looks for a divergence the wrong rule makes whatever
             // PostgreSQL's timing: one at or after a step the right model says PostgreSQL's
@@ -353,6 +439,7 @@ pub fn run_gen(
                     return Ok(());
                 }
             }
+            c.failed();
             return Err(TestCaseError::fail(r.report.describe()));
         }
         // The second oracle on PostgreSQL's own history: the checkers' facts are what the
@@ -363,19 +450,18 @@ pub fn run_gen(
         if d.is_empty() {
             Ok(())
         } else {
+            c.failed();
             Err(TestCaseError::fail(format!(
                 "FACTS DISAGREE WITH THE LEDGER: {}",
                 d.join("; ")
             )))
         }
     });
-    if progress {
-        eprintln!();
-    }
+    let runs = counts.into_inner();
+    runs.finish();
     if let Some(e) = infra.into_inner() {
         return Err(e.into());
     }
-    let (schedules, steps_run) = counts.into_inner();
     let divergence = match result {
         Ok(()) => None,
         Err(TestError::Abort(why)) => return Err(CliError::GeneratorAborted(why.to_string())),
@@ -410,8 +496,9 @@ pub fn run_gen(
         }
     };
     Ok(GenOutcome {
-        schedules,
-        steps: steps_run,
+        schedules: runs.schedules,
+        steps: runs.steps,
+        shrink_runs: runs.shrink_runs,
         divergence,
         interrupted: crate::interrupt::requested(),
     })
@@ -432,13 +519,7 @@ pub fn run_gen_cmd(
         steps,
         ..Search::new(n, seed)
     };
-    let r = run_gen(
-        &mut pg,
-        search,
-        wrong,
-        out,
-        std::io::IsTerminal::is_terminal(&std::io::stderr()),
-    )?;
+    let r = run_gen(&mut pg, search, wrong, out, true)?;
     let secs = t0.elapsed().as_secs_f64().max(1e-9);
     if let Some((file, what)) = &r.divergence {
         println!("DIVERGENCE (shrunk) :: {what}");
@@ -457,11 +538,13 @@ pub fn run_gen_cmd(
     crate::summary::count("schedules", r.schedules);
     crate::summary::count("steps", r.steps);
     crate::summary::count("divergences", u64::from(r.divergence.is_some()));
+    crate::summary::count("shrink_runs", r.shrink_runs);
     println!(
-        "SUMMARY generated={} steps={} divergences={} schedules/s={:.1} steps/s={:.0}{}",
+        "SUMMARY generated={} steps={} divergences={} shrink_runs={} schedules/s={:.1} steps/s={:.0}{}",
         r.schedules,
         r.steps,
         usize::from(r.divergence.is_some()),
+        r.shrink_runs,
         r.schedules as f64 / secs,
         r.steps as f64 / secs,
         interrupted_note(r.interrupted, n)

@@ -36,6 +36,7 @@ pub mod judge_cmd;
 pub mod lab;
 pub mod lab_cmd;
 pub mod picture_cmd;
+pub mod progress;
 pub mod replay;
 pub mod sim_cmd;
 pub mod summary;

@@ -3,14 +3,13 @@
 
 use crate::args::{Exit, RunArgs};
 use crate::error::{CliError, FileOp};
-use leaselab_sim::sweep::{sweep_streaming, Failure, Seeds, SweepSpec, Tally};
+use leaselab_sim::sweep::{sweep_streaming, Failure, Seeds, SweepSpec};
 use leaselab_sim::{run_setup, Driver, Setup, SimOptions, SimRun};
 use leaselab_trace::event_line;
 use std::fmt::Write as _;
-use std::io::{IsTerminal, Write as _};
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
 
 /// Parses `A..B` (B exclusive; `A..` runs to the largest seed).
 pub fn parse_range(s: &str) -> Result<(u64, u64), CliError> {
@@ -344,62 +343,6 @@ enum Resume {
     Complete { failures: usize },
 }
 
-/// Live progress on stderr, redrawn about once a second, only when stderr is a terminal.
-struct Progress {
-    on: bool,
-    started: Instant,
-    last: Option<Instant>,
-}
-
-impl Progress {
-    fn new() -> Self {
-        Progress {
-            on: std::io::stderr().is_terminal(),
-            started: Instant::now(),
-            last: None,
-        }
-    }
-
-    fn show(&mut self, t: &Tally, total: u64) {
-        if !self.on {
-            return;
-        }
-        let now = Instant::now();
-        if self.last.is_some_and(|l| now - l < Duration::from_secs(1)) && t.runs != total {
-            return;
-        }
-        self.last = Some(now);
-        let secs = (now - self.started).as_secs_f64().max(1e-3);
-        let rate = t.runs as f64 / secs;
-        let eta = if rate > 0.0 {
-            let left = (total - t.runs) as f64 / rate;
-            if left > 1e9 {
-                "never".to_string()
-            } else {
-                let s = left as u64;
-                format!("{}h{:02}m{:02}s", s / 3600, s / 60 % 60, s % 60)
-            }
-        } else {
-            "?".into()
-        };
-        eprint!(
-            "\r{}/{} seeds ({:.1}%), {:.0} seeds/s, {} failing, ETA {eta}   ",
-            t.runs,
-            total,
-            t.runs as f64 * 100.0 / total.max(1) as f64,
-            rate,
-            t.failures
-        );
-        let _ = std::io::stderr().flush();
-    }
-
-    fn finish(&self) {
-        if self.on {
-            eprintln!();
-        }
-    }
-}
-
 fn first_problem(r: &SimRun) -> String {
     r.driver_errors
         .first()
@@ -526,7 +469,7 @@ pub fn many(
         }
         _ => (Manifest::start(&dir, &command)?, seeds),
     };
-    let mut progress = Progress::new();
+    let mut progress = crate::progress::Progress::on_terminal();
     let (mut safety, mut driver_error) = (false, false);
     let spec = SweepSpec {
         seeds,
@@ -562,7 +505,7 @@ pub fn many(
             if crate::interrupt::requested() {
                 stop.store(true, Ordering::SeqCst);
             }
-            progress.show(t, total)
+            progress.show(t.runs, total, "seeds", &format!("{} failing", t.failures))
         },
     );
     progress.finish();

@@ -120,6 +120,9 @@ fn wrong_rule_is_found_and_shrunk(rule: WrongRule) {
     let (file, what) = r
         .divergence
         .unwrap_or_else(|| panic!("{}: not found in {} schedules", rule.as_str(), r.schedules));
+    // The search's own schedules and the runs that shrank its divergence are counted apart.
+    assert!(r.schedules <= 1_000, "{} schedules", r.schedules);
+    assert!(r.shrink_runs >= 1, "{}: no shrinking run", rule.as_str());
     let text = std::fs::read_to_string(&file).expect("trace written");
     let t = Trace::parse(&text, &file.display().to_string()).expect("parses");
     // The printed reproduce command, `leaselab diff FILE --wrong-rule RULE`, diverges again.
