@@ -312,6 +312,11 @@ fn reads_no_check_can_use_are_not_kept() {
         Op::read_part("p"),
         Outcome::Part(None),
     );
+    // A lease read of an absent row: nothing settles by it.
+    let lease = Op::ReadLease {
+        lease: LeaseName::new("report-job"),
+    };
+    h.push(t, t, a.clone(), None, lease, Outcome::Lease(None));
     let mut d = Deriver::for_judging();
     for e in &h.events {
         d.push(e);
@@ -320,7 +325,7 @@ fn reads_no_check_can_use_are_not_kept() {
     // The stale read of q (a token above it was accepted), a version nobody wrote, one never
     // written with that token, an absent row where a write was.
     assert_eq!(kept, vec![104, 105, 106, 107]);
-    assert_eq!(derive(&h).reads.len(), 104);
+    assert_eq!(derive(&h).reads.len(), 105);
     same(&h, "read-heavy");
     let mut finals: Vec<u64> = check(&h)
         .violations
