@@ -190,7 +190,8 @@ fn three_holders_use_symmetry_reduction() {
 
 fn get(port: u16, path: &str) -> Option<String> {
     let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    // A busy machine answers slowly; a minute is a bound on a hang, not a measure of speed.
+    s.set_read_timeout(Some(Duration::from_secs(60))).ok()?;
     write!(
         s,
         "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
@@ -243,7 +244,7 @@ fn the_explorer_serves_its_status_on_loopback() {
     );
     let start = Instant::now();
     let mut status = None;
-    while start.elapsed() < Duration::from_secs(30) {
+    while start.elapsed() < Duration::from_secs(120) {
         if let Some(b) = get(port, "/.status") {
             if b.contains("200 OK") {
                 status = Some(b);

@@ -293,7 +293,8 @@ fn signal_once_failures_are_written(
         .stdout(std::process::Stdio::piped())
         .spawn()
         .expect("starts");
-    let found_some = (0..1500).any(|_| {
+    // Waits for the event itself, for up to three minutes: a busy machine sweeps slowly.
+    let found_some = (0..9000).any(|_| {
         std::thread::sleep(std::time::Duration::from_millis(20));
         std::fs::read_to_string(manifest).is_ok_and(|m| m.matches("failure ").count() >= 3)
     });
