@@ -316,16 +316,37 @@ fn reads_no_check_can_use_are_not_kept() {
     let lease = Op::ReadLease {
         lease: LeaseName::new("report-job"),
     };
-    h.push(t, t, a.clone(), None, lease, Outcome::Lease(None));
+    h.push(t, t, a.clone(), None, lease.clone(), Outcome::Lease(None));
+    // holder-b's renewal of token 9 still waits: a read of token 9's row may settle it, one of
+    // token 1's cannot.
+    let b = Holder::new("holder-b");
+    h.push(
+        t,
+        t,
+        b,
+        None,
+        Op::renew("holder-b", 9, 1000),
+        Outcome::Blocked,
+    );
+    let row_of = |token: u64| {
+        Outcome::Lease(Some(LeaseRow {
+            holder: Holder::new("holder-b"),
+            token: Token(token),
+            expires_at: Expiry::At(Millis(5000)),
+        }))
+    };
+    h.push(t, t, a.clone(), None, lease.clone(), row_of(1));
+    h.push(t, t, a.clone(), None, lease, row_of(9));
     let mut d = Deriver::for_judging();
     for e in &h.events {
         d.push(e);
     }
     let kept: Vec<u64> = d.finish().reads.iter().map(|r| r.seq).collect();
     // The stale read of q (a token above it was accepted), a version nobody wrote, one never
-    // written with that token, an absent row where a write was.
-    assert_eq!(kept, vec![104, 105, 106, 107]);
-    assert_eq!(derive(&h).reads.len(), 105);
+    // written with that token, an absent row where a write was; the lease read of the holding
+    // whose renewal waits.
+    assert_eq!(kept, vec![104, 105, 106, 107, 111]);
+    assert_eq!(derive(&h).reads.len(), 107);
     same(&h, "read-heavy");
     let mut finals: Vec<u64> = check(&h)
         .violations
@@ -335,5 +356,5 @@ fn reads_no_check_can_use_are_not_kept() {
         .collect();
     finals.sort_unstable();
     finals.dedup();
-    assert_eq!(finals, kept, "each kept read breaks `final`");
+    assert_eq!(finals, kept[..4], "each kept part read breaks `final`");
 }
