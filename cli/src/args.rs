@@ -9,7 +9,8 @@ use leaselab_sim::{FaultKind, SimOptions};
 use std::sync::LazyLock;
 
 /// The longest phase of a simulated run, virtual ms (an hour): a run's cost grows with its
-/// virtual time, and a longer one would look like a hang.
+/// virtual time, and a longer one would look like a hang. Also the longest TTL, renew period
+/// and margin of a holder process.
 pub const MAX_PHASE_MS: u64 = 3_600_000;
 
 /// The most intents of one generated schedule (`diff --gen`, `audit --gen`).

@@ -23,14 +23,17 @@ pub struct HolderArgs {
     /// scope or off.
     #[arg(long, default_value = "scope")]
     pub fence: String,
-    /// TTL.
-    #[arg(long, default_value_t = defaults::TTL_MS)]
+    /// TTL, ms, 1 to 3,600,000.
+    #[arg(long, default_value_t = defaults::TTL_MS,
+          value_parser = clap::value_parser!(u64).range(1..=crate::args::MAX_PHASE_MS))]
     pub ttl_ms: u64,
-    /// Renew period.
-    #[arg(long, default_value_t = defaults::RENEW_MS)]
+    /// Renew period, ms, 1 to 3,600,000.
+    #[arg(long, default_value_t = defaults::RENEW_MS,
+          value_parser = clap::value_parser!(u64).range(1..=crate::args::MAX_PHASE_MS))]
     pub renew_ms: u64,
-    /// Local margin.
-    #[arg(long, default_value_t = defaults::MARGIN_MS)]
+    /// Local margin, ms, 0 to 3,600,000.
+    #[arg(long, default_value_t = defaults::MARGIN_MS,
+          value_parser = clap::value_parser!(u64).range(0..=crate::args::MAX_PHASE_MS))]
     pub margin_ms: u64,
     /// Record every call this process makes to FILE (JSON lines, `leaselab judge`).
     #[arg(long, value_name = "FILE")]
