@@ -123,6 +123,45 @@ pub(super) async fn wait_backend_gone(admin: &Client, pid: i32) -> bool {
     false
 }
 
+/// Whether orphan `pid` ends: polled until it is gone (true) or waits on a lock for good
+/// (false: blocked by sessions that are idle or waiting themselves, answer 1 of
+/// [`PgBackend::SETTLED_BLOCKED`]), bounded by [`STUCK`].
+///
+/// Both are asked again on every pass, never one after the other: when the lock an orphan
+/// waits for is released, the orphan and another waiter race for it. Seen not blocked in that
+/// instant, the orphan may lose and wait again — now on a session that sits idle in its
+/// transaction — and a wait for it to end would last the whole bound (120 s a schedule, seen in
+/// `diff --gen` with three waiters on one floor row).
+async fn orphan_ends(admin: &Client, blocked_q: &Statement, pid: i32, others: &[i32]) -> bool {
+    let start = Instant::now();
+    loop {
+        let state = match admin.query_one(blocked_q, &[&pid, &others]).await {
+            Ok(r) => r.get::<_, i32>(0),
+            Err(_) => 0,
+        };
+        if state == 1 {
+            return false;
+        }
+        if state == 0 {
+            match admin
+                .query_one(
+                    "SELECT count(*) FROM pg_stat_activity WHERE pid = $1",
+                    &[&pid],
+                )
+                .await
+            {
+                Ok(r) if r.get::<_, i64>(0) == 0 => return true,
+                Err(_) => return true,
+                _ => {}
+            }
+        }
+        if start.elapsed() > STUCK {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_micros(200)).await;
+    }
+}
+
 macro_rules! session_or_return {
     ($self:ident, $db:expr, $cx:ident) => {{
         if let Some(o) = $self.admit($db, $cx.conn) {
@@ -228,19 +267,7 @@ impl PgBackend {
             let mut gone = Vec::new();
             for pid in orphans {
                 let others: Vec<i32> = all.iter().copied().filter(|p| *p != pid).collect();
-                // Blocked by a session still running (2): ask again until that settles.
-                let start = Instant::now();
-                let state = loop {
-                    let s = match admin.query_one(&blocked_q, &[&pid, &others]).await {
-                        Ok(r) => r.get::<_, i32>(0),
-                        Err(_) => 0,
-                    };
-                    if s != 2 || start.elapsed() > STUCK {
-                        break s;
-                    }
-                    tokio::time::sleep(Duration::from_micros(200)).await;
-                };
-                if state != 1 && wait_backend_gone(&admin, pid).await {
+                if orphan_ends(&admin, &blocked_q, pid, &others).await {
                     gone.push(pid);
                 }
             }
