@@ -108,19 +108,26 @@ pub(super) async fn wait_or_blocked(
 pub(super) async fn wait_backend_gone(admin: &Client, pid: i32) -> bool {
     let start = Instant::now();
     while start.elapsed() < STUCK {
-        match admin
-            .query_one(
-                "SELECT count(*) FROM pg_stat_activity WHERE pid = $1",
-                &[&pid],
-            )
-            .await
-        {
-            Ok(r) if r.get::<_, i64>(0) == 0 => return true,
-            Err(_) => return true,
-            _ => tokio::time::sleep(Duration::from_micros(200)).await,
+        if backend_gone(admin, pid).await {
+            return true;
         }
+        tokio::time::sleep(Duration::from_micros(200)).await;
     }
     false
+}
+
+/// Whether backend `pid` has ended (an admin connection that fails cannot wait for it either).
+async fn backend_gone(admin: &Client, pid: i32) -> bool {
+    match admin
+        .query_one(
+            "SELECT count(*) FROM pg_stat_activity WHERE pid = $1",
+            &[&pid],
+        )
+        .await
+    {
+        Ok(r) => r.get::<_, i64>(0) == 0,
+        Err(_) => true,
+    }
 }
 
 /// Whether orphan `pid` ends: polled until it is gone (true) or waits on a lock for good
@@ -142,18 +149,8 @@ async fn orphan_ends(admin: &Client, blocked_q: &Statement, pid: i32, others: &[
         if state == 1 {
             return false;
         }
-        if state == 0 {
-            match admin
-                .query_one(
-                    "SELECT count(*) FROM pg_stat_activity WHERE pid = $1",
-                    &[&pid],
-                )
-                .await
-            {
-                Ok(r) if r.get::<_, i64>(0) == 0 => return true,
-                Err(_) => return true,
-                _ => {}
-            }
+        if state == 0 && backend_gone(admin, pid).await {
+            return true;
         }
         if start.elapsed() > STUCK {
             return false;
