@@ -217,22 +217,29 @@ impl PgBackend {
         Ok((client, st, false))
     }
 
+    /// The backends a statement of `conn` on side `i` can wait on: every other one of
+    /// [`Self::backends`].
     pub(super) fn others(&self, i: usize, conn: &ConnId) -> Vec<i32> {
-        let side = &self.sides[i];
-        let mut v: Vec<i32> = side
-            .sessions
-            .iter()
-            .filter(|(k, _)| *k != conn)
-            .map(|(_, s)| s.pid)
-            .chain(side.orphans.iter().copied())
-            .collect();
-        if self.linked() {
-            // One database: the other side's sessions can block this one too.
-            let o = &self.sides[1 - i];
-            v.extend(o.sessions.values().map(|s| s.pid));
-            v.extend(o.orphans.iter().copied());
-        }
+        let own = self.sides[i].sessions.get(conn).map(|s| s.pid);
+        let mut v = self.backends(i);
+        v.retain(|p| Some(*p) != own);
         v
+    }
+
+    /// Every backend of ours that can hold a lock on side `i`'s database: its sessions and
+    /// orphans, and with one database (`linked`) the other side's too.
+    fn backends(&self, i: usize) -> Vec<i32> {
+        let sides: &[usize] = if self.linked() { &[i, 1 - i] } else { &[i] };
+        sides
+            .iter()
+            .flat_map(|&j| {
+                let side = &self.sides[j];
+                side.sessions
+                    .values()
+                    .map(|s| s.pid)
+                    .chain(side.orphans.iter().copied())
+            })
+            .collect()
     }
 
     /// Both sides are one database (a spec with `databases = "one"`).
@@ -252,14 +259,10 @@ impl PgBackend {
         let Ok((admin, blocked_q)) = self.admin(i) else {
             return;
         };
-        let side = &self.sides[i];
-        let all: Vec<i32> = side
-            .sessions
-            .values()
-            .map(|s| s.pid)
-            .chain(side.orphans.iter().copied())
-            .collect();
-        let orphans = side.orphans.clone();
+        // The other side's backends too when both sides are one database: an orphan waiting on
+        // one of them is blocked for good just the same.
+        let all = self.backends(i);
+        let orphans = self.sides[i].orphans.clone();
         let gone: Vec<i32> = self.rt.block_on(async move {
             let mut gone = Vec::new();
             for pid in orphans {
