@@ -462,7 +462,7 @@ impl Cluster {
             ));
         }
         let opts = format!(
-            "-k {} -p {} -c listen_addresses='' -c fsync=off -c full_page_writes=off -c max_connections=300 -c lock_timeout=600000 -c deadlock_timeout=10ms",
+            "-k {} -p {} -c listen_addresses='' -c fsync=off -c full_page_writes=off -c max_connections=300 -c shared_buffers=16MB -c lock_timeout=600000 -c deadlock_timeout=10ms",
             self.socket_dir.display(),
             self.port
         );

@@ -201,6 +201,9 @@ impl Admin for PgBackend {
             side.up = false;
             side.admin = None;
             side.orphans.clear();
+            for p in std::mem::take(&mut side.pool) {
+                p.socket.abort();
+            }
             for (k, s) in std::mem::take(&mut side.sessions) {
                 if s.in_txn || s.pending.is_some() {
                     side.lost.insert(k);

@@ -192,13 +192,21 @@ impl PgBackend {
         let vt = self.virtual_time;
         let cfg = self.config.clone();
         let spec = self.spec.clone();
+        let pooled = self.sides[i].pool.pop();
         let r = self.rt.block_on(async move {
+            // A pooled connection first (reset as a new one, see `pool_sessions`); one that
+            // fails here (its backend ended meanwhile) is closed and a new one opened.
+            if let Some(p) = pooled {
+                match prepare(&p.client, db, &cfg, spec.as_deref()).await {
+                    Ok(st) => return Ok((p.client, p.pid, st, p.socket)),
+                    Err(_) => p.socket.abort(),
+                }
+            }
             let (c, pid, socket) = connect_owned(&info, vt).await?;
             let st = prepare(&c, db, &cfg, spec.as_deref()).await?;
-            Ok::<_, tokio_postgres::Error>((c, pid, st, socket))
+            Ok::<_, tokio_postgres::Error>((Arc::new(c), pid, st, socket))
         });
-        let (c, pid, st, socket) = r.map_err(stmt_err)?;
-        let client = Arc::new(c);
+        let (client, pid, st, socket) = r.map_err(stmt_err)?;
         self.sides[i].sessions.insert(
             conn.clone(),
             Session {

@@ -51,7 +51,18 @@ pub(super) struct Side {
     /// Backends whose client closed its socket while their statement waited on a lock: they
     /// run on until the statement ends (see the model's engine), holding their locks.
     pub(super) orphans: Vec<i32>,
+    /// Connections of the previous schedule, reset to a new session's state (`DISCARD ALL`),
+    /// that the next schedule's sessions take before opening new ones (see
+    /// [`super::PgBackend::pool_sessions`]).
+    pub(super) pool: Vec<Pooled>,
     pub(super) up: bool,
+}
+
+/// A connection waiting in [`Side::pool`]: its backend is idle and in its initial state.
+pub(super) struct Pooled {
+    pub(super) client: Arc<Client>,
+    pub(super) socket: JoinHandle<()>,
+    pub(super) pid: i32,
 }
 
 /// Where the databases are.

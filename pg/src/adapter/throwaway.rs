@@ -11,6 +11,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::Arc;
 use tokio::runtime::Runtime;
+
+/// At most this many connections wait in a side's pool (more sessions than this at the end of a
+/// schedule are closed).
+const POOL_MAX: usize = 16;
 use tokio_postgres::{Client, Statement};
 
 pub(super) fn create_db(rt: &Runtime, conninfo: &str, name: &str) -> Result<(), PgError> {
@@ -48,6 +52,7 @@ impl PgBackend {
             sessions: BTreeMap::new(),
             lost: BTreeSet::new(),
             orphans: Vec::new(),
+            pool: Vec::new(),
             up: true,
         };
         let sides = match target {
@@ -249,11 +254,15 @@ impl PgBackend {
         Ok(())
     }
 
-    /// Every session closed; a database that is down booted again (recovery keeps what was
-    /// committed).
+    /// Every session closed (or reset for the next schedule, [`Self::pool_sessions`]); a
+    /// database that is down booted again (recovery keeps what was committed).
     fn fresh_sides(&mut self) -> Result<(), PgError> {
         for i in 0..2 {
-            self.drop_sessions(i);
+            if self.sides[i].up {
+                self.pool_sessions(i);
+            } else {
+                self.drop_sessions(i);
+            }
             if !self.sides[i].up {
                 if let Some(c) = self.sides[i].cluster.as_mut() {
                     c.boot()?;
@@ -276,11 +285,12 @@ impl PgBackend {
     fn wipe(&mut self, i: usize, sql: &str) -> Result<(), PgError> {
         let (admin, _) = self.admin(i)?;
         let dbname = self.sides[i].dbname;
+        let pooled = self.pooled_pids();
         self.rt.block_on(async move {
             admin
                 .execute(
-                    "SELECT pg_terminate_backend(pid, 60000) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()",
-                    &[&dbname],
+                    "SELECT pg_terminate_backend(pid, 60000) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid() AND pid <> ALL($2)",
+                    &[&dbname, &pooled],
                 )
                 .await
                 .map_err(|e| pe("terminate sessions", e))?;
@@ -291,8 +301,8 @@ impl PgBackend {
             loop {
                 let left: i64 = admin
                     .query_one(
-                        "SELECT count(*) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid() AND backend_type = 'client backend'",
-                        &[&dbname],
+                        "SELECT count(*) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid() AND pid <> ALL($2) AND backend_type = 'client backend'",
+                        &[&dbname, &pooled],
                     )
                     .await
                     .and_then(|r| r.try_get(0))
@@ -364,6 +374,93 @@ impl PgBackend {
             s.socket.abort();
         }
         self.sides[i].orphans.clear();
+        self.drop_pool(i);
+    }
+
+    /// Closes the pooled connections of side `i` (its server crashed or stops).
+    pub(super) fn drop_pool(&mut self, i: usize) {
+        for p in std::mem::take(&mut self.sides[i].pool) {
+            p.socket.abort();
+        }
+    }
+
+    /// At the end of a schedule, the sessions of side `i` that are idle on a working connection
+    /// go to its pool, reset to a new session's state; the others are closed as
+    /// [`Self::drop_sessions`] closes them.
+    ///
+    /// A backend started for every session of every schedule was most of a schedule's cost
+    /// (about 8 per schedule: a `fork` of the postmaster, its start-up and exit, and its catalog
+    /// caches filled again). `DISCARD ALL` returns a session to the state a new one has: it is
+    /// `CLOSE ALL; SET SESSION AUTHORIZATION DEFAULT; RESET ALL; DEALLOCATE ALL; UNLISTEN *;
+    /// SELECT pg_advisory_unlock_all(); DISCARD PLANS; DISCARD TEMP; DISCARD SEQUENCES;`
+    /// (PostgreSQL manual, "DISCARD"; what connection poolers run between clients). `RESET ALL`
+    /// returns `search_path` to the connection's start-up option, and every statement is
+    /// prepared again by the next session ([`Self::session`]), so its plans start from the same
+    /// state as a new session's. What stays is only what no statement can observe: warm caches
+    /// and the process id. A statement still running, a backend the server ended, or a
+    /// connection a reset fails on is never pooled.
+    pub(super) fn pool_sessions(&mut self, i: usize) {
+        let mut keep = Vec::new();
+        for (_, s) in std::mem::take(&mut self.sides[i].sessions) {
+            let running = s.pending.is_some();
+            if let Some(h) = s.pending {
+                h.abort();
+            }
+            if running
+                || s.client.is_closed()
+                || self.sides[i].pool.len() + keep.len() >= POOL_MAX
+                || std::env::var_os("LEASELAB_NO_POOL").is_some()
+            {
+                s.socket.abort();
+            } else {
+                // Its statements are closed (`Close` for each) before the reset.
+                drop(s.st);
+                keep.push((s.client, s.socket, s.pid));
+            }
+        }
+        self.sides[i].orphans.clear();
+        let reset = self.rt.block_on(async move {
+            let tasks: Vec<_> = keep
+                .into_iter()
+                .map(|(client, socket, pid)| {
+                    tokio::spawn(async move {
+                        // ROLLBACK outside a transaction is only a warning; DISCARD ALL
+                        // refuses to run inside one.
+                        let ok = client.batch_execute("ROLLBACK").await.is_ok()
+                            && client.batch_execute("DISCARD ALL").await.is_ok();
+                        // A spec's types are created again with each schedule.
+                        client.clear_type_cache();
+                        (client, socket, pid, ok)
+                    })
+                })
+                .collect();
+            let mut reset = Vec::new();
+            for t in tasks {
+                if let Ok(r) = t.await {
+                    reset.push(r);
+                }
+            }
+            reset
+        });
+        for (client, socket, pid, ok) in reset {
+            if ok {
+                self.sides[i].pool.push(super::state::Pooled {
+                    client,
+                    socket,
+                    pid,
+                });
+            } else {
+                socket.abort();
+            }
+        }
+    }
+
+    /// Every pooled backend of both sides: kept when a reset ends the others.
+    fn pooled_pids(&self) -> Vec<i32> {
+        self.sides
+            .iter()
+            .flat_map(|s| s.pool.iter().map(|p| p.pid))
+            .collect()
     }
 
     /// Whether a session waits on one of ours, and whether that is final: 0 = not blocked, 1 =
