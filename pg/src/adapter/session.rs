@@ -220,6 +220,7 @@ impl PgBackend {
                 finished: None,
                 drafts: Vec::new(),
                 paused: None,
+                terminated: false,
             },
         );
         Ok((client, st, false))

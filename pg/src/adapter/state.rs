@@ -24,6 +24,9 @@ pub(super) struct Session {
     pub(super) drafts: Vec<(W, bool)>,
     /// The pending operation pauses between two of its statements (`leaselab audit`).
     pub(super) paused: Option<Pause>,
+    /// The server was told to end this backend ([`super::PgBackend::terminate`]): it may still
+    /// answer for a moment, but it is never pooled.
+    pub(super) terminated: bool,
 }
 
 /// A pause point of a pending operation.

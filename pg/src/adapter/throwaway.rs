@@ -325,7 +325,10 @@ impl PgBackend {
     /// server-side kill or a network cut would. The client learns of it at its next statement.
     pub fn terminate(&mut self, db: DbName, conn: &ConnId) -> Result<(), PgError> {
         let i = db.index();
-        let Some(pid) = self.sides[i].sessions.get(conn).map(|s| s.pid) else {
+        let Some(pid) = self.sides[i].sessions.get_mut(conn).map(|s| {
+            s.terminated = true;
+            s.pid
+        }) else {
             return Ok(());
         };
         let (admin, _) = self.admin(i)?;
@@ -398,7 +401,8 @@ impl PgBackend {
     /// prepared again by the next session ([`Self::session`]), so its plans start from the same
     /// state as a new session's. What stays is only what no statement can observe: warm caches
     /// and the process id. A statement still running, a backend the server ended, or a
-    /// connection a reset fails on is never pooled.
+    /// connection a reset fails on is never pooled. `LEASELAB_NO_POOL=1` opens a new backend for
+    /// every session again (the comparison in BENCHMARKS.md).
     pub(super) fn pool_sessions(&mut self, i: usize) {
         let mut keep = Vec::new();
         for (_, s) in std::mem::take(&mut self.sides[i].sessions) {
@@ -407,6 +411,7 @@ impl PgBackend {
                 h.abort();
             }
             if running
+                || s.terminated
                 || s.client.is_closed()
                 || self.sides[i].pool.len() + keep.len() >= POOL_MAX
                 || std::env::var_os("LEASELAB_NO_POOL").is_some()
@@ -506,5 +511,79 @@ impl PgBackend {
         })?;
         self.sides[i].admin = Some(a.clone());
         Ok(a)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn backend(name: &str) -> Option<PgBackend> {
+        if !crate::cluster::postgres_for_test(&format!("pg::adapter::{name}")) {
+            return None;
+        }
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../target/tmp/pg-{name}"));
+        Some(PgBackend::throwaway(&dir).unwrap_or_else(|e| panic!("cannot start PostgreSQL: {e}")))
+    }
+
+    /// What a session leaves behind (an open transaction with a row lock, a session advisory
+    /// lock, a temporary table, a setting) is gone when the next schedule's session takes its
+    /// connection, and the connection is the same backend; one the server ended is not reused.
+    #[test]
+    fn a_reused_connection_starts_as_a_new_session() {
+        let Some(mut pg) = backend("pool") else {
+            return;
+        };
+        let config = Config::default();
+        pg.reset(&config).expect("reset");
+        let a = ConnId::new("a");
+        let Ok((c, _, _)) = pg.session(DbName::Lease, &a) else {
+            panic!("session a");
+        };
+        let pid = pg.sides[0].sessions[&a].pid;
+        pg.rt
+            .block_on(c.batch_execute(
+                "SELECT pg_advisory_lock(7); SET search_path = public; \
+                 CREATE TEMP TABLE left_behind (x int); \
+                 BEGIN; INSERT INTO lease VALUES ('report-job', 'holder-a', 1, now());",
+            ))
+            .expect("session a's statements");
+        drop(c);
+        pg.reset(&config).expect("reset");
+        let b = ConnId::new("b");
+        let Ok((c, _, _)) = pg.session(DbName::Lease, &b) else {
+            panic!("session b");
+        };
+        assert_eq!(
+            pg.sides[0].sessions[&b].pid, pid,
+            "the pooled backend serves b"
+        );
+        let row = pg
+            .rt
+            .block_on(c.query_one(
+                "SELECT (SELECT count(*) FROM pg_locks WHERE pid = pg_backend_pid() AND locktype = 'advisory'), \
+                        current_setting('search_path'), \
+                        to_regclass('pg_temp.left_behind') IS NULL, \
+                        (SELECT count(*) FROM lease)",
+                &[],
+            ))
+            .expect("session b reads");
+        assert_eq!(row.get::<_, i64>(0), 0, "advisory lock released");
+        assert_eq!(
+            row.get::<_, String>(1),
+            "lab,pg_catalog,public",
+            "search_path as the connection started"
+        );
+        assert!(row.get::<_, bool>(2), "temporary table dropped");
+        assert_eq!(row.get::<_, i64>(3), 0, "the open transaction rolled back");
+        drop(c);
+        // The server ends b's backend: the next session is a new one.
+        pg.terminate(DbName::Lease, &b).expect("terminate");
+        pg.reset(&config).expect("reset");
+        let _ = pg.session(DbName::Lease, &a);
+        assert_ne!(
+            pg.sides[0].sessions[&a].pid, pid,
+            "an ended backend is not reused"
+        );
     }
 }
