@@ -44,13 +44,16 @@ summary() {
     echo "no test skipped"
   fi
 }
-# The two PostgreSQL-bound test binaries of the CLI, differential.rs and audit.rs, wait on the
-# server far more than they compute (each statement's lock waits are polled, each schedule
-# resets its cluster): run one after the other they took 20 of a CI run's 33 minutes. They run
-# beside everything else, all their tests at once, each into its own log printed when it ends.
+# The test binaries that run beside everything else, all their tests at once, each into its own
+# log printed when it ends: the PostgreSQL-bound differential.rs (pg/ and cli/) and audit.rs,
+# whose tests are long searches on their own clusters (run one after the other they took 20 of
+# a CI run's 33 minutes), and the ones whose tests mostly wait on processes they start and stop
+# (interrupt.rs: servers, holders and signals; readme.rs: every README command, each given
+# seconds before its Ctrl-C; progress.rs: progress lines of PostgreSQL runs). In the main
+# sequence, two at a time, those three were its longest part (228 s, 85 s, 54 s of a CI run).
 # Every command selects the whole workspace (`--workspace`, then targets by name): selecting
 # packages instead would unify features differently and build the crates a second time.
-pg_bound=(differential audit)
+beside=(differential audit interrupt readme progress)
 pids=()
 stop_background() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
@@ -72,13 +75,13 @@ finish() {
 trap finish EXIT
 rm -f target/test-*.log
 cargo test --release --workspace --no-run
-for t in "${pg_bound[@]}"; do
+for t in "${beside[@]}"; do
   cargo test --release --workspace --no-fail-fast --test "$t" -- --test-threads 16 >"target/test-$t.log" 2>&1 &
   pids+=("$!")
 done
 others=()
 for n in $(ls -- */tests/*.rs | sed 's|.*/||; s|\.rs$||' | sort -u); do
-  [[ " ${pg_bound[*]} " == *" $n "* ]] || others+=(--test "$n")
+  [[ " ${beside[*]} " == *" $n "* ]] || others+=(--test "$n")
 done
 cargo test --release --workspace --no-fail-fast --lib --bins "${others[@]}" 2>&1 \
   | tee target/test-main.log || failed+=("the tests")
@@ -87,10 +90,10 @@ cargo test --release --workspace --no-fail-fast --doc 2>&1 | tee target/test-doc
 LOOM_MAX_PREEMPTIONS="${LOOM_MAX_PREEMPTIONS:-3}" RUSTFLAGS="--cfg loom" \
   cargo test --release -p leaselab-sync --test loom 2>&1 | tee target/test-loom.log \
   || failed+=("loom")
-for i in "${!pg_bound[@]}"; do
-  t="${pg_bound[$i]}"
-  wait "${pids[$i]}" || failed+=("cli/tests/$t.rs")
-  echo "---- cli/tests/$t.rs (ran beside the rest; target/test-$t.log) ----"
+for i in "${!beside[@]}"; do
+  t="${beside[$i]}"
+  wait "${pids[$i]}" || failed+=("*/tests/$t.rs")
+  echo "---- */tests/$t.rs (ran beside the rest; target/test-$t.log) ----"
   cat "target/test-$t.log"
 done
 pids=()
