@@ -21,15 +21,20 @@ pub struct AuditArgs {
     #[arg(
         long,
         value_name = "N",
-        required_unless_present = "sim_seeds",
-        conflicts_with = "sim_seeds",
+        required_unless_present_any = ["sim_seeds", "replay"],
+        conflicts_with_all = ["sim_seeds", "replay"],
         value_parser = clap::value_parser!(u32).range(1..)
     )]
     pub gen: Option<u32>,
     /// Run the simulation's holders (job loop, faults, pauses, clock skew, crashes) on
     /// the spec for seeds A..B, with `sim`'s options; shrink the first failing seed.
-    #[arg(long, value_name = "A..B", value_parser = crate::sim_cmd::parse_range)]
+    #[arg(long, value_name = "A..B", value_parser = crate::sim_cmd::parse_range,
+          conflicts_with = "replay")]
     pub sim_seeds: Option<(u64, u64)>,
+    /// Run again exactly the schedule a `--gen` search saved as FILE (its `setup` lines), on
+    /// the spec given (the same one, or one you changed), and judge it.
+    #[arg(long, value_name = "FILE")]
+    pub replay: Option<PathBuf>,
     /// How each simulated run is set up (`--sim-seeds`; the spec decides the fence and
     /// the lease table).
     #[command(flatten)]
@@ -52,12 +57,15 @@ pub struct AuditArgs {
 /// `leaselab audit`: generated schedules (`--gen`) or the simulation's holders
 /// (`--sim-seeds`) on the user's spec.
 pub fn main(a: AuditArgs) -> Exit {
-    let r = match (a.gen, a.sim_seeds) {
-        (Some(n), _) => run_gen_cmd(&a.spec, n, a.seed, steps(a.steps), &a.out, &a.pg_dir),
-        (None, Some(seeds)) => a.run.options().and_then(|opts| {
+    let r = match (a.gen, a.sim_seeds, &a.replay) {
+        (Some(n), _, _) => run_gen_cmd(&a.spec, n, a.seed, steps(a.steps), &a.out, &a.pg_dir),
+        (None, Some(seeds), _) => a.run.options().and_then(|opts| {
             crate::audit_sim::run_seeds_cmd(&a.spec, seeds, &opts, &a.out, &a.pg_dir)
         }),
-        (None, None) => Err(CliError::Input("give --gen N or --sim-seeds A..B".into())),
+        (None, None, Some(file)) => replay_cmd(&a.spec, file, &a.pg_dir),
+        (None, None, None) => Err(CliError::Input(
+            "give --gen N, --sim-seeds A..B or --replay FILE".into(),
+        )),
     };
     match r {
         Ok(e) => e,
@@ -181,6 +189,9 @@ pub fn run_gen(
             let mut t = Trace::new(&name, leaselab_model::Config::default(), h);
             t.seed = seed;
             t.spec = Some(spec.file.clone());
+            // The schedule itself, so that `--replay` runs exactly it (its configuration is
+            // not written: a spec's statements read none of it).
+            t.setup = minimal.setup_lines();
             t.title = format!(
                 "audit of {}: a generated schedule, shrunk",
                 Path::new(&spec.file)
@@ -264,6 +275,12 @@ pub fn run_gen_cmd(
         );
         println!("timeline: leaselab diagram {}", trace.display());
         println!("explain: leaselab explain {}", trace.display());
+        println!(
+            "reproduce: leaselab audit {} --replay {} --pg-dir {}",
+            file.display(),
+            trace.display(),
+            pg_dir.display()
+        );
     }
     crate::summary::count("schedules", r.schedules);
     crate::summary::count("steps", r.steps);
@@ -290,4 +307,72 @@ pub fn run_gen_cmd(
 /// `--steps`, checked to lie in 1..=[`crate::args::MAX_STEPS`], as the generator takes it.
 pub(crate) fn steps(n: u64) -> usize {
     usize::try_from(n).unwrap_or(usize::MAX)
+}
+
+/// `leaselab audit SPEC --replay FILE`: the schedule a search saved in FILE, run once more on
+/// SPEC and judged; whether PostgreSQL answered every step as the trace recorded. Exit
+/// `Violation` or `Clean` by the new run's verdict.
+pub fn replay_cmd(file: &Path, trace_file: &Path, pg_dir: &Path) -> Result<Exit, CliError> {
+    let t = Trace::read(trace_file)?;
+    let schedule = leaselab_gen::Schedule::from_setup_lines(&t.config, &t.setup)
+        .map_err(|e| {
+            let text = std::fs::read_to_string(trace_file).unwrap_or_default();
+            let line = text
+                .lines()
+                .enumerate()
+                .filter(|(_, l)| l.starts_with("setup "))
+                .nth(e.index)
+                .map_or(0, |(n, _)| n + 1);
+            CliError::Input(format!(
+                "{}:{line}: field {}: {}",
+                trace_file.display(),
+                e.field,
+                e.message
+            ))
+        })?
+        .ok_or_else(|| {
+            CliError::Input(format!(
+                "{}: no `setup schedule` line: only the traces `audit --gen` writes hold the schedule to replay",
+                trace_file.display()
+            ))
+        })?;
+    let (spec, mut pg) = load(file, pg_dir)?;
+    let (h, _) = leaselab_pg::audit::audit_schedule(&mut pg, &schedule, ops_of(&spec))?;
+    let report = leaselab_checkers::check(&h);
+    let verdict = if report.violations.is_empty() {
+        "CLEAN".to_string()
+    } else {
+        format!("VIOLATION {}", verdict_text(&report))
+    };
+    let recorded: Vec<String> = t
+        .history
+        .events
+        .iter()
+        .map(leaselab_trace::event_line)
+        .collect();
+    let now: Vec<String> = h.events.iter().map(leaselab_trace::event_line).collect();
+    let same = match recorded.iter().zip(&now).position(|(a, b)| a != b) {
+        None if recorded.len() == now.len() => "every step answered as recorded".to_string(),
+        None => format!("{} steps recorded, {} now", recorded.len(), now.len()),
+        Some(k) => format!(
+            "step #{} differs: recorded `{}`, now `{}`",
+            k + 1,
+            recorded[k],
+            now[k]
+        ),
+    };
+    println!(
+        "{verdict} :: replayed {} ({} intents) on {}: {same}",
+        trace_file.display(),
+        schedule.intents.len(),
+        file.display()
+    );
+    for v in &report.violations {
+        println!("  {}: {}", v.check.as_str(), v.message);
+    }
+    Ok(if report.violations.is_empty() {
+        Exit::Clean
+    } else {
+        Exit::Violation
+    })
 }

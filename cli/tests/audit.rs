@@ -380,6 +380,76 @@ fn every_command_audit_prints_runs_as_printed() {
         ran += 1;
     }
     assert_eq!(ran, 2, "{text}");
+    // `reproduce:` runs the saved schedule again, on the same spec: the same violation.
+    let reproduce = text
+        .lines()
+        .find_map(|l| l.strip_prefix("reproduce: leaselab "))
+        .unwrap_or_else(|| panic!("no reproduce line: {text}"));
+    let args: Vec<&str> = reproduce.split(' ').collect();
+    let (code, again, err) = leaselab(&args);
+    assert_eq!(code, Some(1), "{reproduce}: {again}{err}");
+    let verdict = |t: &str| t.split(" :: ").next().unwrap_or_default().to_string();
+    assert_eq!(verdict(&again), verdict(&text), "{again}");
+    // ... and on the fixed spec (the seed design) the same schedule is clean.
+    let trace = args[args
+        .iter()
+        .position(|a| *a == "--replay")
+        .expect("--replay")
+        + 1];
+    let (code, fixed, err) = leaselab(&[
+        "audit",
+        &s(&example("seed")),
+        "--replay",
+        trace,
+        "--pg-dir",
+        &s(&pg),
+    ]);
+    assert_eq!(code, Some(0), "{fixed}{err}");
+    assert!(fixed.starts_with("CLEAN :: replayed "), "{fixed}");
+    // A trace without a schedule, and a schedule line that is wrong: exit 2, file, line, field.
+    let text = std::fs::read_to_string(trace).expect("trace");
+    let intents = text
+        .lines()
+        .filter(|l| l.starts_with("setup intent "))
+        .count();
+    assert!(
+        again.contains(&format!("({intents} intents)")),
+        "{intents}: {again}"
+    );
+    let bad_trace = dir.join("bad.trace");
+    let line = text
+        .lines()
+        .position(|l| l.contains(" kind="))
+        .expect("an intent line")
+        + 1;
+    for (edit, want) in [
+        (
+            text.lines()
+                .filter(|l| !l.starts_with("setup "))
+                .map(|l| format!("{l}\n"))
+                .collect::<String>(),
+            format!("{}: no `setup schedule` line", bad_trace.display()),
+        ),
+        (
+            text.replacen(" kind=", " kind=jump-", 1),
+            format!(
+                "{}:{line}: field kind: unknown kind `jump-",
+                bad_trace.display()
+            ),
+        ),
+    ] {
+        std::fs::write(&bad_trace, &edit).expect("write");
+        let (code, _, err) = leaselab(&[
+            "audit",
+            &s(&spec),
+            "--replay",
+            &s(&bad_trace),
+            "--pg-dir",
+            &s(&pg),
+        ]);
+        assert_eq!(code, Some(2), "{err}");
+        assert!(err.contains(&want), "{want}: {err}");
+    }
     // A bad spec: exit 2, one line naming the file.
     let bad = dir.join("bad.toml");
     std::fs::write(&bad, "[schema]\nlease = \"\"\n").expect("write");

@@ -24,6 +24,8 @@
 #![warn(missing_docs, unreachable_pub)]
 
 pub mod holders;
+mod text;
+pub use text::SetupError;
 
 use leaselab_model::names::defaults;
 use leaselab_model::Reason;
