@@ -461,6 +461,48 @@ fn every_command_audit_prints_runs_as_printed() {
     );
 }
 
+/// Every committed audit failure (`traces/audit/*.trace`) is judged as recorded with the
+/// verdict it records, and runs again from the schedule it holds, on the spec its `spec` line
+/// names, with that verdict and the exit that goes with it.
+#[test]
+fn every_committed_audit_failure_replays_with_its_verdict() {
+    let Some(dir) = tmp("replay") else { return };
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let pg = dir.join("pg").display().to_string();
+    let mut replayed = Vec::new();
+    let mut files: Vec<PathBuf> = std::fs::read_dir(root.join("traces/audit"))
+        .expect("traces/audit/")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "trace"))
+        .collect();
+    files.sort();
+    for file in files {
+        let t = leaselab_trace::Trace::read(&file).expect("parses");
+        let judged = leaselab_trace::replay::replay(&t);
+        assert!(judged.ok(), "{}: {}", file.display(), judged.describe());
+        let spec = root.join(t.spec.as_deref().expect("an audit trace has a spec line"));
+        let want = if t.expect.is_empty() {
+            "CLEAN".to_string()
+        } else {
+            let checks: Vec<&str> = t.expect.iter().map(|c| c.as_str()).collect();
+            format!("VIOLATION {}", checks.join(","))
+        };
+        let f = file.display().to_string();
+        let (code, out, err) = leaselab(&[
+            "audit",
+            &spec.display().to_string(),
+            "--replay",
+            &f,
+            "--pg-dir",
+            &pg,
+        ]);
+        assert!(out.starts_with(&format!("{want} :: ")), "{f}: {out}{err}");
+        assert_eq!(code, Some(if t.expect.is_empty() { 0 } else { 1 }), "{f}");
+        replayed.push(f);
+    }
+    assert!(replayed.len() >= 3, "{replayed:?}");
+}
+
 /// `--sim-seeds`: the simulation's holders on PostgreSQL running the spec. The seed spec holds;
 /// an unfenced write is found (I3) and a strict fence starves every job (liveness, exit 3),
 /// each within five seeds, shrunk; the printed reproduce command runs as printed and fails the
