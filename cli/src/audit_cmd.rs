@@ -90,6 +90,8 @@ pub struct AuditOutcome {
     pub first: Option<u64>,
     /// Ctrl-C or SIGTERM stopped the search after `schedules` schedules.
     pub interrupted: bool,
+    /// Waits that ran out their bound ([`PgBackend::waits_out_of_bound`]): 0 at full speed.
+    pub waits_out_of_bound: u64,
 }
 
 /// Reads and checks the spec at `file` (an error names the file, line and statement).
@@ -206,6 +208,7 @@ pub fn run_gen(
             Some((file, report))
         }
     };
+    let waits_out_of_bound = pg.borrow().waits_out_of_bound();
     Ok(AuditOutcome {
         schedules: runs.schedules,
         steps: runs.steps,
@@ -213,6 +216,7 @@ pub fn run_gen(
         violation,
         first: first.into_inner(),
         interrupted: crate::interrupt::requested(),
+        waits_out_of_bound,
     })
 }
 
@@ -280,6 +284,14 @@ pub fn run_gen_cmd(
             file.display(),
             trace.display(),
             pg_dir.display()
+        );
+    }
+    if r.waits_out_of_bound > 0 {
+        eprintln!(
+            "warning: {} lock waits ran out their 120 s bound: the lock-wait detection missed \
+             them, the run was slow, and its histories count each as blocked or as an error \
+             (please report it with the spec)",
+            r.waits_out_of_bound
         );
     }
     crate::summary::count("schedules", r.schedules);

@@ -79,8 +79,12 @@ impl Admin for PgBackend {
                     } else if let Ok((admin, _)) = self.admin(i) {
                         // Idle, it reads EOF at once and ends (rolling back): its locks are
                         // free when it is gone.
-                        self.rt
-                            .block_on(async move { wait_backend_gone(&admin, pid).await });
+                        if !self
+                            .rt
+                            .block_on(async move { wait_backend_gone(&admin, pid).await })
+                        {
+                            self.out_of_bound += 1;
+                        }
                     }
                 }
                 self.settle(i);

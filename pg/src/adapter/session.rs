@@ -132,14 +132,19 @@ async fn backend_gone(admin: &Client, pid: i32) -> bool {
 
 /// Whether orphan `pid` ends: polled until it is gone (true) or waits on a lock for good
 /// (false: blocked by sessions that are idle or waiting themselves, answer 1 of
-/// [`PgBackend::SETTLED_BLOCKED`]), bounded by [`STUCK`].
+/// [`PgBackend::SETTLED_BLOCKED`]); `None` when neither was seen within [`STUCK`].
 ///
 /// Both are asked again on every pass, never one after the other: when the lock an orphan
 /// waits for is released, the orphan and another waiter race for it. Seen not blocked in that
 /// instant, the orphan may lose and wait again — now on a session that sits idle in its
 /// transaction — and a wait for it to end would last the whole bound (120 s a schedule, seen in
 /// `diff --gen` with three waiters on one floor row).
-async fn orphan_ends(admin: &Client, blocked_q: &Statement, pid: i32, others: &[i32]) -> bool {
+async fn orphan_ends(
+    admin: &Client,
+    blocked_q: &Statement,
+    pid: i32,
+    others: &[i32],
+) -> Option<bool> {
     let start = Instant::now();
     loop {
         let state = match admin.query_one(blocked_q, &[&pid, &others]).await {
@@ -147,13 +152,13 @@ async fn orphan_ends(admin: &Client, blocked_q: &Statement, pid: i32, others: &[
             Err(_) => 0,
         };
         if state == 1 {
-            return false;
+            return Some(false);
         }
         if state == 0 && backend_gone(admin, pid).await {
-            return true;
+            return Some(true);
         }
         if start.elapsed() > STUCK {
-            return false;
+            return None;
         }
         tokio::time::sleep(Duration::from_micros(200)).await;
     }
@@ -251,6 +256,15 @@ impl PgBackend {
             .collect()
     }
 
+    /// How many waits so far ran out their 120 s bound instead of ending in an answer: a
+    /// statement neither finished nor seen blocked, an orphan neither ended nor seen blocked,
+    /// a closed session whose backend did not end. Each is a defect of the adapter's lock-wait
+    /// detection (the run's histories stay right, a bounded wait counts as blocked or as an
+    /// error, but each such step lasts the whole bound), so a full-speed run has none.
+    pub fn waits_out_of_bound(&self) -> u64 {
+        self.out_of_bound
+    }
+
     /// Both sides are one database (a spec with `databases = "one"`).
     pub(super) fn linked(&self) -> bool {
         self.spec
@@ -272,16 +286,20 @@ impl PgBackend {
         // one of them is blocked for good just the same.
         let all = self.backends(i);
         let orphans = self.sides[i].orphans.clone();
-        let gone: Vec<i32> = self.rt.block_on(async move {
+        let (gone, out_of_bound) = self.rt.block_on(async move {
             let mut gone = Vec::new();
+            let mut out_of_bound = 0;
             for pid in orphans {
                 let others: Vec<i32> = all.iter().copied().filter(|p| *p != pid).collect();
-                if orphan_ends(&admin, &blocked_q, pid, &others).await {
-                    gone.push(pid);
+                match orphan_ends(&admin, &blocked_q, pid, &others).await {
+                    Some(true) => gone.push(pid),
+                    Some(false) => {}
+                    None => out_of_bound += 1,
                 }
             }
-            gone
+            (gone, out_of_bound)
         });
+        self.out_of_bound += out_of_bound;
         self.sides[i].orphans.retain(|p| !gone.contains(p));
     }
 
@@ -347,6 +365,7 @@ impl PgBackend {
                 Outcome::Blocked
             }
             Waited::Stuck => {
+                self.out_of_bound += 1;
                 Outcome::Error(Reason::Other("stuck-neither-finished-nor-blocked".into()))
             }
         };
@@ -436,6 +455,7 @@ impl PgBackend {
                         }
                     }
                     Waited::Stuck => {
+                        self.out_of_bound += 1;
                         if let Some(s) = self.sides[i].sessions.get_mut(&c) {
                             s.finished = Some(Outcome::Error(Reason::Other(
                                 "stuck-neither-finished-nor-blocked".into(),

@@ -85,6 +85,7 @@ impl PgBackend {
             virtual_time,
             spec: None,
             pause_next: None,
+            out_of_bound: 0,
         };
         be.install_schema()?;
         Ok(be)
@@ -494,7 +495,13 @@ impl PgBackend {
     WHEN NOT pg_isolation_test_session_is_blocked($1::int, $2::int[]) THEN 2 \
     ELSE 1 END";
 
+    /// The admin connection of side `i`'s database. With one database (`linked`) both sides
+    /// share side 0's: a second admin backend on the same database would be ended by the
+    /// other side's reset ([`Self::wipe`] spares only its own), and every lock-wait question
+    /// asked on it would fail, so a wait on the resource side would never be seen as one and
+    /// would last the whole bound.
     pub(super) fn admin(&mut self, i: usize) -> Result<(Arc<Client>, Statement), PgError> {
+        let i = if self.linked() { 0 } else { i };
         if let Some(a) = &self.sides[i].admin {
             return Ok(a.clone());
         }
