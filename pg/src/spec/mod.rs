@@ -82,9 +82,9 @@ impl OpKind {
             OpKind::Acquire => &[Lease, Holder, TtlMs],
             OpKind::Renew => &[Lease, Holder, Token, TtlMs],
             OpKind::Release => &[Lease, Holder, Token],
-            OpKind::Write => &[Holder, Token, Scope, Part, Content],
-            OpKind::ReadPart => &[Scope, Part],
-            OpKind::Publish => &[Holder, Token, Key, Content],
+            OpKind::Write => &[Lease, Holder, Token, Scope, Part, Content],
+            OpKind::ReadPart => &[Lease, Scope, Part],
+            OpKind::Publish => &[Lease, Holder, Token, Key, Content],
         }
     }
 
@@ -99,10 +99,16 @@ impl OpKind {
     }
 }
 
+/// The lease every generated schedule and simulated holder competes for: what `:lease` is in
+/// a statement whose operation names no lease (write, publish, read-part).
+pub const LEASE: &str = leaselab_model::names::defaults::LEASE;
+
 /// A named parameter, passed with a fixed type so that PostgreSQL never has to guess it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Param {
-    /// `:lease`, text.
+    /// `:lease`, text: the lease operated on; in a write, publish or read-part, the lease the
+    /// run's holders compete for ([`LEASE`]), so that a design that guards its write by the
+    /// lease row (one database) names it as its lease calls do.
     Lease,
     /// `:holder`, text: the acting holder (the writer, for a write).
     Holder,

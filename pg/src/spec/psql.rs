@@ -99,6 +99,7 @@ fn operation(e: &Event) -> Option<(OpKind, Values<'_>)> {
         } => (
             OpKind::Write,
             Box::new(move |p| match p {
+                Param::Lease => text(super::LEASE.to_string()),
                 Param::Holder => text(actor.clone()),
                 Param::Token => int(token.0),
                 Param::Scope => text(scope.to_string()),
@@ -114,6 +115,7 @@ fn operation(e: &Event) -> Option<(OpKind, Values<'_>)> {
         } => (
             OpKind::Publish,
             Box::new(move |p| match p {
+                Param::Lease => text(super::LEASE.to_string()),
                 Param::Holder => text(actor.clone()),
                 Param::Token => int(token.0),
                 Param::Key => text(key.clone()),
@@ -124,6 +126,7 @@ fn operation(e: &Event) -> Option<(OpKind, Values<'_>)> {
         Op::ReadPart { scope, part } => (
             OpKind::ReadPart,
             Box::new(move |p| match p {
+                Param::Lease => text(super::LEASE.to_string()),
                 Param::Scope => text(scope.to_string()),
                 Param::Part => text(part.to_string()),
                 _ => Literal::Null,
@@ -364,7 +367,7 @@ fn run_sh(title: &str, spec: &Spec, steps: &str) -> String {
 set -u
 cd "$(dirname "$0")"
 : "${{LEASE_DB:?set LEASE_DB to the connection string of the lease database}}"
-RES_DB=${{RES_DB:-$LEASE_DB}}
+{res_db}
 WAIT_S=${{WAIT_S:-30}}
 rm -rf out; mkdir -p out
 declare -A FD PID DBOF
@@ -422,7 +425,7 @@ crash() {{ # db
   local d; d=$(pgdata "$1")
   [ -n "$d" ] && [ -n "${{PG_CTL:-}}" ] || {{ echo "a crash of the $1 database needs PG_CTL and ${{1^^}}_PGDATA"; exit 2; }}
   "$PG_CTL" -D "$d" stop -m immediate > /dev/null
-  for s in "${{!PID[@]}}"; do [ "${{DBOF[$s]}}" = "$1" ] && stop "$s"; done
+  for s in "${{!PID[@]}}"; do [ "$(pgdata "${{DBOF[$s]}}")" = "$d" ] && stop "$s"; done
 }}
 # `restart` starts the server with the options it last ran with (postmaster.opts).
 restart() {{ "$PG_CTL" -D "$(pgdata "$1")" restart -w > /dev/null 2>&1; }}
@@ -434,6 +437,13 @@ for s in "${{!PID[@]}}"; do stop "$s"; done
 [ $fail = 0 ] && echo "ran as recorded: every step ended or waited as the history says" || exit 1
 "#,
         one_db = if one { ", both sides in LEASE_DB" } else { "" },
+        // One database: the resource side's sessions, setup and crashes are the lease
+        // side's, whatever RES_DB and RES_PGDATA say.
+        res_db = if one {
+            "RES_DB=$LEASE_DB; RES_PGDATA=${LEASE_PGDATA:-}"
+        } else {
+            "RES_DB=${RES_DB:-$LEASE_DB}"
+        },
         res_setup = if one {
             String::new()
         } else {
