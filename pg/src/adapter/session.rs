@@ -198,10 +198,17 @@ impl PgBackend {
         let cfg = self.config.clone();
         let spec = self.spec.clone();
         let pooled = self.sides[i].pool.pop();
+        let fit = self.fit();
         let r = self.rt.block_on(async move {
-            // A pooled connection first (reset as a new one, see `pool_sessions`); one that
-            // fails here (its backend ended meanwhile) is closed and a new one opened.
+            // A pooled connection first (reset as a new one, see `pool_sessions`), with the
+            // statements it prepared if they still fit; one that fails here (its backend ended
+            // meanwhile) is closed and a new one opened.
             if let Some(p) = pooled {
+                match p.st {
+                    Some((f, st)) if f == fit => return Ok((p.client, p.pid, st, p.socket)),
+                    Some(_) => p.client.clear_type_cache(),
+                    None => {}
+                }
                 match prepare(&p.client, db, &cfg, spec.as_deref()).await {
                     Ok(st) => return Ok((p.client, p.pid, st, p.socket)),
                     Err(_) => p.socket.abort(),

@@ -61,11 +61,24 @@ pub(super) struct Side {
     pub(super) up: bool,
 }
 
-/// A connection waiting in [`Side::pool`]: its backend is idle and in its initial state.
+/// A connection waiting in [`Side::pool`]: its backend is idle and in its initial state but
+/// for the statements it prepared, which the next session on it takes as they are while they
+/// still fit: prepared for the same configuration and the same build of the schema.
 pub(super) struct Pooled {
     pub(super) client: Arc<Client>,
     pub(super) socket: JoinHandle<()>,
     pub(super) pid: i32,
+    pub(super) st: Option<(Fit, Stmts)>,
+}
+
+/// What a connection's prepared statements were made for: a statement describes its result
+/// with the type OIDs of the schema it was prepared against, and the built-in statements differ
+/// by configuration.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct Fit {
+    pub(super) config: Config,
+    /// [`PgBackend::schema_builds`] when they were prepared.
+    pub(super) schema_build: u64,
 }
 
 /// Where the databases are.
@@ -91,6 +104,16 @@ pub struct PgBackend {
     /// answer: each made a step as slow as the bound, so a run with any is not at full speed
     /// (see [`super::PgBackend::waits_out_of_bound`]).
     pub(super) out_of_bound: u64,
+    /// How many times a spec's schema was built (its DDL run on an emptied `public`); a reset
+    /// that only restores the seed rows keeps the build, and with it every pooled connection's
+    /// prepared statements ([`Fit`]).
+    pub(super) schema_builds: u64,
+    /// Per side, the SQL that puts a spec's tables back to their seed rows (see
+    /// [`PgBackend::reset_spec`]); `None` until the schema was built, or where it cannot.
+    pub(super) restore: [Option<String>; 2],
+    /// Rebuild a spec's schema at every reset instead (`LEASELAB_RESET=rebuild`, or
+    /// [`PgBackend::rebuild_every_reset`]).
+    pub(super) rebuild_always: bool,
 }
 
 impl leaselab_model::protocol::Admits for Side {

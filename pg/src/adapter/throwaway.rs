@@ -11,11 +11,16 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::Arc;
 use tokio::runtime::Runtime;
+use tokio_postgres::{Client, Statement};
 
 /// At most this many connections wait in a side's pool (more sessions than this at the end of a
 /// schedule are closed).
 const POOL_MAX: usize = 16;
-use tokio_postgres::{Client, Statement};
+
+/// `DISCARD ALL` but `DEALLOCATE ALL` (see [`PgBackend::pool_sessions`]). Each of these may run
+/// inside the implicit transaction of a multi-statement query; `DISCARD ALL` may not.
+const SESSION_RESET: &str = "CLOSE ALL; SET SESSION AUTHORIZATION DEFAULT; RESET ALL; \
+    UNLISTEN *; SELECT pg_advisory_unlock_all(); DISCARD PLANS; DISCARD TEMP; DISCARD SEQUENCES";
 
 pub(super) fn create_db(rt: &Runtime, conninfo: &str, name: &str) -> Result<(), PgError> {
     rt.block_on(async {
@@ -86,6 +91,9 @@ impl PgBackend {
             spec: None,
             pause_next: None,
             out_of_bound: 0,
+            schema_builds: 0,
+            restore: [None, None],
+            rebuild_always: std::env::var("LEASELAB_RESET").is_ok_and(|v| v == "rebuild"),
         };
         be.install_schema()?;
         Ok(be)
@@ -196,16 +204,27 @@ impl PgBackend {
     }
 
     /// Empties the `public` schema (a spec's tables live there).
-    const CLEAN: &'static str = "DROP SCHEMA IF EXISTS public CASCADE; CREATE SCHEMA public;";
+    const CLEAN: &'static str = "DROP SCHEMA IF EXISTS public CASCADE; DROP SCHEMA IF EXISTS lab_seed CASCADE; CREATE SCHEMA public;";
 
-    /// A spec's reset: sessions terminated, `public` recreated from the DDL (seed rows
+    /// A spec's reset: sessions terminated, then the spec's tables back to the rows its DDL
+    /// left ([`Self::restore_sql`]), or — the first time, for a schema the restore cannot
+    /// handle, or with `LEASELAB_RESET=rebuild` — `public` recreated from the DDL (seed rows
     /// included), on a connection whose `now()` is the run's clock.
+    ///
+    /// Rebuilding cost ≈ 15 ms a schedule (every table, index and type dropped and created,
+    /// each a catalog change that every pooled session must reload), a third of an audit's
+    /// time. A restore leaves what any statement can observe as a rebuild does: each table
+    /// truncated (a new, empty file, as `CREATE TABLE` makes) and refilled with the same rows
+    /// in the same order, each sequence set back; the schema's objects, and so the statements
+    /// prepared against them, stay (`cli/tests/audit.rs` runs the same schedules both ways
+    /// and compares the histories).
     fn reset_spec(&mut self, config: &Config) -> Result<(), PgError> {
         let Some(run) = self.spec.clone() else {
             return Ok(());
         };
         let one = run.spec.databases == crate::spec::Databases::One;
         self.fresh_sides()?;
+        let mut rebuilt = false;
         for i in 0..2 {
             let ddl = match (one, i) {
                 (true, 1) => continue,
@@ -213,6 +232,12 @@ impl PgBackend {
                 (false, 0) => run.spec.lease_schema.clone(),
                 _ => run.spec.resource_schema.clone(),
             };
+            if !self.rebuild_always {
+                if let Some(sql) = self.restore[i].clone() {
+                    self.wipe(i, &sql)?;
+                    continue;
+                }
+            }
             self.wipe(
                 i,
                 &format!(
@@ -220,9 +245,96 @@ impl PgBackend {
                     Self::CLEAN
                 ),
             )?;
+            rebuilt = true;
+            // Restored at once, so that a rebuilt schedule starts from the state every restored
+            // one does — for sequences this is not the DDL's own: its `nextval` WAL-logged 32
+            // values ahead (`SEQ_LOG_VALS`, PostgreSQL's `sequence.c`), so a crash would skip
+            // to past them, while `setval` logs its value exactly. Both are states PostgreSQL
+            // can be in; a schedule must not see one or the other by how it was reset.
+            let restore = self.restore_sql(i)?;
+            if let (Some(sql), Ok((admin, _))) = (&restore, self.admin(i)) {
+                self.rt
+                    .block_on(admin.batch_execute(sql))
+                    .map_err(|e| pe("seed rows", e))?;
+            }
+            self.restore[i] = if self.rebuild_always { None } else { restore };
+        }
+        if rebuilt {
+            self.schema_builds += 1;
         }
         self.config = config.clone();
         Ok(())
+    }
+
+    /// After the spec's DDL ran on side `i`: its seed rows copied to `lab_seed`, and the SQL
+    /// that puts every table and sequence of `public` back to this state — `None` where a
+    /// table has a generated column (its value cannot be inserted; such a spec is rebuilt each
+    /// time). Foreign keys and triggers are not fired by the refill
+    /// (`session_replication_role = replica`): it restores a state the DDL already produced.
+    fn restore_sql(&mut self, i: usize) -> Result<Option<String>, PgError> {
+        let (admin, _) = self.admin(i)?;
+        self.rt.block_on(async move {
+            let q = |e| pe("seed rows", e);
+            let rels = admin
+                .query(
+                    "SELECT format('%I.%I', n.nspname, c.relname), c.relkind::text, \
+                            EXISTS (SELECT 1 FROM pg_attribute a WHERE a.attrelid = c.oid \
+                                    AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated <> '') \
+                       FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
+                      WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p', 'S') ORDER BY 1",
+                    &[],
+                )
+                .await
+                .map_err(q)?;
+            let mut truncate = Vec::new();
+            let mut copy = String::from("CREATE SCHEMA lab_seed;");
+            let mut refill = String::new();
+            for (k, r) in rels.iter().enumerate() {
+                let (name, kind, generated): (String, String, bool) = (r.get(0), r.get(1), r.get(2));
+                if generated {
+                    return Ok(None);
+                }
+                match kind.as_str() {
+                    "S" => {
+                        let row = admin
+                            .query_one(&format!("SELECT last_value, is_called FROM {name}"), &[])
+                            .await
+                            .map_err(q)?;
+                        let (v, called): (i64, bool) = (row.get(0), row.get(1));
+                        refill.push_str(&format!(
+                            " SELECT setval({}::regclass, {v}, {called});",
+                            literal(&name)
+                        ));
+                    }
+                    "r" => {
+                        truncate.push(name.clone());
+                        let rows: bool = admin
+                            .query_one(&format!("SELECT EXISTS (SELECT 1 FROM ONLY {name})"), &[])
+                            .await
+                            .map_err(q)?
+                            .get(0);
+                        if rows {
+                            copy.push_str(&format!(
+                                " CREATE TABLE lab_seed.t{k} AS SELECT * FROM ONLY {name};"
+                            ));
+                            refill.push_str(&format!(
+                                " INSERT INTO {name} OVERRIDING SYSTEM VALUE SELECT * FROM lab_seed.t{k};"
+                            ));
+                        }
+                    }
+                    _ => truncate.push(name.clone()),
+                }
+            }
+            admin.batch_execute(&copy).await.map_err(q)?;
+            let truncate = if truncate.is_empty() {
+                String::new()
+            } else {
+                format!(" TRUNCATE {};", truncate.join(", "))
+            };
+            Ok(Some(format!(
+                "SET session_replication_role = replica;{truncate}{refill} RESET session_replication_role;"
+            )))
+        })
     }
 
     /// Back to an empty state for a new trace with `config`: sessions closed, rows deleted,
@@ -397,15 +509,21 @@ impl PgBackend {
     /// caches filled again). `DISCARD ALL` returns a session to the state a new one has: it is
     /// `CLOSE ALL; SET SESSION AUTHORIZATION DEFAULT; RESET ALL; DEALLOCATE ALL; UNLISTEN *;
     /// SELECT pg_advisory_unlock_all(); DISCARD PLANS; DISCARD TEMP; DISCARD SEQUENCES;`
-    /// (PostgreSQL manual, "DISCARD"; what connection poolers run between clients). `RESET ALL`
-    /// returns `search_path` to the connection's start-up option, and every statement is
-    /// prepared again by the next session ([`Self::session`]), so its plans start from the same
-    /// state as a new session's. What stays is only what no statement can observe: warm caches
-    /// and the process id. A statement still running, a backend the server ended, or a
-    /// connection a reset fails on is never pooled. `LEASELAB_NO_POOL=1` opens a new backend for
-    /// every session again (the comparison in BENCHMARKS.md).
+    /// (PostgreSQL manual, "DISCARD"; what connection poolers run between clients). The reset
+    /// here, [`SESSION_RESET`], is all of it but `DEALLOCATE ALL`: the prepared statements stay
+    /// for the next session on the connection when they still [`Fit`] (preparing them again
+    /// was a round trip per spec statement), and `DISCARD PLANS` drops their cached plans, so
+    /// they are planned afresh as a new session's are. `RESET ALL` returns `search_path` to
+    /// the connection's start-up option. What stays is only what no statement can observe:
+    /// warm caches, the process id, and statements parsed against the same schema. A
+    /// statement still running, a backend the server ended, or a connection a reset fails on is
+    /// never pooled. `LEASELAB_NO_POOL=1` opens a new backend for every session again, and
+    /// `LEASELAB_NO_KEPT_STATEMENTS=1` prepares every statement again (the comparisons in
+    /// BENCHMARKS.md).
     pub(super) fn pool_sessions(&mut self, i: usize) {
         let mut keep = Vec::new();
+        let fit = self.fit();
+        let no_keep = std::env::var_os("LEASELAB_NO_KEPT_STATEMENTS").is_some();
         for (_, s) in std::mem::take(&mut self.sides[i].sessions) {
             let running = s.pending.is_some();
             if let Some(h) = s.pending {
@@ -419,24 +537,25 @@ impl PgBackend {
             {
                 s.socket.abort();
             } else {
-                // Its statements are closed (`Close` for each) before the reset.
-                drop(s.st);
-                keep.push((s.client, s.socket, s.pid));
+                let st = (!no_keep).then_some((fit.clone(), s.st));
+                keep.push((s.client, s.socket, s.pid, st));
             }
         }
         self.sides[i].orphans.clear();
         let reset = self.rt.block_on(async move {
             let tasks: Vec<_> = keep
                 .into_iter()
-                .map(|(client, socket, pid)| {
+                .map(|(client, socket, pid, st)| {
                     tokio::spawn(async move {
-                        // ROLLBACK outside a transaction is only a warning; DISCARD ALL
-                        // refuses to run inside one.
+                        // ROLLBACK outside a transaction is only a warning.
                         let ok = client.batch_execute("ROLLBACK").await.is_ok()
-                            && client.batch_execute("DISCARD ALL").await.is_ok();
-                        // A spec's types are created again with each schedule.
-                        client.clear_type_cache();
-                        (client, socket, pid, ok)
+                            && client.batch_execute(SESSION_RESET).await.is_ok();
+                        if st.is_none() {
+                            // Statements not kept are closed (`Close` for each) when dropped;
+                            // types a rebuilt schema created again get new OIDs.
+                            client.clear_type_cache();
+                        }
+                        (client, socket, pid, st, ok)
                     })
                 })
                 .collect();
@@ -448,16 +567,31 @@ impl PgBackend {
             }
             reset
         });
-        for (client, socket, pid, ok) in reset {
+        for (client, socket, pid, st, ok) in reset {
             if ok {
                 self.sides[i].pool.push(super::state::Pooled {
                     client,
                     socket,
                     pid,
+                    st,
                 });
             } else {
                 socket.abort();
             }
+        }
+    }
+
+    /// Rebuild a spec's schema from its DDL at every reset instead of restoring its seed rows
+    /// (what `LEASELAB_RESET=rebuild` sets): the reference a restore is compared with.
+    pub fn rebuild_every_reset(&mut self, on: bool) {
+        self.rebuild_always = on;
+    }
+
+    /// What statements prepared now are made for.
+    pub(super) fn fit(&self) -> super::state::Fit {
+        super::state::Fit {
+            config: self.config.clone(),
+            schema_build: self.schema_builds,
         }
     }
 
@@ -519,6 +653,11 @@ impl PgBackend {
         self.sides[i].admin = Some(a.clone());
         Ok(a)
     }
+}
+
+/// `s` as an SQL string literal.
+fn literal(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "''"))
 }
 
 #[cfg(test)]
