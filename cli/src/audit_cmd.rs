@@ -326,28 +326,7 @@ pub(crate) fn steps(n: u64) -> usize {
 /// `Violation` or `Clean` by the new run's verdict.
 pub fn replay_cmd(file: &Path, trace_file: &Path, pg_dir: &Path) -> Result<Exit, CliError> {
     let t = Trace::read(trace_file)?;
-    let schedule = leaselab_gen::Schedule::from_setup_lines(&t.config, &t.setup)
-        .map_err(|e| {
-            let text = std::fs::read_to_string(trace_file).unwrap_or_default();
-            let line = text
-                .lines()
-                .enumerate()
-                .filter(|(_, l)| l.starts_with("setup "))
-                .nth(e.index)
-                .map_or(0, |(n, _)| n + 1);
-            CliError::Input(format!(
-                "{}:{line}: field {}: {}",
-                trace_file.display(),
-                e.field,
-                e.message
-            ))
-        })?
-        .ok_or_else(|| {
-            CliError::Input(format!(
-                "{}: no `setup schedule` line: only the traces `audit --gen` writes hold the schedule to replay",
-                trace_file.display()
-            ))
-        })?;
+    let schedule = crate::schedule_file::schedule_of(trace_file, &t, "audit --gen")?;
     let (spec, mut pg) = load(file, pg_dir)?;
     let (h, _) = leaselab_pg::audit::audit_schedule(&mut pg, &schedule, ops_of(&spec))?;
     let report = leaselab_checkers::check(&h);
@@ -356,23 +335,7 @@ pub fn replay_cmd(file: &Path, trace_file: &Path, pg_dir: &Path) -> Result<Exit,
     } else {
         format!("VIOLATION {}", verdict_text(&report))
     };
-    let recorded: Vec<String> = t
-        .history
-        .events
-        .iter()
-        .map(leaselab_trace::event_line)
-        .collect();
-    let now: Vec<String> = h.events.iter().map(leaselab_trace::event_line).collect();
-    let same = match recorded.iter().zip(&now).position(|(a, b)| a != b) {
-        None if recorded.len() == now.len() => "every step answered as recorded".to_string(),
-        None => format!("{} steps recorded, {} now", recorded.len(), now.len()),
-        Some(k) => format!(
-            "step #{} differs: recorded `{}`, now `{}`",
-            k + 1,
-            recorded[k],
-            now[k]
-        ),
-    };
+    let same = crate::schedule_file::compare(&t.history.events, &h.events);
     println!(
         "{verdict} :: replayed {} ({} intents) on {}: {same}",
         trace_file.display(),

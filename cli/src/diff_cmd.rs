@@ -47,6 +47,13 @@ pub struct DiffArgs {
     /// Run the model side with this fence instead of the trace's (a deliberately wrong rule).
     #[arg(long, value_enum)]
     pub model_fence: Option<FenceMode>,
+    /// Run once more the generated schedule a `--gen` search saved in this trace (its
+    /// `setup` lines: the same intents, the client deciding again on what PostgreSQL answers),
+    /// against the model (with --wrong-rule, if given) and PostgreSQL, and say whether each
+    /// step answered as recorded.
+    #[arg(long, value_name = "FILE",
+          conflicts_with_all = ["files", "sim_seeds", "gen", "seed", "steps", "model_fence"])]
+    pub replay: Option<PathBuf>,
     /// Where the throwaway clusters live.
     #[arg(long, default_value = "target/leaselab-pg", value_name = "DIR")]
     pub pg_dir: PathBuf,
@@ -69,6 +76,15 @@ fn gen_conflicts() -> Vec<&'static str> {
 
 /// `leaselab diff`: generated schedules, or trace files and simulation seeds.
 pub fn main(a: DiffArgs) -> Exit {
+    if let Some(file) = &a.replay {
+        return match replay_cmd(file, a.wrong_rule, &a.pg_dir) {
+            Ok(e) => e,
+            Err(e) => {
+                eprintln!("leaselab diff: {e}");
+                Exit::Usage
+            }
+        };
+    }
     let r = match a.gen {
         Some(n) => run_gen_cmd(
             n,
@@ -484,6 +500,8 @@ pub fn run_gen(
             }
             let mut t = Trace::new(&name, r.config.clone(), r.history.clone());
             t.seed = seed;
+            // The schedule itself, so that `--replay` runs exactly it again.
+            t.setup = minimal.setup_lines();
             t.title = format!(
                 "diff --gen divergence, shrunk: {}",
                 r.report.describe().lines().next().unwrap_or("")
@@ -533,6 +551,12 @@ pub fn run_gen_cmd(
             None => format!("leaselab diff {}", file.display()),
         };
         println!("reproduce: {again}");
+        let wrong_arg = wrong.map_or(String::new(), |w| format!(" --wrong-rule {}", w.as_str()));
+        println!(
+            "schedule: leaselab diff --replay {}{wrong_arg} --pg-dir {}",
+            file.display(),
+            pg_dir.display()
+        );
         crate::summary::failure(what, Some(file), Some(&again), None);
     }
     crate::summary::count("schedules", r.schedules);
@@ -554,6 +578,34 @@ pub fn run_gen_cmd(
         Exit::Divergence,
         r.interrupted,
     ))
+}
+
+/// `leaselab diff --replay FILE`: the schedule a `--gen` search saved in FILE, run once more on
+/// the model and PostgreSQL. Exit 4 when they diverge, as the search's run did.
+pub fn replay_cmd(
+    trace_file: &Path,
+    wrong: Option<leaselab_model::model::WrongRule>,
+    pg_dir: &Path,
+) -> Result<Exit, CliError> {
+    let t = Trace::read(trace_file)?;
+    let schedule = crate::schedule_file::schedule_of(trace_file, &t, "diff --gen")?;
+    let mut pg = PgBackend::throwaway(pg_dir)?;
+    let r = diff_schedule(&mut pg, &schedule, wrong)?;
+    let same = crate::schedule_file::compare(&t.history.events, &r.history.events);
+    let verdict = if r.report.ok() { "AGREE" } else { "DIVERGENCE" };
+    println!(
+        "{verdict} :: replayed {} ({} intents): {same}",
+        trace_file.display(),
+        schedule.intents.len()
+    );
+    if !r.report.ok() {
+        println!("  {}", r.report.describe().replace('\n', "\n  "));
+    }
+    Ok(if r.report.ok() {
+        Exit::Clean
+    } else {
+        Exit::Divergence
+    })
 }
 
 /// What a generated search interrupted by Ctrl-C adds to its summary line (the same words

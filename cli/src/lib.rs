@@ -38,5 +38,6 @@ pub mod lab_cmd;
 pub mod picture_cmd;
 pub mod progress;
 pub mod replay;
+pub mod schedule_file;
 pub mod sim_cmd;
 pub mod summary;

@@ -36,6 +36,14 @@ fn arguments_that_do_not_apply_are_refused_not_ignored() {
             ["--sim-seeds", "--steps"],
         ),
         (
+            &["diff", "--replay", "x.trace", "--gen", "3"],
+            ["--replay <FILE>", "--gen <N>"],
+        ),
+        (
+            &["diff", "--replay", "x.trace", "traces/F4.trace"],
+            ["--replay <FILE>", "[FILES]..."],
+        ),
+        (
             &[
                 "check",
                 "--serve",
@@ -161,4 +169,30 @@ fn errors_name_the_file_without_an_invented_line() {
         err.contains("F4.trace: field `setup`: no `setup sim"),
         "{err}"
     );
+}
+
+/// `diff --replay` needs a trace a `diff --gen` search wrote: a lab trace has no schedule in
+/// it, and a damaged `setup intent` line is named by its line and field. Both before any
+/// server starts.
+#[test]
+fn diff_replay_names_what_is_missing_or_wrong_in_the_trace() {
+    let lab_trace = common::root().join("traces/F4.trace");
+    let lab_trace = lab_trace.display().to_string();
+    let (code, _, err) = common::leaselab_apart(&["diff", "--replay", &lab_trace]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("F4.trace: no `setup schedule` line: only the traces `diff --gen` writes"),
+        "{err}"
+    );
+    let dir = std::env::temp_dir().join(format!("leaselab-diff-replay-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let bad = dir.join("bad.trace");
+    let text = "leaselab-trace v1\nname bad\nseed 1\nconfig fence=scope lease_table=logged renew_after_expiry=false \
+                publish=business-key client_expiry=monotonic scopes=daily-report\nsetup schedule actors=2\n\
+                setup intent actor=0 kind=fly a=0 b=0\nexpect ok\nevents\nend\n";
+    std::fs::write(&bad, text).expect("write");
+    let (code, _, err) = common::leaselab_apart(&["diff", "--replay", &bad.display().to_string()]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("bad.trace:6: field kind"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
 }

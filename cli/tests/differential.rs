@@ -334,4 +334,32 @@ fn printed_gen_command_diverges_again(name: &str, size: &[&str], rule: &str) {
         again.contains("DIVERGED at step #") || again.contains("FINAL STATE DIFFERS"),
         "{again}"
     );
+    // The schedule itself, run again: the client decides again on PostgreSQL's answers, and
+    // every step answers as the trace recorded.
+    let schedule = text
+        .lines()
+        .find_map(|l| l.trim_start().strip_prefix("schedule: "))
+        .unwrap_or_else(|| panic!("no schedule line: {text}"));
+    let words: Vec<&str> = schedule.split_whitespace().collect();
+    assert_eq!(&words[..3], ["leaselab", "diff", "--replay"], "{schedule}");
+    assert!(
+        schedule.contains(&format!("--wrong-rule {rule}")),
+        "{schedule}"
+    );
+    let (code, again) = leaselab(&words[1..]);
+    assert_eq!(code, Some(4), "`{schedule}`: {again}");
+    assert!(
+        again.starts_with("DIVERGENCE :: replayed ")
+            && again.contains("every step answered as recorded"),
+        "{again}"
+    );
+    // Without the wrong rule, the same schedule agrees.
+    let right: Vec<&str> = words[1..]
+        .iter()
+        .copied()
+        .filter(|w| *w != "--wrong-rule" && *w != rule)
+        .collect();
+    let (code, again) = leaselab(&right);
+    assert_eq!(code, Some(0), "{again}");
+    assert!(again.starts_with("AGREE :: replayed "), "{again}");
 }

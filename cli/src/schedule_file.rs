@@ -1,0 +1,52 @@
+//! A generated schedule saved in a trace (its `setup schedule` and `setup intent` lines), read
+//! back for `audit --replay` and `diff --replay`, and what a rerun answered beside what was
+//! recorded.
+
+use crate::error::CliError;
+use leaselab_gen::Schedule;
+use leaselab_model::Event;
+use leaselab_trace::Trace;
+use std::path::Path;
+
+/// The schedule `t` (read from `file`) holds; an error names the file, line and field, or says
+/// that the trace holds no schedule (`written_by`: the command whose traces do).
+pub fn schedule_of(file: &Path, t: &Trace, written_by: &str) -> Result<Schedule, CliError> {
+    Schedule::from_setup_lines(&t.config, &t.setup)
+        .map_err(|e| {
+            let text = std::fs::read_to_string(file).unwrap_or_default();
+            let line = text
+                .lines()
+                .enumerate()
+                .filter(|(_, l)| l.starts_with("setup "))
+                .nth(e.index)
+                .map_or(0, |(n, _)| n + 1);
+            CliError::Input(format!(
+                "{}:{line}: field {}: {}",
+                file.display(),
+                e.field,
+                e.message
+            ))
+        })?
+        .ok_or_else(|| {
+            CliError::Input(format!(
+                "{}: no `setup schedule` line: only the traces `{written_by}` writes hold the schedule to replay",
+                file.display()
+            ))
+        })
+}
+
+/// Whether a rerun answered every step as recorded, else the first step that differs.
+pub fn compare(recorded: &[Event], now: &[Event]) -> String {
+    let recorded: Vec<String> = recorded.iter().map(leaselab_trace::event_line).collect();
+    let now: Vec<String> = now.iter().map(leaselab_trace::event_line).collect();
+    match recorded.iter().zip(&now).position(|(a, b)| a != b) {
+        None if recorded.len() == now.len() => "every step answered as recorded".to_string(),
+        None => format!("{} steps recorded, {} now", recorded.len(), now.len()),
+        Some(k) => format!(
+            "step #{} differs: recorded `{}`, now `{}`",
+            k + 1,
+            recorded[k],
+            now[k]
+        ),
+    }
+}
