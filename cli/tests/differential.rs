@@ -363,3 +363,49 @@ fn printed_gen_command_diverges_again(name: &str, size: &[&str], rule: &str) {
     assert_eq!(code, Some(0), "{again}");
     assert!(again.starts_with("AGREE :: replayed "), "{again}");
 }
+
+/// Every committed `diff --gen` divergence (`traces/diff/RULE.trace`) replays from its schedule
+/// with the same answer: with its wrong rule the model diverges from PostgreSQL again and every
+/// step answers as recorded; with the right model the same schedule agrees.
+#[test]
+fn every_committed_diff_failure_replays_from_its_schedule() {
+    let Some((pg, out)) = postgres("committed-diff") else {
+        return;
+    };
+    drop(pg);
+    let p = out.with_extension("pg").to_string_lossy().into_owned();
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../traces/diff");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .expect("traces/diff/")
+        .map(|e| e.expect("entry").path())
+        .filter(|f| f.extension().is_some_and(|x| x == "trace"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 3, "{files:?}");
+    for file in files {
+        let rule = file
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .expect("named by its rule")
+            .to_string();
+        let f = file.display().to_string();
+        let (code, text) = leaselab(&[
+            "diff",
+            "--replay",
+            &f,
+            "--wrong-rule",
+            &rule,
+            "--pg-dir",
+            &p,
+        ]);
+        assert_eq!(code, Some(4), "{rule}: {text}");
+        assert!(
+            text.starts_with("DIVERGENCE :: replayed ")
+                && text.contains("every step answered as recorded"),
+            "{rule}: {text}"
+        );
+        let (code, text) = leaselab(&["diff", "--replay", &f, "--pg-dir", &p]);
+        assert_eq!(code, Some(0), "{rule}: {text}");
+        assert!(text.starts_with("AGREE :: replayed "), "{rule}: {text}");
+    }
+}
