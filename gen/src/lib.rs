@@ -24,6 +24,8 @@
 #![warn(missing_docs, unreachable_pub)]
 
 pub mod holders;
+#[cfg(feature = "strategies")]
+pub mod search;
 mod text;
 pub use text::SetupError;
 

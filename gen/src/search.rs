@@ -1,0 +1,419 @@
+//! The search over generated schedules that `diff --gen` and `audit --gen` share: draw
+//! schedules from a seed, run each, and shrink the first that fails — with the schedules run by
+//! several workers at once (each its own databases), yet the same schedules drawn, the same one
+//! found first and the same one shrunk as proptest's own runner would, whatever the number of
+//! workers.
+//!
+//! Why not `TestRunner::run`: it runs one case at a time, and a schedule on PostgreSQL spends
+//! half its time waiting on the server (a reset, a crash and restart, a lock-wait question), so
+//! one worker leaves a 2-core machine half idle. The drawing here is the runner's, step for step
+//! (before each case it reseeds its generator from itself, as `TestRunner` does to persist a
+//! failing seed; a test compares the two), and the shrinking is `TestRunner::shrink`'s
+//! simplify/complicate loop, run on one worker after the parallel part has settled which
+//! schedule fails first.
+
+use crate::Schedule;
+use proptest::prelude::Rng;
+use proptest::strategy::{Strategy, ValueTree};
+use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
+use std::collections::BTreeMap;
+use std::sync::mpsc;
+
+/// What a search draws and how far it shrinks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Plan {
+    /// Schedules to run (the first failure ends the drawing).
+    pub schedules: u32,
+    /// Seed of the drawing: the same seed draws the same schedules.
+    pub seed: u64,
+    /// Most intents per schedule.
+    pub steps: usize,
+    /// Most runs spent shrinking a failure.
+    pub shrink_iters: u32,
+}
+
+/// One schedule's run: how many steps it took, and why it failed, if it did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Case {
+    /// Its steps (for progress and the summary).
+    pub steps: u64,
+    /// `Some(why)`: the schedule fails.
+    pub failure: Option<String>,
+}
+
+/// Which run a [`Case`] reported to the search's observer was.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phase {
+    /// Drawn schedule number `n` (1-based).
+    Drawn(u64),
+    /// A run of the shrinking.
+    Shrinking,
+}
+
+/// The first failing schedule, shrunk.
+#[derive(Clone, Debug)]
+pub struct Found {
+    /// Its number among the drawn schedules (1-based).
+    pub first: u64,
+    /// The smallest failing schedule the shrinking reached.
+    pub minimal: Schedule,
+    /// Why it fails (the last failing run's reason).
+    pub why: String,
+}
+
+/// proptest's runner for this plan: ChaCha seeded with the seed's bytes.
+pub fn runner(plan: &Plan) -> TestRunner {
+    let mut bytes = [0u8; 32];
+    bytes[..8].copy_from_slice(&plan.seed.to_le_bytes());
+    let config = Config {
+        cases: plan.schedules,
+        failure_persistence: None,
+        max_shrink_iters: plan.shrink_iters,
+        ..Config::default()
+    };
+    TestRunner::new_with_rng(config, TestRng::from_seed(RngAlgorithm::ChaCha, &bytes))
+}
+
+/// The next schedule `runner` draws, exactly as `TestRunner::run` draws its next case: it first
+/// replaces its generator by one seeded from 32 of its own values (`TestRng::gen_get_seed`,
+/// ChaCha: each byte one `next_u32` truncated), then draws the tree.
+fn draw<S: Strategy>(runner: &mut TestRunner, strategy: &S) -> Result<S::Tree, String> {
+    let mut seed = [0u8; 32];
+    for b in &mut seed {
+        *b = runner.rng().next_u32() as u8;
+    }
+    *runner.rng() = TestRng::from_seed(RngAlgorithm::ChaCha, &seed);
+    strategy.new_tree(runner).map_err(|r| r.to_string())
+}
+
+/// Runs `plan`'s schedules on `workers` (at least one; each runs one schedule at a time with
+/// `run`), reports every run to `observe` in the order the schedules were drawn, and shrinks the
+/// first failing one on the first worker. `stop` is asked before each schedule is handed out:
+/// once it says yes, no more are. An `Err` of `run` (the databases failed, not the schedule)
+/// ends the search with it.
+pub fn search<W, E, R, O, X>(
+    workers: &mut [W],
+    plan: &Plan,
+    run: R,
+    mut observe: O,
+    stop: X,
+) -> Result<Option<Found>, SearchError<E>>
+where
+    W: Send,
+    E: Send,
+    R: Fn(&mut W, &Schedule) -> Result<Case, E> + Sync,
+    O: FnMut(Phase, &Case),
+    X: Fn() -> bool,
+{
+    let strategy = crate::schedule(plan.steps);
+    let mut runner = runner(plan);
+    let (first, tree, why) = {
+        let Some((head, rest)) = workers.split_first_mut() else {
+            return Ok(None);
+        };
+        match drawn(
+            head,
+            rest,
+            &mut runner,
+            &strategy,
+            plan,
+            &run,
+            &mut observe,
+            &stop,
+        )? {
+            Some(f) => f,
+            None => return Ok(None),
+        }
+    };
+    let (tree, why) = shrink(&mut workers[0], tree, why, plan, &run, &mut observe)?;
+    Ok(Some(Found {
+        first,
+        minimal: tree.current(),
+        why,
+    }))
+}
+
+/// A search that could not finish.
+#[derive(Debug)]
+pub enum SearchError<E> {
+    /// The generator gave up (proptest's `Abort`).
+    Aborted(String),
+    /// A run failed (not the schedule: what runs it).
+    Run(E),
+}
+
+/// The drawn schedules, on every worker: the first failing one (its number, its tree, why),
+/// settled in drawing order — a failure is the first only once every schedule drawn before it
+/// has passed.
+#[allow(clippy::too_many_arguments)]
+fn drawn<S, W, E, R, O, X>(
+    head: &mut W,
+    rest: &mut [W],
+    runner: &mut TestRunner,
+    strategy: &S,
+    plan: &Plan,
+    run: &R,
+    observe: &mut O,
+    stop: &X,
+) -> Result<Option<(u64, S::Tree, String)>, SearchError<E>>
+where
+    S: Strategy<Value = Schedule>,
+    W: Send,
+    E: Send,
+    R: Fn(&mut W, &Schedule) -> Result<Case, E> + Sync,
+    O: FnMut(Phase, &Case),
+    X: Fn() -> bool,
+{
+    let n_workers = 1 + rest.len();
+    std::thread::scope(|scope| {
+        let (done_tx, done_rx) = mpsc::channel::<(usize, u64, Result<Case, E>)>();
+        let mut inboxes = Vec::new();
+        for (k, w) in std::iter::once(head).chain(rest.iter_mut()).enumerate() {
+            let (tx, rx) = mpsc::channel::<(u64, Schedule)>();
+            inboxes.push(tx);
+            let done = done_tx.clone();
+            scope.spawn(move || {
+                for (i, s) in rx {
+                    if done.send((k, i, run(w, &s))).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+        drop(done_tx);
+        let mut trees: BTreeMap<u64, S::Tree> = BTreeMap::new();
+        let mut results: BTreeMap<u64, Result<Case, E>> = BTreeMap::new();
+        let mut next_draw: u64 = 1;
+        let mut next_report: u64 = 1;
+        let mut idle: Vec<usize> = (0..n_workers).rev().collect();
+        let mut found: Option<(u64, String)> = None;
+        let mut drawing = true;
+        loop {
+            // Hand a schedule to every idle worker while drawing goes on.
+            while drawing && !idle.is_empty() {
+                if next_draw > u64::from(plan.schedules) || found.is_some() || stop() {
+                    drawing = false;
+                    break;
+                }
+                let tree = draw(runner, strategy).map_err(SearchError::Aborted)?;
+                let k = idle.pop().unwrap_or(0);
+                if inboxes[k].send((next_draw, tree.current())).is_err() {
+                    drawing = false;
+                    break;
+                }
+                trees.insert(next_draw, tree);
+                next_draw += 1;
+            }
+            if idle.len() == n_workers {
+                break;
+            }
+            let Ok((k, i, r)) = done_rx.recv() else {
+                break;
+            };
+            idle.push(k);
+            results.insert(i, r);
+            // Report in drawing order; the first failure ends the drawing.
+            while let Some(r) = results.remove(&next_report) {
+                let case = r.map_err(SearchError::Run)?;
+                let i = next_report;
+                next_report += 1;
+                if found.is_some() {
+                    // Drawn after the first failure while it was running: not reported.
+                    trees.remove(&i);
+                    continue;
+                }
+                observe(Phase::Drawn(i), &case);
+                match case.failure {
+                    Some(why) => found = Some((i, why)),
+                    None => {
+                        trees.remove(&i);
+                    }
+                }
+            }
+        }
+        drop(inboxes);
+        Ok(found.and_then(|(i, why)| trees.remove(&i).map(|t| (i, t, why))))
+    })
+}
+
+/// `TestRunner::shrink`: simplify while the schedule still fails, complicate when it passes,
+/// at most `plan.shrink_iters` runs; the tree ends on the smallest failing schedule.
+fn shrink<T, W, E, R, O>(
+    worker: &mut W,
+    mut tree: T,
+    mut why: String,
+    plan: &Plan,
+    run: &R,
+    observe: &mut O,
+) -> Result<(T, String), SearchError<E>>
+where
+    T: ValueTree<Value = Schedule>,
+    R: Fn(&mut W, &Schedule) -> Result<Case, E>,
+    O: FnMut(Phase, &Case),
+{
+    if plan.shrink_iters == 0 || !tree.simplify() {
+        return Ok((tree, why));
+    }
+    let mut iterations = 0;
+    loop {
+        if iterations >= plan.shrink_iters {
+            // Back to the most recent failing schedule.
+            while tree.complicate() {}
+            break;
+        }
+        iterations += 1;
+        let case = run(worker, &tree.current()).map_err(SearchError::Run)?;
+        observe(Phase::Shrinking, &case);
+        match case.failure {
+            None => {
+                if !tree.complicate() {
+                    break;
+                }
+            }
+            Some(w) => {
+                why = w;
+                if !tree.simplify() {
+                    break;
+                }
+            }
+        }
+    }
+    Ok((tree, why))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::RefCell;
+
+    /// A rule that fails some schedules: more than `k` intents of one kind.
+    fn fails(s: &Schedule, k: usize) -> Option<String> {
+        let writes = s
+            .intents
+            .iter()
+            .filter(|i| i.kind == crate::Kind::Write)
+            .count();
+        (writes > k).then(|| format!("{writes} writes"))
+    }
+
+    /// The same schedules in the same order as `TestRunner::run`, and the same one found and
+    /// shrunk to the same schedule — with one worker and with three.
+    #[test]
+    fn it_draws_finds_and_shrinks_as_proptests_runner_does() {
+        let mut founds = 0;
+        for (seed, k) in [(1, 3), (7, 5), (42, 2), (5, 1), (9, 4)] {
+            let plan = Plan {
+                schedules: 200,
+                seed,
+                steps: 40,
+                shrink_iters: 500,
+            };
+            let seen = RefCell::new(Vec::new());
+            let mut reference = runner(&plan);
+            let result = reference.run(&crate::schedule(plan.steps), |s| {
+                if seen.borrow().len() < 300 {
+                    seen.borrow_mut().push(s.setup_lines());
+                }
+                match fails(&s, k) {
+                    Some(why) => Err(proptest::test_runner::TestCaseError::fail(why)),
+                    None => Ok(()),
+                }
+            });
+            let minimal = match result {
+                Err(proptest::test_runner::TestError::Fail(_, m)) => Some(m.setup_lines()),
+                _ => None,
+            };
+            let first = seen
+                .borrow()
+                .iter()
+                .position(|l| {
+                    let s = Schedule::from_setup_lines(&Default::default(), l)
+                        .ok()
+                        .flatten();
+                    s.is_some_and(|s| fails(&s, k).is_some())
+                })
+                .map(|p| p as u64 + 1);
+            for n in [1, 3] {
+                let mut workers = vec![(); n];
+                let mut drawn = Vec::new();
+                let found = search(
+                    &mut workers,
+                    &plan,
+                    |_, s| {
+                        Ok::<_, ()>(Case {
+                            steps: s.intents.len() as u64,
+                            failure: fails(s, k),
+                        })
+                    },
+                    |p, _| drawn.push(p),
+                    || false,
+                )
+                .expect("runs");
+                assert_eq!(
+                    found.as_ref().map(|f| f.first),
+                    first,
+                    "seed {seed}, {n} workers"
+                );
+                assert_eq!(
+                    found.as_ref().map(|f| f.minimal.setup_lines()),
+                    minimal,
+                    "seed {seed}"
+                );
+                let Some(found) = found else { continue };
+                founds += 1;
+                let shown: Vec<u64> = drawn
+                    .iter()
+                    .filter_map(|p| match p {
+                        Phase::Drawn(i) => Some(*i),
+                        Phase::Shrinking => None,
+                    })
+                    .collect();
+                assert_eq!(shown, (1..=found.first).collect::<Vec<_>>(), "in order");
+            }
+        }
+        assert!(founds >= 6, "{founds} searches found a failure");
+    }
+
+    /// Without a failure every schedule runs once; `stop` hands out no more.
+    #[test]
+    fn it_runs_each_schedule_once_and_stops_when_told() {
+        let plan = Plan {
+            schedules: 50,
+            seed: 3,
+            steps: 20,
+            shrink_iters: 10,
+        };
+        let mut workers = vec![0u32; 2];
+        let mut n = 0;
+        let found = search(
+            &mut workers,
+            &plan,
+            |w, _| {
+                *w += 1;
+                Ok::<_, ()>(Case::default())
+            },
+            |_, _| n += 1,
+            || false,
+        )
+        .expect("runs");
+        assert!(found.is_none());
+        assert_eq!(n, 50);
+        assert_eq!(workers.iter().sum::<u32>(), 50);
+        let asked = std::cell::Cell::new(0);
+        let mut workers = vec![0u32; 2];
+        let _ = search(
+            &mut workers,
+            &plan,
+            |w, _| {
+                *w += 1;
+                Ok::<_, ()>(Case::default())
+            },
+            |_, _| {},
+            || {
+                asked.set(asked.get() + 1);
+                asked.get() > 10
+            },
+        );
+        assert_eq!(workers.iter().sum::<u32>(), 10);
+    }
+}
