@@ -142,6 +142,9 @@ pub enum SearchError<E> {
     Run(E),
 }
 
+/// The first failing drawn schedule: its number, its tree, why it fails.
+type Drawn<T, E> = Result<Option<(u64, T, String)>, SearchError<E>>;
+
 /// The drawn schedules, on every worker: the first failing one (its number, its tree, why),
 /// settled in drawing order — a failure is the first only once every schedule drawn before it
 /// has passed.
@@ -155,7 +158,7 @@ fn drawn<S, W, E, R, O, X>(
     run: &R,
     observe: &mut O,
     stop: &X,
-) -> Result<Option<(u64, S::Tree, String)>, SearchError<E>>
+) -> Drawn<S::Tree, E>
 where
     S: Strategy<Value = Schedule>,
     W: Send,
