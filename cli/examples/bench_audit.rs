@@ -8,7 +8,8 @@
 //!    one database; a step on a warm session through the adapter (the virtual clock set, the
 //!    statement, the lock-wait question); the lock-wait question alone; and the floor — the
 //!    spec's statements prepared on one connection, in a loop, nothing else;
-//! 3. the run's time rebuilt from the parts, so the share of each shows, next to the floor.
+//! 3. the run's time rebuilt from the parts, so the share of each shows, next to the floor;
+//! 4. the same audit on two workers (`audit --jobs 2`).
 //!
 //! `cargo run --release -p leaselab --example bench_audit [SCHEDULES]` (default 300).
 
@@ -31,7 +32,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // 1. The audit, and what its schedules did.
     let t = Instant::now();
-    let r = run_gen(&mut pg, &spec, Search::new(n, 1), &out, false)?;
+    let r = run_gen(
+        std::slice::from_mut(&mut pg),
+        &spec,
+        Search::new(n, 1),
+        &out,
+        false,
+    )?;
     let audit_s = t.elapsed().as_secs_f64();
     let (sessions, crashes) = counts(&mut pg, &spec, n)?;
 
@@ -104,6 +111,24 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "rebuilt {rebuilt:.1} s of the measured {audit_s:.1} s; best case with no reset, session or crash: {:.0} steps/s; warm step / floor {:.3}",
         1e3 / warm_ms,
         (1e3 / warm_ms) / raw
+    );
+
+    // 4. The same audit on two workers (`audit --jobs 2`): the same schedules, side by side.
+    let second = leaselab_pg::PgBackend::audit(
+        std::path::Path::new("target/bench-audit/worker-1"),
+        spec.clone(),
+    )?;
+    let mut pgs = vec![pg, second];
+    let t = Instant::now();
+    let r2 = run_gen(&mut pgs, &spec, Search::new(n, 1), &out, false)?;
+    let two_s = t.elapsed().as_secs_f64();
+    println!(
+        "audit --gen {n} --jobs 2: {} schedules, {} steps in {two_s:.1} s = {:.1} schedules/s ({:.1} with one worker, {:.2}x)",
+        r2.schedules,
+        r2.steps,
+        r2.schedules as f64 / two_s,
+        r.schedules as f64 / audit_s,
+        audit_s / two_s
     );
     Ok(())
 }

@@ -3,7 +3,6 @@
 //! shrunk by proptest and written as a trace, with its timeline and explanation.
 
 use crate::args::Exit;
-use crate::diff_cmd::gen_runner;
 use crate::error::{CliError, FileOp};
 use leaselab_checkers::Report;
 use leaselab_gen::WholeOps;
@@ -46,6 +45,12 @@ pub struct AuditArgs {
     #[arg(long, default_value_t = 40,
           value_parser = clap::value_parser!(u64).range(1..=crate::args::MAX_STEPS))]
     pub steps: u64,
+    /// Schedules run at once (--gen), each on its own throwaway databases: 1 to 16
+    /// [default: the machine's cores, at most 4]. The schedules drawn, the first failure
+    /// found and its shrinking are the same for every value; only the time differs.
+    #[arg(long, value_name = "J", requires = "gen",
+          value_parser = clap::value_parser!(u64).range(1..=16))]
+    pub jobs: Option<u64>,
     /// Where a violation's trace is written.
     #[arg(long, default_value = "audit-failures", value_name = "DIR")]
     pub out: PathBuf,
@@ -58,7 +63,15 @@ pub struct AuditArgs {
 /// (`--sim-seeds`) on the user's spec.
 pub fn main(a: AuditArgs) -> Exit {
     let r = match (a.gen, a.sim_seeds, &a.replay) {
-        (Some(n), _, _) => run_gen_cmd(&a.spec, n, a.seed, steps(a.steps), &a.out, &a.pg_dir),
+        (Some(n), _, _) => run_gen_cmd(
+            &a.spec,
+            n,
+            a.seed,
+            steps(a.steps),
+            a.jobs.map_or_else(default_jobs, |j| j as usize),
+            &a.out,
+            &a.pg_dir,
+        ),
         (None, Some(seeds), _) => a.run.options().and_then(|opts| {
             crate::audit_sim::run_seeds_cmd(&a.spec, seeds, &opts, &a.out, &a.pg_dir)
         }),
@@ -126,60 +139,58 @@ pub fn ops_of(spec: &Spec) -> WholeOps {
 /// Runs `n` generated schedules of at most `steps` intents; shrinks the first violation and
 /// writes it to `out/audit-<seed>.trace`.
 pub fn run_gen(
-    pg: &mut PgBackend,
+    pgs: &mut [PgBackend],
     spec: &Spec,
     search: crate::diff_cmd::Search,
     out: &Path,
     progress: bool,
 ) -> Result<AuditOutcome, CliError> {
-    let crate::diff_cmd::Search {
-        schedules: n,
-        seed,
-        steps,
-        shrink_iters,
-    } = search;
-    use proptest::test_runner::{TestCaseError, TestError};
-    use std::cell::RefCell;
+    let seed = search.seed;
     let ops = ops_of(spec);
-    let pg = RefCell::new(pg);
-    let counts = RefCell::new(crate::diff_cmd::GenRuns::new(n, "violation", progress));
-    let first: RefCell<Option<u64>> = RefCell::new(None);
-    let infra: RefCell<Option<PgError>> = RefCell::new(None);
-    let mut runner = gen_runner(n, seed, shrink_iters);
-    let result = runner.run(&leaselab_gen::schedule(steps), |s| {
-        // Interrupted: the remaining cases are generated (cheap) but not run.
-        if crate::interrupt::requested() {
-            return Ok(());
-        }
-        let h = match leaselab_pg::audit::audit_schedule(&mut pg.borrow_mut(), &s, ops) {
-            Ok((h, _)) => h,
-            Err(e) => {
-                *infra.borrow_mut() = Some(e);
-                return Err(TestCaseError::fail("postgres failed"));
+    let mut counts = crate::diff_cmd::GenRuns::new(search.schedules, "violation", progress);
+    let mut first: Option<u64> = None;
+    let result = leaselab_gen::search::search(
+        pgs,
+        &search.plan(),
+        |pg, s| {
+            // Interrupted: the remaining schedules are not run.
+            if crate::interrupt::requested() {
+                return Ok::<_, PgError>(leaselab_gen::search::Case::default());
             }
-        };
-        let mut c = counts.borrow_mut();
-        c.ran(h.events.len() as u64);
-        let report = leaselab_checkers::check(&h);
-        if report.violations.is_empty() {
-            Ok(())
-        } else {
-            first.borrow_mut().get_or_insert(c.schedules);
-            c.failed();
-            Err(TestCaseError::fail(verdict_text(&report)))
+            let (h, _) = leaselab_pg::audit::audit_schedule(pg, s, ops)?;
+            let report = leaselab_checkers::check(&h);
+            Ok(leaselab_gen::search::Case {
+                steps: h.events.len() as u64,
+                failure: (!report.violations.is_empty()).then(|| verdict_text(&report)),
+            })
+        },
+        |phase, case| {
+            counts.ran(case.steps);
+            if case.failure.is_some() {
+                if let leaselab_gen::search::Phase::Drawn(i) = phase {
+                    first = Some(i);
+                    counts.failed();
+                }
+            }
+        },
+        crate::interrupt::requested,
+    );
+    counts.finish();
+    let runs = counts;
+    let found = match result {
+        Ok(f) => f,
+        Err(leaselab_gen::search::SearchError::Aborted(why)) => {
+            return Err(CliError::GeneratorAborted(why))
         }
-    });
-    let runs = counts.into_inner();
-    runs.finish();
-    if let Some(e) = infra.into_inner() {
-        return Err(e.into());
-    }
-    let violation = match result {
-        Ok(()) => None,
-        Err(TestError::Abort(why)) => return Err(CliError::GeneratorAborted(why.to_string())),
-        Err(TestError::Fail(_, minimal)) => {
-            let mut pg = pg.borrow_mut();
-            let (h, pauses) = leaselab_pg::audit::audit_schedule(&mut pg, &minimal, ops)?;
+        Err(leaselab_gen::search::SearchError::Run(e)) => return Err(e.into()),
+    };
+    let Some(pg) = pgs.first_mut() else {
+        return Err(CliError::Input("no databases to run on".into()));
+    };
+    let violation = match found {
+        None => None,
+        Some(leaselab_gen::search::Found { minimal, .. }) => {
+            let (h, pauses) = leaselab_pg::audit::audit_schedule(pg, &minimal, ops)?;
             let report = leaselab_checkers::check(&h);
             let name = format!("audit-{seed}");
             let scripts = leaselab_pg::spec::psql::scripts(
@@ -208,16 +219,55 @@ pub fn run_gen(
             Some((file, report))
         }
     };
-    let waits_out_of_bound = pg.borrow().waits_out_of_bound();
+    let waits_out_of_bound = pgs.iter().map(PgBackend::waits_out_of_bound).sum();
     Ok(AuditOutcome {
         schedules: runs.schedules,
         steps: runs.steps,
         shrink_runs: runs.shrink_runs,
         violation,
-        first: first.into_inner(),
+        first,
         interrupted: crate::interrupt::requested(),
         waits_out_of_bound,
     })
+}
+
+/// `jobs` backends running `spec`: `first`, and the others started side by side, each in its
+/// own folder under `pg_dir` (a crash of one worker's database must not touch another's).
+pub fn workers(
+    first: PgBackend,
+    spec: &Spec,
+    pg_dir: &Path,
+    jobs: usize,
+) -> Result<Vec<PgBackend>, CliError> {
+    let more: Vec<Result<PgBackend, PgError>> = std::thread::scope(|scope| {
+        let started: Vec<_> = (1..jobs.max(1))
+            .map(|k| {
+                let dir = pg_dir.join(format!("worker-{k}"));
+                let spec = spec.clone();
+                scope.spawn(move || PgBackend::audit(&dir, spec))
+            })
+            .collect();
+        started
+            .into_iter()
+            .map(|h| {
+                h.join().unwrap_or_else(|_| {
+                    Err(PgError::Setup(
+                        "a worker's databases failed to start".into(),
+                    ))
+                })
+            })
+            .collect()
+    });
+    let mut pgs = vec![first];
+    for pg in more {
+        pgs.push(pg?);
+    }
+    Ok(pgs)
+}
+
+/// `--jobs`' default: the machine's cores, at most 4 (each job is two PostgreSQL clusters).
+pub fn default_jobs() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get().min(4))
 }
 
 /// Writes the psql scripts of a failure into `dir` (emptied first).
@@ -240,16 +290,18 @@ pub fn run_gen_cmd(
     n: u32,
     seed: u64,
     steps: usize,
+    jobs: usize,
     out: &Path,
     pg_dir: &Path,
 ) -> Result<crate::args::Exit, CliError> {
-    let (spec, mut pg) = load(file, pg_dir)?;
+    let (spec, pg) = load(file, pg_dir)?;
+    let mut pgs = workers(pg, &spec, pg_dir, jobs)?;
     let t0 = std::time::Instant::now();
     let search = crate::diff_cmd::Search {
         steps,
         ..crate::diff_cmd::Search::new(n, seed)
     };
-    let r = run_gen(&mut pg, &spec, search, out, true)?;
+    let r = run_gen(&mut pgs, &spec, search, out, true)?;
     let secs = t0.elapsed().as_secs_f64().max(1e-9);
     if let Some((trace, report)) = &r.violation {
         let t = Trace::read(trace)?;

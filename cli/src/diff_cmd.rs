@@ -371,6 +371,16 @@ pub struct Search {
 }
 
 impl Search {
+    /// The same, as the library's search takes it.
+    pub fn plan(&self) -> leaselab_gen::search::Plan {
+        leaselab_gen::search::Plan {
+            schedules: self.schedules,
+            seed: self.seed,
+            steps: self.steps,
+            shrink_iters: self.shrink_iters,
+        }
+    }
+
     /// `schedules` from `seed`, as the commands run them: 40 intents, the full shrink budget.
     pub fn new(schedules: u32, seed: u64) -> Self {
         Search {

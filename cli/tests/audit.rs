@@ -29,7 +29,14 @@ fn example(name: &str) -> PathBuf {
 fn the_seed_spec_holds_over_generated_schedules() {
     let Some(dir) = tmp("seed") else { return };
     let (spec, mut pg) = load(&example("seed"), &dir.join("pg")).expect("the seed spec loads");
-    let r = run_gen(&mut pg, &spec, Search::new(100, 1), &dir.join("out"), false).expect("runs");
+    let r = run_gen(
+        std::slice::from_mut(&mut pg),
+        &spec,
+        Search::new(100, 1),
+        &dir.join("out"),
+        false,
+    )
+    .expect("runs");
     assert!(r.violation.is_none(), "{:?}", r.violation);
     assert_eq!(r.schedules, 100);
     assert!(r.steps > 1_000, "{} steps", r.steps);
@@ -48,7 +55,14 @@ fn a_design_whose_write_locks_the_lease_row_audits_without_waiting_out_a_bound()
         return;
     };
     let (spec, mut pg) = load(&example("lease-row-share"), &dir.join("pg")).expect("loads");
-    let r = run_gen(&mut pg, &spec, Search::new(300, 1), &dir.join("out"), false).expect("runs");
+    let r = run_gen(
+        std::slice::from_mut(&mut pg),
+        &spec,
+        Search::new(300, 1),
+        &dir.join("out"),
+        false,
+    )
+    .expect("runs");
     assert!(r.violation.is_none(), "{:?}", r.violation);
     assert_eq!(r.schedules, 300);
     assert_eq!(r.waits_out_of_bound, 0);
@@ -153,8 +167,14 @@ fn found_and_shrunk(name: &str) {
     let (spec, mut pg) =
         load(&example(name), &dir.join("pg")).unwrap_or_else(|e| panic!("{name}: {e}"));
     let out = dir.join(name);
-    let r = run_gen(&mut pg, &spec, Search::new(within as u32, 1), &out, false)
-        .unwrap_or_else(|e| panic!("{name}: {e}"));
+    let r = run_gen(
+        std::slice::from_mut(&mut pg),
+        &spec,
+        Search::new(within as u32, 1),
+        &out,
+        false,
+    )
+    .unwrap_or_else(|e| panic!("{name}: {e}"));
     assert_eq!(r.waits_out_of_bound, 0, "{name}");
     let (file, report) = r
         .violation
@@ -184,6 +204,32 @@ fn found_and_shrunk(name: &str) {
         &shapes,
         &t.history,
     );
+}
+
+/// Two workers (each its own databases) find the same first failing schedule as one, shrink it
+/// to the same schedule and write the same trace: `--jobs` changes only the time.
+#[test]
+fn two_workers_find_and_shrink_what_one_does() {
+    let Some(dir) = tmp("two-workers") else {
+        return;
+    };
+    let mut traces = Vec::new();
+    for jobs in [1, 2] {
+        let (spec, pg) = load(
+            &example("check-then-write"),
+            &dir.join(format!("pg-{jobs}")),
+        )
+        .expect("loads");
+        let pg_dir = dir.join(format!("pg-{jobs}"));
+        let mut pgs = leaselab::audit_cmd::workers(pg, &spec, &pg_dir, jobs).expect("start");
+        assert_eq!(pgs.len(), jobs);
+        let out = dir.join(format!("out-{jobs}"));
+        let r = run_gen(&mut pgs, &spec, Search::new(300, 1), &out, false).expect("runs");
+        let (file, _) = r.violation.expect("found");
+        let text = std::fs::read_to_string(&file).expect("trace");
+        traces.push((r.first, r.schedules, r.shrink_runs, text));
+    }
+    assert_eq!(traces[0], traces[1]);
 }
 
 /// Two fresh clusters (lease, resource) on which a failure's psql scripts run, each in new
