@@ -14,7 +14,7 @@
 //! `cargo run --release -p leaselab --example bench_audit [SCHEDULES]` (default 300).
 
 use leaselab::audit_cmd::{load, ops_of, run_gen};
-use leaselab::diff_cmd::{Search, SHRINK_ITERS};
+use leaselab::diff_cmd::Search;
 use leaselab_model::{apply_event, ConnId, DbName, Event, Holder, LeaseName, Millis, Op, Outcome};
 use leaselab_pg::PgBackend;
 use std::time::Instant;
@@ -174,14 +174,9 @@ fn counts(
     spec: &leaselab_pg::spec::Spec,
     n: u32,
 ) -> Result<(u64, u64), Box<dyn std::error::Error>> {
-    use proptest::strategy::{Strategy, ValueTree};
-    let mut runner = leaselab::diff_cmd::gen_runner(n, 1, SHRINK_ITERS);
     let (mut sessions, mut crashes) = (0u64, 0u64);
-    for _ in 0..n {
-        let s = leaselab_gen::schedule(40)
-            .new_tree(&mut runner)
-            .map_err(|e| e.to_string())?
-            .current();
+    for s in leaselab_gen::search::schedules(&Search::new(n, 1).plan()) {
+        let s = s?;
         let (h, _) = leaselab_pg::audit::audit_schedule(pg, &s, ops_of(spec))?;
         let mut seen = std::collections::BTreeSet::new();
         for e in &h.events {

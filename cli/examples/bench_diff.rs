@@ -11,7 +11,7 @@
 //!
 //! `cargo run --release -p leaselab --example bench_diff [SCHEDULES]` (default 300).
 
-use leaselab::diff_cmd::{run_gen, Search, SHRINK_ITERS};
+use leaselab::diff_cmd::{run_gen, Search};
 use leaselab_model::DbName;
 use leaselab_pg::{sql, PgBackend};
 use std::time::Instant;
@@ -28,7 +28,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let rounds = 3;
     for round in 1..=rounds {
         let t = Instant::now();
-        let r = run_gen(&mut pg, Search::new(n, 1), None, &out, false)?;
+        let r = run_gen(
+            std::slice::from_mut(&mut pg),
+            Search::new(n, 1),
+            None,
+            &out,
+            false,
+        )?;
         let secs = t.elapsed().as_secs_f64();
         let diff_steps = r.steps as f64 / secs;
         let (alone_steps, alone_secs) = pg_alone(&mut pg, n)?;
@@ -52,14 +58,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// The first `n` generated schedules' operations (as the differential ran them) on PostgreSQL
 /// alone: reset, every step, the final snapshot. Returns (steps, seconds).
 fn pg_alone(pg: &mut PgBackend, n: u32) -> Result<(u64, f64), Box<dyn std::error::Error>> {
-    use proptest::strategy::{Strategy, ValueTree};
-    let mut runner = leaselab::diff_cmd::gen_runner(n, 1, SHRINK_ITERS);
     let mut runs = Vec::new();
-    for _ in 0..n {
-        let s = leaselab_gen::schedule(40)
-            .new_tree(&mut runner)
-            .map_err(|e| e.to_string())?
-            .current();
+    for s in leaselab_gen::search::schedules(&Search::new(n, 1).plan()) {
+        let s = s?;
         let r = leaselab_pg::diff_schedule(pg, &s, None)?;
         runs.push((s.config.clone(), r.history));
     }

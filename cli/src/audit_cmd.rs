@@ -68,7 +68,8 @@ pub fn main(a: AuditArgs) -> Exit {
             n,
             a.seed,
             steps(a.steps),
-            a.jobs.map_or_else(default_jobs, |j| j as usize),
+            a.jobs
+                .map_or_else(crate::workers::default_jobs, |j| j as usize),
             &a.out,
             &a.pg_dir,
         ),
@@ -232,42 +233,16 @@ pub fn run_gen(
 }
 
 /// `jobs` backends running `spec`: `first`, and the others started side by side, each in its
-/// own folder under `pg_dir` (a crash of one worker's database must not touch another's).
+/// own folder under `pg_dir`.
 pub fn workers(
     first: PgBackend,
     spec: &Spec,
     pg_dir: &Path,
     jobs: usize,
 ) -> Result<Vec<PgBackend>, CliError> {
-    let more: Vec<Result<PgBackend, PgError>> = std::thread::scope(|scope| {
-        let started: Vec<_> = (1..jobs.max(1))
-            .map(|k| {
-                let dir = pg_dir.join(format!("worker-{k}"));
-                let spec = spec.clone();
-                scope.spawn(move || PgBackend::audit(&dir, spec))
-            })
-            .collect();
-        started
-            .into_iter()
-            .map(|h| {
-                h.join().unwrap_or_else(|_| {
-                    Err(PgError::Setup(
-                        "a worker's databases failed to start".into(),
-                    ))
-                })
-            })
-            .collect()
-    });
-    let mut pgs = vec![first];
-    for pg in more {
-        pgs.push(pg?);
-    }
-    Ok(pgs)
-}
-
-/// `--jobs`' default: the machine's cores, at most 4 (each job is two PostgreSQL clusters).
-pub fn default_jobs() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get().min(4))
+    crate::workers::start(first, pg_dir, jobs, |dir| {
+        PgBackend::audit(dir, spec.clone())
+    })
 }
 
 /// Writes the psql scripts of a failure into `dir` (emptied first).

@@ -38,6 +38,12 @@ pub struct DiffArgs {
     #[arg(long, requires = "gen", conflicts_with_all = ["files", "sim_seeds"],
           value_parser = clap::value_parser!(u64).range(1..=crate::args::MAX_STEPS))]
     pub steps: Option<u64>,
+    /// Schedules run at once (--gen), each on its own throwaway databases: 1 to 16
+    /// [default: the machine's cores, at most 4]. The schedules drawn, the first divergence
+    /// found and its shrinking are the same for every value; only the time differs.
+    #[arg(long, value_name = "J", requires = "gen",
+          value_parser = clap::value_parser!(u64).range(1..=16))]
+    pub jobs: Option<u64>,
     /// Negative control: run the model with a deliberately wrong rule.
     #[arg(long, value_enum, value_name = "RULE")]
     pub wrong_rule: Option<leaselab_model::model::WrongRule>,
@@ -90,6 +96,8 @@ pub fn main(a: DiffArgs) -> Exit {
             n,
             a.seed.unwrap_or(1),
             crate::audit_cmd::steps(a.steps.unwrap_or(40)),
+            a.jobs
+                .map_or_else(crate::workers::default_jobs, |j| j as usize),
             a.wrong_rule,
             &a.out,
             &a.pg_dir,
@@ -392,120 +400,102 @@ impl Search {
     }
 }
 
-/// The proptest runner of the differential: `cases` schedules from `seed`, deterministic, a
-/// failure shrunk by at most `shrink_iters` runs.
-pub fn gen_runner(cases: u32, seed: u64, shrink_iters: u32) -> proptest::test_runner::TestRunner {
-    use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
-    let mut bytes = [0u8; 32];
-    bytes[..8].copy_from_slice(&seed.to_le_bytes());
-    let config = Config {
-        cases,
-        failure_persistence: None,
-        max_shrink_iters: shrink_iters,
-        ..Config::default()
-    };
-    TestRunner::new_with_rng(config, TestRng::from_seed(RngAlgorithm::ChaCha, &bytes))
-}
-
 /// Runs the search's generated schedules against the model (with `wrong`, if given) and PostgreSQL;
 /// shrinks the first divergence, writes it to `out/gen-<seed>.trace`.
 pub fn run_gen(
-    pg: &mut PgBackend,
+    pgs: &mut [PgBackend],
     search: Search,
     wrong: Option<leaselab_model::model::WrongRule>,
     out: &Path,
     progress: bool,
 ) -> Result<GenOutcome, CliError> {
-    let Search {
-        schedules: n,
-        seed,
-        steps,
-        shrink_iters,
-    } = search;
-    use proptest::test_runner::{TestCaseError, TestError};
-    use std::cell::RefCell;
-    let pg = RefCell::new(pg);
-    let counts = RefCell::new(GenRuns::new(n, "divergence", progress));
-    let infra: RefCell<Option<leaselab_pg::PgError>> = RefCell::new(None);
-    let mut runner = gen_runner(n, seed, shrink_iters);
-    let result = runner.run(&leaselab_gen::schedule(steps), |s| {
-        // Interrupted: the remaining cases are generated (cheap) but not run.
-        if crate::interrupt::requested() {
-            return Ok(());
-        }
-        let mut pg = pg.borrow_mut();
-        let r = match diff_schedule(&mut pg, &s, wrong) {
-            Ok(r) => r,
-            Err(e) => {
-                *infra.borrow_mut() = Some(e);
-                return Err(TestCaseError::fail("postgres failed"));
+    let seed = search.seed;
+    let mut counts = GenRuns::new(search.schedules, "divergence", progress);
+    let result = leaselab_gen::search::search(
+        pgs,
+        &search.plan(),
+        |pg, s| {
+            // Interrupted: the remaining schedules are not run.
+            if crate::interrupt::requested() {
+                return Ok(leaselab_gen::search::Case::default());
             }
-        };
-        let mut c = counts.borrow_mut();
-        c.ran(r.report.steps as u64);
-        if !r.report.ok() {
-            // A negative control looks for a divergence the wrong rule makes whatever
-            // PostgreSQL's timing: one at or after a step the right model says PostgreSQL's
-            // timing may decide (waiters released together, a deadlock's victim) is not kept —
-            // a rerun of its trace may take the other order and agree. Without a wrong rule every divergence counts:
-            // it is an outcome the model does not allow.
-            if wrong.is_some() {
-                let upto = r.report.divergences.first().map_or(u64::MAX, |d| d.seq);
-                let before: Vec<_> = r
-                    .history
-                    .events
-                    .iter()
-                    .filter(|e| e.seq <= upto)
-                    .cloned()
-                    .collect();
-                let right = leaselab_model::World::with_backend(leaselab_model::Model::new(
-                    r.config.clone(),
-                ));
-                if leaselab_model::allowed::timing_decides(right, &before) {
-                    return Ok(());
+            let r = diff_schedule(pg, s, wrong)?;
+            let steps = r.report.steps as u64;
+            let case = |failure: Option<String>| leaselab_gen::search::Case { steps, failure };
+            if !r.report.ok() {
+                // A negative control looks for a divergence the wrong rule makes whatever
+                // PostgreSQL's timing: one at or after a step the right model says PostgreSQL's
+                // timing may decide (waiters released together, a deadlock's victim) is not
+                // kept — a rerun of its trace may take the other order and agree. Without a
+                // wrong rule every divergence counts: it is an outcome the model does not allow.
+                if wrong.is_some() {
+                    let upto = r.report.divergences.first().map_or(u64::MAX, |d| d.seq);
+                    let before: Vec<_> = r
+                        .history
+                        .events
+                        .iter()
+                        .filter(|e| e.seq <= upto)
+                        .cloned()
+                        .collect();
+                    let right = leaselab_model::World::with_backend(leaselab_model::Model::new(
+                        r.config.clone(),
+                    ));
+                    if leaselab_model::allowed::timing_decides(right, &before) {
+                        return Ok(case(None));
+                    }
                 }
+                return Ok(case(Some(r.report.describe())));
             }
-            c.failed();
-            return Err(TestCaseError::fail(r.report.describe()));
+            // The second oracle on PostgreSQL's own history: the checkers' facts are what the
+            // (agreeing) model committed — with the snapshot windows the configuration allows.
+            let exact = r.config.fence != leaselab_model::FenceMode::CheckThenWrite;
+            let facts = leaselab_checkers::facts::derive_with(&r.history, exact, None);
+            let d = leaselab_checkers::ledger::cross_check(&facts, &r.ledger);
+            Ok::<_, leaselab_pg::PgError>(case(
+                (!d.is_empty())
+                    .then(|| format!("FACTS DISAGREE WITH THE LEDGER: {}", d.join("; "))),
+            ))
+        },
+        |phase, case| {
+            counts.ran(case.steps);
+            if case.failure.is_some() && matches!(phase, leaselab_gen::search::Phase::Drawn(_)) {
+                counts.failed();
+            }
+        },
+        crate::interrupt::requested,
+    );
+    counts.finish();
+    let runs = counts;
+    let found = match result {
+        Ok(f) => f,
+        Err(leaselab_gen::search::SearchError::Aborted(why)) => {
+            return Err(CliError::GeneratorAborted(why))
         }
-        // The second oracle on PostgreSQL's own history: the checkers' facts are what the
-        // (agreeing) model committed — with the snapshot windows the configuration allows.
-        let exact = r.config.fence != leaselab_model::FenceMode::CheckThenWrite;
-        let facts = leaselab_checkers::facts::derive_with(&r.history, exact, None);
-        let d = leaselab_checkers::ledger::cross_check(&facts, &r.ledger);
-        if d.is_empty() {
-            Ok(())
-        } else {
-            c.failed();
-            Err(TestCaseError::fail(format!(
-                "FACTS DISAGREE WITH THE LEDGER: {}",
-                d.join("; ")
-            )))
-        }
-    });
-    let runs = counts.into_inner();
-    runs.finish();
-    if let Some(e) = infra.into_inner() {
-        return Err(e.into());
-    }
-    let divergence = match result {
-        Ok(()) => None,
-        Err(TestError::Abort(why)) => return Err(CliError::GeneratorAborted(why.to_string())),
-        Err(TestError::Fail(reason, minimal)) => {
-            let mut pg = pg.borrow_mut();
+        Err(leaselab_gen::search::SearchError::Run(e)) => return Err(e.into()),
+    };
+    let Some(pg) = pgs.first_mut() else {
+        return Err(CliError::Input("no databases to run on".into()));
+    };
+    let divergence = match found {
+        None => None,
+        Some(leaselab_gen::search::Found {
+            minimal,
+            why: reason,
+            ..
+        }) => {
             let name = format!("gen-{seed}");
             // PostgreSQL can be nondeterministic where the model is not told so: run the
             // shrunk schedule again until it diverges (a few tries), and say so if it will not.
-            let mut r = diff_schedule(&mut pg, &minimal, wrong)?;
+            let mut r = diff_schedule(pg, &minimal, wrong)?;
             let mut tries = 1;
             while r.report.ok() && tries < 10 {
-                r = diff_schedule(&mut pg, &minimal, wrong)?;
+                r = diff_schedule(pg, &minimal, wrong)?;
                 tries += 1;
             }
             if r.report.ok() {
                 r.report.final_state = Some(vec![format!(
                     "FLAKY: diverged once while shrinking ({}), then agreed in {tries} runs",
-                    reason.message().replace('\n', " ")
+                    reason.replace('\n', " ")
                 )]);
             }
             let mut t = Trace::new(&name, r.config.clone(), r.history.clone());
@@ -537,17 +527,19 @@ pub fn run_gen_cmd(
     n: u32,
     seed: u64,
     steps: usize,
+    jobs: usize,
     wrong: Option<leaselab_model::model::WrongRule>,
     out: &Path,
     pg_dir: &Path,
 ) -> Result<crate::args::Exit, CliError> {
-    let mut pg = PgBackend::throwaway(pg_dir)?;
+    let pg = PgBackend::throwaway(pg_dir)?;
+    let mut pgs = crate::workers::start(pg, pg_dir, jobs, PgBackend::throwaway)?;
     let t0 = std::time::Instant::now();
     let search = Search {
         steps,
         ..Search::new(n, seed)
     };
-    let r = run_gen(&mut pg, search, wrong, out, true)?;
+    let r = run_gen(&mut pgs, search, wrong, out, true)?;
     let secs = t0.elapsed().as_secs_f64().max(1e-9);
     if let Some((file, what)) = &r.divergence {
         println!("DIVERGENCE (shrunk) :: {what}");

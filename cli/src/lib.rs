@@ -41,3 +41,4 @@ pub mod replay;
 pub mod schedule_file;
 pub mod sim_cmd;
 pub mod summary;
+pub mod workers;

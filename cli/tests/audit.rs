@@ -73,25 +73,19 @@ fn a_design_whose_write_locks_the_lease_row_audits_without_waiting_out_a_bound()
 /// and in the final reads — so an audit's verdicts are the model's.
 #[test]
 fn the_seed_spec_answers_as_the_built_in_adapter_and_the_model() {
-    use proptest::test_runner::TestCaseError;
     let Some(dir) = tmp("cross") else { return };
-    let (spec, spec_pg) = load(&example("seed"), &dir.join("spec")).expect("loads");
-    let builtin = leaselab_pg::PgBackend::throwaway(&dir.join("builtin")).expect("starts");
-    let pgs = std::cell::RefCell::new((spec_pg, builtin));
+    let (spec, mut spec_pg) = load(&example("seed"), &dir.join("spec")).expect("loads");
+    let mut builtin = leaselab_pg::PgBackend::throwaway(&dir.join("builtin")).expect("starts");
     let ops = leaselab::audit_cmd::ops_of(&spec);
     assert!(ops.publish && ops.read_part);
     let steps = std::cell::Cell::new(0usize);
-    let mut runner = leaselab::diff_cmd::gen_runner(100, 1, leaselab::diff_cmd::SHRINK_ITERS);
-    let r = runner.run(&leaselab_gen::schedule(40), |s| {
+    for s in leaselab_gen::search::schedules(&Search::new(100, 1).plan()) {
+        let s = s.expect("draws");
         steps.set(steps.get() + s.intents.len());
-        let (spec_pg, builtin) = &mut *pgs.borrow_mut();
-        match leaselab_pg::audit::cross_check(spec_pg, builtin, &s, ops) {
-            Ok(None) => Ok(()),
-            Ok(Some(d)) => Err(TestCaseError::fail(d)),
-            Err(e) => Err(TestCaseError::fail(format!("postgres: {e}"))),
-        }
-    });
-    assert!(r.is_ok(), "{r:?}");
+        let d = leaselab_pg::audit::cross_check(&mut spec_pg, &mut builtin, &s, ops)
+            .expect("postgres runs");
+        assert!(d.is_none(), "{d:?}");
+    }
     assert!(steps.get() > 1_000, "{} intents", steps.get());
 }
 
@@ -639,7 +633,6 @@ fn the_simulation_holders_audit_a_spec() {
 /// an identity column and a seed row.
 #[test]
 fn a_restored_schema_answers_as_a_rebuilt_one() {
-    use proptest::strategy::{Strategy, ValueTree};
     let Some(dir) = tmp("restore") else { return };
     let seed = std::fs::read_to_string(example("seed")).expect("seed spec");
     let sequence = seed
@@ -661,13 +654,13 @@ fn a_restored_schema_answers_as_a_rebuilt_one() {
         let (_, mut rebuilt) = load(&file, &dir.join(format!("{name}-rebuilt"))).expect("loads");
         rebuilt.rebuild_every_reset(true);
         let ops = leaselab::audit_cmd::ops_of(&spec);
-        let mut runner = leaselab::diff_cmd::gen_runner(1, 1, leaselab::diff_cmd::SHRINK_ITERS);
+        let plan = leaselab_gen::search::Plan {
+            steps: 30,
+            ..Search::new(60, 1).plan()
+        };
         let mut granted = 0;
-        for k in 0..60 {
-            let s = leaselab_gen::schedule(30)
-                .new_tree(&mut runner)
-                .expect("generates")
-                .current();
+        for (k, s) in leaselab_gen::search::schedules(&plan).enumerate() {
+            let s = s.expect("generates");
             let (a, _) = leaselab_pg::audit::audit_schedule(&mut restored, &s, ops).expect("runs");
             let (b, _) = leaselab_pg::audit::audit_schedule(&mut rebuilt, &s, ops).expect("runs");
             let text = |h: &leaselab_model::History| {
@@ -691,17 +684,12 @@ fn a_restored_schema_answers_as_a_rebuilt_one() {
 /// reads as in the history.
 #[test]
 fn psql_scripts_rerun_a_lock_wait() {
-    use proptest::strategy::{Strategy, ValueTree};
     let Some(dir) = tmp("lockwait") else { return };
     let (spec, mut pg) = load(&example("seed"), &dir.join("pg")).expect("loads");
     let ops = leaselab::audit_cmd::ops_of(&spec);
-    let mut runner = leaselab::diff_cmd::gen_runner(1, 1, leaselab::diff_cmd::SHRINK_ITERS);
     let mut found = None;
-    for _ in 0..400 {
-        let s = leaselab_gen::schedule(40)
-            .new_tree(&mut runner)
-            .expect("generates")
-            .current();
+    for s in leaselab_gen::search::schedules(&Search::new(400, 1).plan()) {
+        let s = s.expect("generates");
         let (h, pauses) = leaselab_pg::audit::audit_schedule(&mut pg, &s, ops).expect("runs");
         let waits = h.events.iter().any(|e| {
             e.outcome == leaselab_model::Outcome::Blocked

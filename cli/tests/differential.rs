@@ -77,7 +77,14 @@ fn generated_schedules_agree_with_postgres() {
     let Some((mut pg, out)) = postgres("gen") else {
         return;
     };
-    let r = run_gen(&mut pg, search(300, 7), None, &out, false).expect("postgres runs");
+    let r = run_gen(
+        std::slice::from_mut(&mut pg),
+        search(300, 7),
+        None,
+        &out,
+        false,
+    )
+    .expect("postgres runs");
     // The divergence first: it is what a failure must show (the trace holds its reproduce
     // command in its title; the count alone says nothing).
     if let Some((file, what)) = &r.divergence {
@@ -136,7 +143,14 @@ fn wrong_rule_is_found_and_shrunk(rule: WrongRule) {
         return;
     };
     let dir = out.join(rule.as_str());
-    let r = run_gen(&mut pg, search(1_000, 1), Some(rule), &dir, false).expect("postgres runs");
+    let r = run_gen(
+        std::slice::from_mut(&mut pg),
+        search(1_000, 1),
+        Some(rule),
+        &dir,
+        false,
+    )
+    .expect("postgres runs");
     let (file, what) = r
         .divergence
         .unwrap_or_else(|| panic!("{}: not found in {} schedules", rule.as_str(), r.schedules));

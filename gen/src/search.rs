@@ -86,6 +86,13 @@ fn draw<S: Strategy>(runner: &mut TestRunner, strategy: &S) -> Result<S::Tree, S
     strategy.new_tree(runner).map_err(|r| r.to_string())
 }
 
+/// The schedules `plan` draws, in order: what [`search`] runs when none fails.
+pub fn schedules(plan: &Plan) -> impl Iterator<Item = Result<Schedule, String>> {
+    let strategy = crate::schedule(plan.steps);
+    let mut runner = runner(plan);
+    (0..plan.schedules).map(move |_| draw(&mut runner, &strategy).map(|t| t.current()))
+}
+
 /// Runs `plan`'s schedules on `workers` (at least one; each runs one schedule at a time with
 /// `run`), reports every run to `observe` in the order the schedules were drawn, and shrinks the
 /// first failing one on the first worker. `stop` is asked before each schedule is handed out:
@@ -375,6 +382,26 @@ mod tests {
             }
         }
         assert!(founds >= 6, "{founds} searches found a failure");
+    }
+
+    /// [`schedules`] lists what the runner draws.
+    #[test]
+    fn schedules_are_the_runners_in_order() {
+        let plan = Plan {
+            schedules: 30,
+            seed: 11,
+            steps: 40,
+            shrink_iters: 0,
+        };
+        let seen = RefCell::new(Vec::new());
+        let _ = runner(&plan).run(&crate::schedule(plan.steps), |s| {
+            seen.borrow_mut().push(s.setup_lines());
+            Ok(())
+        });
+        let listed: Vec<_> = schedules(&plan)
+            .map(|s| s.expect("draws").setup_lines())
+            .collect();
+        assert_eq!(listed, seen.into_inner());
     }
 
     /// Without a failure every schedule runs once; `stop` hands out no more.

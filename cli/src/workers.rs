@@ -1,0 +1,45 @@
+//! The databases a generated search runs its schedules on (`--jobs J`): one backend per worker,
+//! each its own throwaway clusters, so that a crash a schedule injects on one never reaches
+//! another's.
+
+use crate::error::CliError;
+use leaselab_pg::{PgBackend, PgError};
+use std::path::Path;
+
+/// `first`, and `jobs - 1` more made by `make` in `pg_dir/worker-K`, started side by side.
+pub fn start(
+    first: PgBackend,
+    pg_dir: &Path,
+    jobs: usize,
+    make: impl Fn(&Path) -> Result<PgBackend, PgError> + Sync,
+) -> Result<Vec<PgBackend>, CliError> {
+    let make = &make;
+    let more: Vec<Result<PgBackend, PgError>> = std::thread::scope(|scope| {
+        let started: Vec<_> = (1..jobs.max(1))
+            .map(|k| {
+                let dir = pg_dir.join(format!("worker-{k}"));
+                scope.spawn(move || make(&dir))
+            })
+            .collect();
+        started
+            .into_iter()
+            .map(|h| {
+                h.join().unwrap_or_else(|_| {
+                    Err(PgError::Setup(
+                        "a worker's databases failed to start".into(),
+                    ))
+                })
+            })
+            .collect()
+    });
+    let mut pgs = vec![first];
+    for pg in more {
+        pgs.push(pg?);
+    }
+    Ok(pgs)
+}
+
+/// `--jobs`' default: the machine's cores, at most 4 (each job is two PostgreSQL clusters).
+pub fn default_jobs() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get().min(4))
+}
