@@ -3,6 +3,7 @@
 //! shrunk by proptest and written as a trace, with its timeline and explanation.
 
 use crate::args::Exit;
+use crate::diff_cmd::Search;
 use crate::error::{CliError, FileOp};
 use leaselab_checkers::Report;
 use leaselab_gen::WholeOps;
@@ -51,6 +52,16 @@ pub struct AuditArgs {
     #[arg(long, value_name = "J", requires = "gen",
           value_parser = clap::value_parser!(u64).range(1..=16))]
     pub jobs: Option<u64>,
+    /// The lease name the holders compete for, instead of the spec's `lease` (--gen,
+    /// --replay).
+    #[arg(long, value_name = "NAME", conflicts_with = "sim_seeds",
+          value_parser = clap::builder::NonEmptyStringValueParser::new())]
+    pub lease: Option<String>,
+    /// Every lease call's TTL in milliseconds, 1 to 3,600,000, instead of the spec's `ttl_ms`
+    /// (--gen, --replay) [default: the spec's, else drawn from 100, 300 and 1,500].
+    #[arg(long, value_name = "MS", conflicts_with = "sim_seeds",
+          value_parser = clap::value_parser!(u64).range(1..=leaselab_pg::spec::MAX_TTL_MS))]
+    pub ttl_ms: Option<u64>,
     /// Where a violation's trace is written.
     #[arg(long, default_value = "audit-failures", value_name = "DIR")]
     pub out: PathBuf,
@@ -62,12 +73,18 @@ pub struct AuditArgs {
 /// `leaselab audit`: generated schedules (`--gen`) or the simulation's holders
 /// (`--sim-seeds`) on the user's spec.
 pub fn main(a: AuditArgs) -> Exit {
+    let o = Overrides {
+        lease: a.lease.clone(),
+        ttl_ms: a.ttl_ms,
+    };
     let r = match (a.gen, a.sim_seeds, &a.replay) {
         (Some(n), _, _) => run_gen_cmd(
             &a.spec,
-            n,
-            a.seed,
-            steps(a.steps),
+            &o,
+            Search {
+                steps: steps(a.steps),
+                ..Search::new(n, a.seed)
+            },
             a.jobs
                 .map_or_else(crate::workers::default_jobs, |j| j as usize),
             &a.out,
@@ -76,7 +93,7 @@ pub fn main(a: AuditArgs) -> Exit {
         (None, Some(seeds), _) => a.run.options().and_then(|opts| {
             crate::audit_sim::run_seeds_cmd(&a.spec, seeds, &opts, &a.out, &a.pg_dir)
         }),
-        (None, None, Some(file)) => replay_cmd(&a.spec, file, &a.pg_dir),
+        (None, None, Some(file)) => replay_cmd(&a.spec, &o, file, &a.pg_dir),
         (None, None, None) => Err(CliError::Input(
             "give --gen N, --sim-seeds A..B or --replay FILE".into(),
         )),
@@ -110,8 +127,42 @@ pub struct AuditOutcome {
 
 /// Reads and checks the spec at `file` (an error names the file, line and statement).
 pub fn load(file: &Path, pg_dir: &Path) -> Result<(Spec, PgBackend), CliError> {
+    load_as(file, pg_dir, &Overrides::default())
+}
+
+/// The spec's `lease` and `ttl_ms` as the command line sets them (`--lease`, `--ttl-ms`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Overrides {
+    /// `--lease NAME`.
+    pub lease: Option<String>,
+    /// `--ttl-ms MS`.
+    pub ttl_ms: Option<u64>,
+}
+
+impl Overrides {
+    /// As flags to repeat in a printed command (empty, or starting with a space).
+    pub fn flags(&self) -> String {
+        let mut f = String::new();
+        if let Some(l) = &self.lease {
+            f.push_str(&format!(" --lease {l}"));
+        }
+        if let Some(t) = self.ttl_ms {
+            f.push_str(&format!(" --ttl-ms {t}"));
+        }
+        f
+    }
+}
+
+/// [`load`], with the spec's `lease` and `ttl_ms` replaced where `o` sets them.
+pub fn load_as(file: &Path, pg_dir: &Path, o: &Overrides) -> Result<(Spec, PgBackend), CliError> {
     let text = std::fs::read_to_string(file).map_err(CliError::file(FileOp::Read, file))?;
-    let spec = leaselab_pg::spec::parse(&file.display().to_string(), &text)?;
+    let mut spec = leaselab_pg::spec::parse(&file.display().to_string(), &text)?;
+    if let Some(l) = &o.lease {
+        spec.lease = l.clone();
+    }
+    if let Some(t) = o.ttl_ms {
+        spec.ttl_ms = Some(t);
+    }
     let pg = PgBackend::audit(pg_dir, spec.clone()).map_err(|e| match e {
         PgError::Spec(s) => CliError::Spec(s),
         e => CliError::Postgres(e),
@@ -262,20 +313,16 @@ pub fn write_scripts(dir: &Path, files: &leaselab_pg::spec::psql::Files) -> Resu
 /// show it: `Exit::Violation`, `Exit::Clean`, or `Exit::Interrupted` (Ctrl-C, nothing found so far).
 pub fn run_gen_cmd(
     file: &Path,
-    n: u32,
-    seed: u64,
-    steps: usize,
+    o: &Overrides,
+    search: Search,
     jobs: usize,
     out: &Path,
     pg_dir: &Path,
 ) -> Result<crate::args::Exit, CliError> {
-    let (spec, pg) = load(file, pg_dir)?;
+    let n = search.schedules;
+    let (spec, pg) = load_as(file, pg_dir, o)?;
     let mut pgs = workers(pg, &spec, pg_dir, jobs)?;
     let t0 = std::time::Instant::now();
-    let search = crate::diff_cmd::Search {
-        steps,
-        ..crate::diff_cmd::Search::new(n, seed)
-    };
     let r = run_gen(&mut pgs, &spec, search, out, true)?;
     let secs = t0.elapsed().as_secs_f64().max(1e-9);
     if let Some((trace, report)) = &r.violation {
@@ -307,9 +354,10 @@ pub fn run_gen_cmd(
         println!("timeline: leaselab diagram {}", trace.display());
         println!("explain: leaselab explain {}", trace.display());
         println!(
-            "reproduce: leaselab audit {} --replay {} --pg-dir {}",
+            "reproduce: leaselab audit {} --replay {}{} --pg-dir {}",
             file.display(),
             trace.display(),
+            o.flags(),
             pg_dir.display()
         );
     }
@@ -351,10 +399,15 @@ pub(crate) fn steps(n: u64) -> usize {
 /// `leaselab audit SPEC --replay FILE`: the schedule a search saved in FILE, run once more on
 /// SPEC and judged; whether PostgreSQL answered every step as the trace recorded. Exit
 /// `Violation` or `Clean` by the new run's verdict.
-pub fn replay_cmd(file: &Path, trace_file: &Path, pg_dir: &Path) -> Result<Exit, CliError> {
+pub fn replay_cmd(
+    file: &Path,
+    o: &Overrides,
+    trace_file: &Path,
+    pg_dir: &Path,
+) -> Result<Exit, CliError> {
     let t = Trace::read(trace_file)?;
     let schedule = crate::schedule_file::schedule_of(trace_file, &t, "audit --gen")?;
-    let (spec, mut pg) = load(file, pg_dir)?;
+    let (spec, mut pg) = load_as(file, pg_dir, o)?;
     let (h, _) = leaselab_pg::audit::audit_schedule(&mut pg, &schedule, ops_of(&spec))?;
     let report = leaselab_checkers::check(&h);
     let verdict = if report.violations.is_empty() {

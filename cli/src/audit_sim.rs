@@ -191,6 +191,14 @@ pub fn run_seeds_cmd(
     pg_dir: &Path,
 ) -> Result<Exit, CliError> {
     let (spec, pg) = load(file, pg_dir)?;
+    if spec.lease != leaselab_pg::spec::LEASE || spec.ttl_ms.is_some() {
+        return Err(CliError::Input(format!(
+            "{}: `lease` and `ttl_ms` apply to --gen and --replay; the simulation's holders \
+             compete for `{}` with the simulation's TTL",
+            file.display(),
+            leaselab_pg::spec::LEASE
+        )));
+    }
     let t0 = std::time::Instant::now();
     let r = run_seeds(pg, &spec, seeds, opts, out, true)?;
     let secs = t0.elapsed().as_secs_f64().max(1e-9);

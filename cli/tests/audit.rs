@@ -200,6 +200,69 @@ fn found_and_shrunk(name: &str) {
     );
 }
 
+/// A spec's `lease` and `ttl_ms`: every lease call names that lease and asks for that TTL,
+/// `:lease` in a write is that lease (so the one-database lease-row guard accepts writes under
+/// another name), and `--lease` / `--ttl-ms` override them.
+#[test]
+fn a_specs_lease_name_and_ttl_reach_every_call() {
+    let Some(dir) = tmp("terms") else { return };
+    std::fs::create_dir_all(&dir).expect("dir");
+    let text = std::fs::read_to_string(example("lease-row-share")).expect("spec");
+    let text = text.replacen(
+        "databases = \"one\"",
+        "databases = \"one\"\nlease = \"nightly-job\"\nttl_ms = 1000",
+        1,
+    );
+    let file = dir.join("terms.toml");
+    std::fs::write(&file, &text).expect("write");
+    for (o, lease, ttl) in [
+        (Default::default(), "nightly-job", 1000),
+        (
+            leaselab::audit_cmd::Overrides {
+                lease: Some("weekly-job".into()),
+                ttl_ms: Some(700),
+            },
+            "weekly-job",
+            700,
+        ),
+    ] {
+        let (spec, mut pg) =
+            leaselab::audit_cmd::load_as(&file, &dir.join(format!("pg-{ttl}")), &o).expect("loads");
+        let (mut calls, mut accepted) = (0, 0);
+        for s in leaselab_gen::search::schedules(&Search::new(40, 1).plan()) {
+            let s = s.expect("draws");
+            let (h, _) =
+                leaselab_pg::audit::audit_schedule(&mut pg, &s, leaselab::audit_cmd::ops_of(&spec))
+                    .expect("runs");
+            assert!(leaselab_checkers::check(&h).violations.is_empty());
+            for e in &h.events {
+                match &e.op {
+                    leaselab_model::Op::Acquire {
+                        lease: l, ttl_ms, ..
+                    }
+                    | leaselab_model::Op::Renew {
+                        lease: l, ttl_ms, ..
+                    } => {
+                        assert_eq!((l.as_str(), *ttl_ms), (lease, ttl));
+                        calls += 1;
+                    }
+                    leaselab_model::Op::Release { lease: l, .. } => assert_eq!(l.as_str(), lease),
+                    leaselab_model::Op::Write { .. }
+                        if e.outcome == leaselab_model::Outcome::Accepted =>
+                    {
+                        accepted += 1
+                    }
+                    _ => {}
+                }
+            }
+        }
+        assert!(
+            calls > 40 && accepted > 10,
+            "{calls} calls, {accepted} writes accepted"
+        );
+    }
+}
+
 /// Two workers (each its own databases) find the same first failing schedule as one, shrink it
 /// to the same schedule and write the same trace: `--jobs` changes only the time.
 #[test]

@@ -209,6 +209,29 @@ pub struct Client {
     written: u64,
     /// Only whole operations, as a service calls its lease (`leaselab audit`).
     whole: Option<WholeOps>,
+    /// The lease every lease call names.
+    lease: LeaseName,
+    /// Every lease call's TTL, if fixed (else drawn from [`TTLS`]).
+    ttl_ms: Option<u64>,
+}
+
+/// What a user's lease is called and how long it lasts (`leaselab audit`'s spec): the lease
+/// name every call names, and a TTL every call asks for instead of the drawn ones.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Terms {
+    /// The lease name.
+    pub lease: LeaseName,
+    /// The TTL, if fixed.
+    pub ttl_ms: Option<u64>,
+}
+
+impl Default for Terms {
+    fn default() -> Self {
+        Terms {
+            lease: LeaseName::new(defaults::LEASE),
+            ttl_ms: None,
+        }
+    }
 }
 
 /// What a user's lease offers besides acquire, renew, release and write.
@@ -278,7 +301,23 @@ impl Client {
             max_token: 0,
             written: 0,
             whole: None,
+            lease: LeaseName::new(defaults::LEASE),
+            ttl_ms: None,
         }
+    }
+
+    /// The same client, naming `terms`' lease and asking for its TTL.
+    pub fn with_terms(self, terms: &Terms) -> Self {
+        Client {
+            lease: terms.lease.clone(),
+            ttl_ms: terms.ttl_ms,
+            ..self
+        }
+    }
+
+    /// The TTL a lease call drawn with `x` asks for.
+    fn ttl(&self, x: u8) -> u64 {
+        self.ttl_ms.unwrap_or(TTLS[usize::from(x) % TTLS.len()])
     }
 
     fn token(&self, actor: usize, a: u8) -> Token {
@@ -313,7 +352,8 @@ impl Client {
         let actor = usize::from(intent.actor) % self.actors;
         let (a, b) = (intent.a, intent.b);
         let name = NAMES[actor];
-        let lease = || LeaseName::new(defaults::LEASE);
+        let lease_name = self.lease.clone();
+        let lease = || lease_name.clone();
         let db_of = |x: u8| {
             if x % 2 == 0 {
                 DbName::Lease
@@ -401,7 +441,7 @@ impl Client {
     ) -> Op {
         let holder = Holder::new(NAMES[actor]);
         let s = &self.sessions[actor];
-        let ttl = TTLS[usize::from(a) % TTLS.len()];
+        let ttl = self.ttl(a);
         match kind {
             Kind::Acquire => Op::Acquire {
                 lease: lease(),
@@ -505,7 +545,8 @@ impl Client {
     /// the first session that is free and placed to make it (already in a transaction when a
     /// floor is held), so that queues form within a few intents.
     fn contend(&mut self, hint: usize, a: u8, b: u8) -> (usize, Op) {
-        let lease = || LeaseName::new(defaults::LEASE);
+        let lease_name = self.lease.clone();
+        let lease = || lease_name.clone();
         let order: Vec<usize> = (0..self.actors).map(|i| (hint + i) % self.actors).collect();
         let free = |c: &Self, x: usize| !c.sessions[x][0].blocked && !c.sessions[x][1].blocked;
         if b % 2 == 1 {
@@ -583,7 +624,7 @@ impl Client {
                     return (x, txn_op(DbName::Lease, false, 0));
                 }
                 let holder = Holder::new(NAMES[x]);
-                let ttl_ms = TTLS[usize::from(b) % TTLS.len()];
+                let ttl_ms = self.ttl(b);
                 let token = self.token(x, 0);
                 // An acquire waits for any lock on the row (its ON CONFLICT locks the row
                 // before its WHERE); a renew or release only when it matches the committed row.
@@ -633,7 +674,7 @@ impl Client {
             (false, true, _) => Op::Acquire {
                 lease: lease(),
                 holder,
-                ttl_ms: TTLS[usize::from(b) % TTLS.len()],
+                ttl_ms: self.ttl(b),
             },
         };
         (x, op)

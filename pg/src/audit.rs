@@ -2,7 +2,7 @@
 //! PostgreSQL's answers alone — no model runs beside it — for the checkers to judge.
 
 use crate::adapter::{PgBackend, PgError};
-use leaselab_gen::{Client, Intent, Schedule, WholeOps};
+use leaselab_gen::{Client, Intent, Schedule, Terms, WholeOps};
 use leaselab_model::{
     apply_event, Admin, Config, DbName, Event, FencedResource, History, Holder, LeaseStore, Model,
     Op, Outcome, Part, PublishMode, Scope,
@@ -17,10 +17,11 @@ pub fn audit_schedule(
     ops: WholeOps,
 ) -> Result<(History, Pauses), PgError> {
     pg.reset(&schedule.config)?;
+    let terms = pg.spec_terms();
     // One operation in five pauses inside itself — after its first, second or third statement
     // (or before its COMMIT) — until the holder's next `await`.
     let mut pauses = Pauses::new();
-    let mut history = whole_ops(pg, schedule, ops, |pg, intent, e| {
+    let mut history = whole_ops(pg, schedule, ops, &terms, |pg, intent, e| {
         if intent.b % 5 == 4 && pausable(&e.op) {
             let after = usize::from(intent.a % 3);
             pg.pause_next(after);
@@ -54,9 +55,10 @@ fn whole_ops<B: LeaseStore + FencedResource + Admin>(
     b: &mut B,
     schedule: &Schedule,
     ops: WholeOps,
+    terms: &Terms,
     mut before: impl FnMut(&mut B, &Intent, &Event),
 ) -> History {
-    let mut client = Client::whole_operations(schedule.actors, ops);
+    let mut client = Client::whole_operations(schedule.actors, ops).with_terms(terms);
     let mut history = History::default();
     for intent in &schedule.intents {
         let Some(e) = client.event(intent) else {
@@ -89,7 +91,7 @@ pub fn cross_check(
     };
     let run_pg = |pg: &mut PgBackend| -> Result<History, PgError> {
         pg.reset(&config)?;
-        let mut h = whole_ops(pg, schedule, ops, |_, _, _| {});
+        let mut h = whole_ops(pg, schedule, ops, &Terms::default(), |_, _, _| {});
         if ops.read_part {
             read_back(pg, &mut h);
         }
@@ -98,7 +100,7 @@ pub fn cross_check(
     let a = run_pg(spec)?;
     let b = run_pg(builtin)?;
     let mut model = Model::new(config.clone());
-    let mut m = whole_ops(&mut model, schedule, ops, |_, _, _| {});
+    let mut m = whole_ops(&mut model, schedule, ops, &Terms::default(), |_, _, _| {});
     if ops.read_part {
         read_back(&mut model, &mut m);
     }

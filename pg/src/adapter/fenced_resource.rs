@@ -21,7 +21,7 @@ impl FencedResource for PgBackend {
         token: Token,
     ) -> Outcome {
         let args = Args {
-            lease: crate::spec::LEASE.to_string(),
+            lease: self.spec_lease(),
             holder: cx.actor.to_string(),
             token: token.0 as i64,
             scope: scope.to_string(),
@@ -149,7 +149,7 @@ impl FencedResource for PgBackend {
 
     fn publish(&mut self, cx: &Ctx<'_>, key: &str, content: &str, token: Token) -> Outcome {
         let args = Args {
-            lease: crate::spec::LEASE.to_string(),
+            lease: self.spec_lease(),
             holder: cx.actor.to_string(),
             token: token.0 as i64,
             key: key.to_string(),
@@ -198,7 +198,7 @@ impl FencedResource for PgBackend {
 
     fn read_part(&mut self, cx: &Ctx<'_>, scope: &Scope, part: &Part) -> Outcome {
         let args = Args {
-            lease: crate::spec::LEASE.to_string(),
+            lease: self.spec_lease(),
             scope: scope.to_string(),
             part: part.to_string(),
             ..Args::default()

@@ -99,16 +99,18 @@ impl OpKind {
     }
 }
 
-/// The lease every generated schedule and simulated holder competes for: what `:lease` is in
-/// a statement whose operation names no lease (write, publish, read-part).
+/// The lease the holders compete for unless the spec names another (`lease = "…"`).
 pub const LEASE: &str = leaselab_model::names::defaults::LEASE;
+
+/// The longest `ttl_ms` a spec may set: one hour.
+pub const MAX_TTL_MS: u64 = 3_600_000;
 
 /// A named parameter, passed with a fixed type so that PostgreSQL never has to guess it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Param {
     /// `:lease`, text: the lease operated on; in a write, publish or read-part, the lease the
-    /// run's holders compete for ([`LEASE`]), so that a design that guards its write by the
-    /// lease row (one database) names it as its lease calls do.
+    /// run's holders compete for ([`Spec::lease`]), so that a design that guards its write by
+    /// the lease row (one database) names it as its lease calls do.
     Lease,
     /// `:holder`, text: the acting holder (the writer, for a write).
     Holder,
@@ -211,6 +213,12 @@ pub struct Spec {
     pub file: String,
     /// One database or two.
     pub databases: Databases,
+    /// The lease name the holders compete for (`lease = "…"`, default [`LEASE`]): every
+    /// acquire, renew and release names it, and `:lease` in a write, publish or read-part is it.
+    pub lease: String,
+    /// Every lease call's TTL (`ttl_ms = …`), for a design written for one TTL (a grace period,
+    /// a skew allowance); without it the generated schedules draw 100, 300 or 1,500 ms.
+    pub ttl_ms: Option<u64>,
     /// DDL (and seed rows) of the lease side.
     pub lease_schema: String,
     /// DDL (and seed rows) of the resource side.

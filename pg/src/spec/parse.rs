@@ -38,11 +38,15 @@ pub fn parse(file: &str, text: &str) -> Result<Spec, SpecError> {
     })?;
     let root = root.get_ref();
     for (k, v) in root.iter() {
-        if !matches!(k.get_ref().as_ref(), "databases" | "schema" | "statements") {
+        if !matches!(
+            k.get_ref().as_ref(),
+            "databases" | "lease" | "ttl_ms" | "schema" | "statements"
+        ) {
             return Err(err(
                 Some(line_of(v.span().start)),
                 Some(k.get_ref()),
-                "unknown key (a spec has `databases`, `[schema]` and `[statements]`)".into(),
+                "unknown key (a spec has `databases`, `lease`, `ttl_ms`, `[schema]` and `[statements]`)"
+                    .into(),
             ));
         }
     }
@@ -55,6 +59,37 @@ pub fn parse(file: &str, text: &str) -> Result<Spec, SpecError> {
                 Some(line_of(span.start)),
                 Some("databases"),
                 "must be \"one\" or \"two\"".into(),
+            ))
+        }
+    };
+    let lease = match root.get("lease").map(|v| (v.get_ref(), v.span())) {
+        None => super::LEASE.to_string(),
+        Some((DeValue::String(s), _)) if !s.is_empty() => s.to_string(),
+        Some((_, span)) => {
+            return Err(err(
+                Some(line_of(span.start)),
+                Some("lease"),
+                "must be a non-empty string: the lease name the holders compete for".into(),
+            ))
+        }
+    };
+    let ttl_ms = match root.get("ttl_ms").map(|v| (v.get_ref(), v.span())) {
+        None => None,
+        Some((DeValue::Integer(i), span)) => match i.as_str().parse::<u64>() {
+            Ok(t) if (1..=super::MAX_TTL_MS).contains(&t) => Some(t),
+            _ => {
+                return Err(err(
+                    Some(line_of(span.start)),
+                    Some("ttl_ms"),
+                    format!("must be an integer from 1 to {}", super::MAX_TTL_MS),
+                ))
+            }
+        },
+        Some((_, span)) => {
+            return Err(err(
+                Some(line_of(span.start)),
+                Some("ttl_ms"),
+                format!("must be an integer from 1 to {}", super::MAX_TTL_MS),
             ))
         }
     };
@@ -134,6 +169,8 @@ pub fn parse(file: &str, text: &str) -> Result<Spec, SpecError> {
     Ok(Spec {
         file: file.to_string(),
         databases,
+        lease,
+        ttl_ms,
         lease_schema,
         resource_schema,
         ops,
@@ -398,6 +435,23 @@ write = [
 
     #[test]
     fn an_unknown_parameter_names_the_ones_it_may_use() {
+        let e = bad(&format!("ttl_ms = 0\n{GOOD}"));
+        assert_eq!(
+            (e.line, e.place.as_deref()),
+            (Some(1), Some("ttl_ms")),
+            "{e}"
+        );
+        assert!(e.message.contains("from 1 to 3600000"), "{e}");
+        let e = bad(&format!("lease = \"\"\n{GOOD}"));
+        assert_eq!(
+            (e.line, e.place.as_deref()),
+            (Some(1), Some("lease")),
+            "{e}"
+        );
+        let s = parse("t.toml", &format!("lease = \"x\"\nttl_ms = 900\n{GOOD}")).expect("parses");
+        assert_eq!((s.lease.as_str(), s.ttl_ms), ("x", Some(900)));
+        let s = parse("t.toml", GOOD).expect("parses");
+        assert_eq!((s.lease.as_str(), s.ttl_ms), (crate::spec::LEASE, None));
         let e = bad(&GOOD.replace("AND :ttl_ms > 0", "AND :ttl > 0"));
         assert_eq!(e.place.as_deref(), Some("acquire"));
         assert!(

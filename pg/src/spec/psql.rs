@@ -45,7 +45,7 @@ fn session_name(db: DbName, e: &Event) -> String {
 type Values<'a> = Box<dyn Fn(Param) -> Literal + 'a>;
 
 /// The spec's operation an event runs, with the value of each parameter.
-fn operation(e: &Event) -> Option<(OpKind, Values<'_>)> {
+fn operation<'a>(e: &'a Event, lease: &'a str) -> Option<(OpKind, Values<'a>)> {
     let actor = e.actor.to_string();
     let text = |s: String| Literal::Text(s);
     let int = |i: u64| Literal::Int(i as i64);
@@ -99,7 +99,7 @@ fn operation(e: &Event) -> Option<(OpKind, Values<'_>)> {
         } => (
             OpKind::Write,
             Box::new(move |p| match p {
-                Param::Lease => text(super::LEASE.to_string()),
+                Param::Lease => text(lease.to_string()),
                 Param::Holder => text(actor.clone()),
                 Param::Token => int(token.0),
                 Param::Scope => text(scope.to_string()),
@@ -115,7 +115,7 @@ fn operation(e: &Event) -> Option<(OpKind, Values<'_>)> {
         } => (
             OpKind::Publish,
             Box::new(move |p| match p {
-                Param::Lease => text(super::LEASE.to_string()),
+                Param::Lease => text(lease.to_string()),
                 Param::Holder => text(actor.clone()),
                 Param::Token => int(token.0),
                 Param::Key => text(key.clone()),
@@ -126,7 +126,7 @@ fn operation(e: &Event) -> Option<(OpKind, Values<'_>)> {
         Op::ReadPart { scope, part } => (
             OpKind::ReadPart,
             Box::new(move |p| match p {
-                Param::Lease => text(super::LEASE.to_string()),
+                Param::Lease => text(lease.to_string()),
                 Param::Scope => text(scope.to_string()),
                 Param::Part => text(part.to_string()),
                 _ => Literal::Null,
@@ -182,7 +182,7 @@ pub fn scripts(spec: &Spec, h: &History, pauses: &BTreeMap<u64, usize>, title: &
     let mut down = [false; 2];
     for e in &h.events {
         let n = e.seq;
-        if let Some((kind, value)) = operation(e) {
+        if let Some((kind, value)) = operation(e, &spec.lease) {
             let Some(op) = spec.op(kind) else {
                 let _ = writeln!(driver, "recorded {n} 'the spec has no {}'", kind.as_str());
                 continue;
@@ -491,7 +491,7 @@ pub fn outcomes(
     }
     let mut out = BTreeMap::new();
     for e in &h.events {
-        let Some((kind, _)) = operation(e) else {
+        let Some((kind, _)) = operation(e, "") else {
             continue;
         };
         let Some(lines) = printed.get(&e.seq) else {
@@ -566,7 +566,7 @@ pub fn expected(h: &History) -> BTreeMap<u64, String> {
     let mut out = BTreeMap::new();
     let mut open: BTreeMap<String, u64> = BTreeMap::new();
     for e in &h.events {
-        if let Some((kind, _)) = operation(e) {
+        if let Some((kind, _)) = operation(e, "") {
             let s = session_name(db_of(kind), e);
             if e.outcome == Outcome::Blocked {
                 open.insert(s, e.seq);
