@@ -540,6 +540,9 @@ impl Records {
 static HOLDERS: std::sync::Mutex<Vec<(u32, Option<crate::watchdog::Entry>)>> =
     std::sync::Mutex::new(Vec::new());
 
+/// Set by [`kill_holders`]: the run is abandoned, and no holder may be started any more.
+static HOLDERS_CLOSED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 fn holders() -> std::sync::MutexGuard<'static, Vec<(u32, Option<crate::watchdog::Entry>)>> {
     HOLDERS
         .lock()
@@ -572,7 +575,13 @@ fn unlist(pid: u32) {
 /// Kills every holder process this process started and has not reaped (SIGKILL ends a stopped
 /// process too). For a run abandoned by a second Ctrl-C, whose own code will not run again.
 pub fn kill_holders() {
-    let pids = std::mem::take(&mut *holders());
+    let pids = {
+        let mut h = holders();
+        // Under the list's lock, so that no holder is started and listed after the list was
+        // taken (the run's own thread goes on while an abandoning handler stops the clusters).
+        HOLDERS_CLOSED.store(true, std::sync::atomic::Ordering::SeqCst);
+        std::mem::take(&mut *h)
+    };
     for (pid, _) in pids {
         let _ = Command::new("kill")
             .args(["-KILL", &pid.to_string()])
@@ -631,6 +640,14 @@ fn spawn_holder(
     // A process group of its own: a Ctrl-C at the terminal reaches the lab alone, which
     // decides what becomes of its holders (killed when it abandons the run).
     use std::os::unix::process::CommandExt;
+    // Started and listed under the list's lock: [`kill_holders`] either sees it or has already
+    // closed the list, and then it is not started.
+    let mut listed = holders();
+    if HOLDERS_CLOSED.load(std::sync::atomic::Ordering::SeqCst) {
+        return Err(RealError::Unexpected(
+            "not started: the run was abandoned".into(),
+        ));
+    }
     let child = cmd
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -641,7 +658,7 @@ fn spawn_holder(
         crate::watchdog::Order::Holder,
         format!("kill -KILL {} 2>/dev/null", child.id()),
     );
-    holders().push((child.id(), watched));
+    listed.push((child.id(), watched));
     Ok(child)
 }
 
