@@ -229,16 +229,7 @@ pub fn run_gen(
     );
     counts.finish();
     let runs = counts;
-    let found = match result {
-        Ok(f) => f,
-        Err(leaselab_gen::search::SearchError::Aborted(why)) => {
-            return Err(CliError::GeneratorAborted(why))
-        }
-        Err(leaselab_gen::search::SearchError::Run(e)) => return Err(e.into()),
-    };
-    let Some(pg) = pgs.first_mut() else {
-        return Err(CliError::Input("no databases to run on".into()));
-    };
+    let (found, pg) = crate::workers::settled(result, pgs)?;
     let violation = match found {
         None => None,
         Some(leaselab_gen::search::Found { minimal, .. }) => {
