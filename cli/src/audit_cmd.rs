@@ -217,12 +217,8 @@ pub fn run_gen(
             })
         },
         |phase, case| {
-            counts.ran(case.steps);
-            if case.failure.is_some() {
-                if let leaselab_gen::search::Phase::Drawn(i) = phase {
-                    first = Some(i);
-                    counts.failed();
-                }
+            if let Some(i) = counts.observe(phase, case) {
+                first = Some(i);
             }
         },
         crate::interrupt::requested,

@@ -333,6 +333,23 @@ impl GenRuns {
         }
     }
 
+    /// A run the search reports: counted, and a drawn schedule's failure switches to
+    /// shrinking. Returns that schedule's number (1-based) when it is one.
+    pub fn observe(
+        &mut self,
+        phase: leaselab_gen::search::Phase,
+        case: &leaselab_gen::search::Case,
+    ) -> Option<u64> {
+        self.ran(case.steps);
+        match (phase, &case.failure) {
+            (leaselab_gen::search::Phase::Drawn(i), Some(_)) => {
+                self.failed();
+                Some(i)
+            }
+            _ => None,
+        }
+    }
+
     /// The run just counted failed: the runs from now on shrink it.
     pub fn failed(&mut self) {
         self.failing = true;
@@ -457,10 +474,7 @@ pub fn run_gen(
             ))
         },
         |phase, case| {
-            counts.ran(case.steps);
-            if case.failure.is_some() && matches!(phase, leaselab_gen::search::Phase::Drawn(_)) {
-                counts.failed();
-            }
+            counts.observe(phase, case);
         },
         crate::interrupt::requested,
     );

@@ -145,3 +145,9 @@ pub const COUNT_ATTEMPTS: &str =
     "SELECT count(*) FROM write_attempt WHERE writer = $1 AND accepted = $2";
 /// Set the session's virtual clock.
 pub const SET_NOW: &str = "SELECT set_config('lab.now', $1, false)";
+
+/// `s` as an SQL string literal (quotes doubled; `standard_conforming_strings` is on, so a
+/// backslash is an ordinary character).
+pub fn literal(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "''"))
+}

@@ -303,7 +303,7 @@ impl PgBackend {
                         let (v, called): (i64, bool) = (row.get(0), row.get(1));
                         refill.push_str(&format!(
                             " SELECT setval({}::regclass, {v}, {called});",
-                            literal(&name)
+                            sql::literal(&name)
                         ));
                     }
                     "r" => {
@@ -356,8 +356,8 @@ impl PgBackend {
         let mut res_sql = "DELETE FROM report_part; DELETE FROM write_attempt; DELETE FROM publish; DELETE FROM fence_floor;".to_string();
         for s in &config.scopes {
             res_sql.push_str(&format!(
-                " INSERT INTO fence_floor VALUES ('{}', 0);",
-                s.as_str().replace('\'', "''")
+                " INSERT INTO fence_floor VALUES ({}, 0);",
+                sql::literal(s.as_str())
             ));
         }
         for (i, q) in [lease_sql, res_sql].into_iter().enumerate() {
@@ -653,11 +653,6 @@ impl PgBackend {
         self.sides[i].admin = Some(a.clone());
         Ok(a)
     }
-}
-
-/// `s` as an SQL string literal.
-fn literal(s: &str) -> String {
-    format!("'{}'", s.replace('\'', "''"))
 }
 
 #[cfg(test)]

@@ -145,7 +145,7 @@ enum Literal {
 impl Literal {
     fn sql(&self) -> String {
         match self {
-            Literal::Text(s) => format!("'{}'", s.replace('\'', "''")),
+            Literal::Text(s) => crate::sql::literal(s),
             Literal::Int(i) => i.to_string(),
             Literal::Null => "NULL".into(),
         }
