@@ -281,8 +281,19 @@ fn a_second_signal_on_audit_gen_abandons_it_and_leaves_no_server() {
     assert!(err.contains("leaselab audit: interrupted"), "{err}");
 }
 
-/// `(pid, state)` of every process whose command line names `dir` and `word`.
-fn processes_naming(dir: &Path, word: &str) -> Vec<(u32, char)> {
+/// A `leaselab holder` process of a lab run under `dir`: its pid, its state and its command
+/// line (for a failure's message).
+#[derive(Debug, PartialEq, Eq)]
+struct HolderProcess {
+    pid: u32,
+    state: char,
+    cmdline: String,
+}
+
+/// Every `leaselab holder` process whose command line names `dir` (its connection strings do).
+/// The subcommand itself is matched, not a word anywhere in the line: a folder named
+/// `…-holder` must not make a server or a shell under it count as a holder.
+fn holders_under(dir: &Path) -> Vec<HolderProcess> {
     let needle = format!("{}/", dir.display());
     let mut found = Vec::new();
     for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
@@ -292,8 +303,12 @@ fn processes_naming(dir: &Path, word: &str) -> Vec<(u32, char)> {
         let Ok(cmd) = std::fs::read(e.path().join("cmdline")) else {
             continue;
         };
-        let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
-        if !(cmd.contains(&needle) && cmd.contains(word)) {
+        let argv: Vec<String> = cmd
+            .split(|b| *b == 0)
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect();
+        let cmdline = argv.join(" ");
+        if argv.get(1).map(String::as_str) != Some("holder") || !cmdline.contains(&needle) {
             continue;
         }
         // `/proc/PID/stat`: "pid (comm) S …" — the state follows the last ')'.
@@ -304,7 +319,11 @@ fn processes_naming(dir: &Path, word: &str) -> Vec<(u32, char)> {
                     .and_then(|(_, r)| r.trim().chars().next())
             })
             .unwrap_or('?');
-        found.push((pid, state));
+        found.push(HolderProcess {
+            pid,
+            state,
+            cmdline,
+        });
     }
     found
 }
@@ -322,9 +341,7 @@ fn lab_with_a_stopped_holder(name: &str, signals: &[&str]) -> std::process::Exit
     );
     let t0 = Instant::now();
     loop {
-        let stopped = processes_naming(&dir, "holder")
-            .iter()
-            .any(|(_, state)| *state == 'T');
+        let stopped = holders_under(&dir).iter().any(|h| h.state == 'T');
         if stopped {
             break;
         }
@@ -351,20 +368,16 @@ fn lab_with_a_stopped_holder(name: &str, signals: &[&str]) -> std::process::Exit
         std::thread::sleep(Duration::from_millis(20));
     };
     let t0 = Instant::now();
-    while !processes_naming(&dir, "holder").is_empty() && t0.elapsed() < Duration::from_secs(60) {
+    while !holders_under(&dir).is_empty() && t0.elapsed() < Duration::from_secs(60) {
         std::thread::sleep(Duration::from_millis(50));
     }
-    let left = processes_naming(&dir, "holder");
-    for (pid, _) in &left {
+    let left = holders_under(&dir);
+    for h in &left {
         let _ = Command::new("kill")
-            .args(["-KILL", &pid.to_string()])
+            .args(["-KILL", &h.pid.to_string()])
             .status();
     }
-    assert_eq!(
-        left,
-        Vec::<(u32, char)>::new(),
-        "holder processes outlived the lab"
-    );
+    assert_eq!(left, Vec::new(), "holder processes outlived the lab");
     until_gone("a server", || servers_under(&dir).is_empty());
     status
 }
@@ -411,10 +424,7 @@ fn ctrl_c_at_the_terminal_during_f4_finishes_the_case() {
         .spawn()
         .expect("leaselab lab");
     let t0 = Instant::now();
-    while !processes_naming(&dir, "holder")
-        .iter()
-        .any(|(_, state)| *state == 'T')
-    {
+    while !holders_under(&dir).iter().any(|h| h.state == 'T') {
         assert!(
             t0.elapsed() < Duration::from_secs(180),
             "holder-a was never stopped"
@@ -441,5 +451,5 @@ fn ctrl_c_at_the_terminal_during_f4_finishes_the_case() {
         "{stdout}{stderr}"
     );
     assert_eq!(servers_under(&dir), Vec::<String>::new());
-    assert!(processes_naming(&dir, "holder").is_empty());
+    assert!(holders_under(&dir).is_empty());
 }

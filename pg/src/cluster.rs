@@ -47,9 +47,9 @@ impl Owned {
         server_cmd(&self.bin, "pg_ctl", self.as_root)
     }
 
-    /// What the watchdog runs if this process ends with the cluster still up: the same stop
+    /// What the watchdog runs if this process ends with the cluster still up: the same passes
     /// as [`Owned::stop_and_remove_now`] in `sh` (a postmaster `pg_ctl` could not stop is
-    /// killed), then the folder.
+    /// killed), until the folder is gone.
     fn shell_cleanup(&self) -> String {
         use crate::watchdog::quote;
         let pg_ctl = quote(&self.bin.join("pg_ctl").to_string_lossy());
@@ -60,14 +60,18 @@ impl Owned {
         };
         let data = self.dir.join("data");
         let pidfile = quote(&data.join("postmaster.pid").to_string_lossy());
+        let dir = quote(&self.dir.to_string_lossy());
         format!(
-            "{pg_ctl} -D {} -m immediate -w -t 20 stop >/dev/null 2>&1; if [ -f {pidfile} ]; then kill -KILL \"$(head -n 1 {pidfile})\" 2>/dev/null; fi; rm -rf {}",
+            "i=0; while [ -e {dir} ] && [ $i -lt {PASSES} ]; do if [ -f {pidfile} ]; then {pg_ctl} -D {} -m immediate -w -t 20 stop >/dev/null 2>&1; if [ -f {pidfile} ]; then kill -KILL \"$(head -n 1 {pidfile})\" 2>/dev/null; fi; fi; rm -rf {dir} 2>/dev/null; if [ -e {dir} ]; then sleep 0.1; fi; i=$((i+1)); done",
             quote(&data.to_string_lossy()),
-            quote(&self.dir.to_string_lossy())
         )
     }
 
-    /// `pg_ctl stop -m immediate` (nothing if the server is not running), then the files.
+    /// Stops the server and removes its folder, in passes until the folder is gone: a server
+    /// may be starting as this runs — `pg_ctl start` puts the postmaster in a session of its
+    /// own, so killing the helper does not end it, and it may write its lock file and sockets
+    /// only after a first pass found none and removed the folder under it — and a server's
+    /// last processes may still be closing files as `pg_ctl -w` returns.
     fn stop_and_remove(&self) {
         use std::sync::atomic::Ordering;
         STOPPING.fetch_add(1, Ordering::SeqCst);
@@ -76,25 +80,26 @@ impl Owned {
     }
 
     fn stop_and_remove_now(&self) {
-        if self.dir.join("data").join("postmaster.pid").exists() {
-            let mut c = self.pg_ctl();
-            c.arg("-D")
-                .arg(self.dir.join("data"))
-                .args(["-m", "immediate", "-w", "stop"]);
-            let _ = c.output();
-        }
-        // A server's last processes may still be closing files as `pg_ctl -w` returns: a
-        // removal that raced them is tried again.
-        for _ in 0..20 {
+        let pidfile = self.dir.join("data").join("postmaster.pid");
+        for _ in 0..PASSES {
+            if pidfile.exists() {
+                let mut c = self.pg_ctl();
+                c.arg("-D")
+                    .arg(self.dir.join("data"))
+                    .args(["-m", "immediate", "-w", "stop"]);
+                let _ = c.output();
+            }
             match std::fs::remove_dir_all(&self.dir) {
-                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                    std::thread::sleep(std::time::Duration::from_millis(50))
-                }
-                _ => break,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => break,
+                Ok(()) if !self.dir.exists() => break,
+                _ => std::thread::sleep(std::time::Duration::from_millis(100)),
             }
         }
     }
 }
+
+/// How many stop-and-remove passes a cluster's cleanup makes at most (100 ms apart).
+const PASSES: u32 = 100;
 
 /// Stops and removes every cluster this process started: for a command interrupted by Ctrl-C
 /// or SIGTERM, which exits without running destructors.

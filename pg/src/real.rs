@@ -1007,3 +1007,35 @@ pub fn crash_suffix(lease: &str, res: &str) -> Result<CrashReport, RealError> {
         Ok(rep)
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Once an abandoning handler has killed the listed holders, no holder may start: one
+    /// started then would be on no list and, if the process ends before its watchdog entry is
+    /// written, in no cleanup script either — a holder that outlives the run.
+    #[test]
+    fn no_holder_starts_once_the_holders_were_killed() {
+        kill_holders();
+        let started = spawn_holder(
+            Path::new("/bin/true"),
+            "b",
+            "holder-b",
+            "host=/nowhere",
+            "host=/nowhere",
+            true,
+            None,
+        );
+        match started {
+            Err(RealError::Unexpected(m)) => assert!(m.contains("abandoned"), "{m}"),
+            Err(e) => panic!("another error: {e}"),
+            Ok(mut c) => {
+                let _ = c.kill();
+                let _ = c.wait();
+                panic!("a holder started after kill_holders");
+            }
+        }
+        assert!(holders().is_empty());
+    }
+}

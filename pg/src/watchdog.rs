@@ -49,9 +49,14 @@ fn watch() -> std::sync::MutexGuard<'static, Option<Watch>> {
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// The watchdog's own program: wait for the end of the pipe, run the script, delete it.
-const WATCHDOG: &str =
-    r#"trap '' INT TERM HUP QUIT; cat >/dev/null; if [ -f "$1" ]; then sh "$1"; fi; rm -f "$1""#;
+/// The watchdog's own program: wait for the end of the pipe, run the script, delete it. A
+/// process killed while it rewrote its script leaves the new version beside the old one: that
+/// one is run if it was written whole (it ends with [`END`]; it is written in one call), since
+/// the entry it adds (a holder just started) is in no other; otherwise the old one.
+const WATCHDOG: &str = r#"trap '' INT TERM HUP QUIT; cat >/dev/null; if [ "$(tail -n 1 "$1.new" 2>/dev/null)" = '# end' ]; then sh "$1.new"; elif [ -f "$1" ]; then sh "$1"; fi; rm -f "$1" "$1.new""#;
+
+/// The last line of every script written: a script that ends with it was written whole.
+const END: &str = "# end";
 
 /// `s` quoted for `sh`.
 pub fn quote(s: &str) -> String {
@@ -88,10 +93,15 @@ impl Watch {
     /// Writes the script whole and renames it into place: the watchdog never runs half of it.
     fn write(&self) -> std::io::Result<()> {
         let tmp = self.script.with_extension("sh.new");
-        let mut f = std::fs::File::create(&tmp)?;
+        let mut text = String::new();
         for cmd in self.entries.values() {
-            writeln!(f, "{cmd}")?;
+            text.push_str(cmd);
+            text.push('\n');
         }
+        text.push_str(END);
+        text.push('\n');
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(text.as_bytes())?;
         f.flush()?;
         std::fs::rename(&tmp, &self.script)
     }
@@ -129,4 +139,103 @@ pub fn forget(entry: Entry) {
 /// The cleanup script's path, if a watchdog runs (for tests).
 pub fn script() -> Option<PathBuf> {
     watch().as_ref().map(|w| w.script.clone())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs the watchdog's program on `script` with its pipe already closed (its owner gone).
+    fn run_watchdog(script: &std::path::Path) {
+        let st = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(WATCHDOG)
+            .arg("leaselab-watchdog")
+            .arg(script)
+            .stdin(std::process::Stdio::null())
+            .status()
+            .expect("sh runs");
+        assert!(st.success());
+    }
+
+    fn scratch(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!(
+            "leaselab-watchdog-test-{name}-{}",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).expect("scratch");
+        d
+    }
+
+    /// A script that touches `marker`, written whole.
+    fn touching(marker: &std::path::Path) -> String {
+        format!("touch {}\n{END}\n", quote(&marker.to_string_lossy()))
+    }
+
+    #[test]
+    fn the_script_runs_once_its_owner_is_gone_and_is_deleted() {
+        let d = scratch("plain");
+        let script = d.join("w.sh");
+        std::fs::write(&script, touching(&d.join("old"))).expect("write");
+        run_watchdog(&script);
+        assert!(d.join("old").exists());
+        assert!(!script.exists());
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    /// Killed while rewriting its script after the new version was written whole: the new
+    /// one runs (its newest entry is in no other), and neither file is left.
+    #[test]
+    fn a_new_script_written_whole_runs_instead_of_the_old() {
+        let d = scratch("whole");
+        let script = d.join("w.sh");
+        std::fs::write(&script, touching(&d.join("old"))).expect("write");
+        std::fs::write(d.join("w.sh.new"), touching(&d.join("new"))).expect("write");
+        run_watchdog(&script);
+        assert!(d.join("new").exists());
+        assert!(!d.join("old").exists());
+        assert!(!script.exists() && !d.join("w.sh.new").exists());
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    /// Killed before the new version was written whole (no end line): the old one runs, and
+    /// no line of the partial one (a truncated pid could name another process).
+    #[test]
+    fn a_partial_new_script_is_not_run() {
+        let d = scratch("partial");
+        let script = d.join("w.sh");
+        std::fs::write(&script, touching(&d.join("old"))).expect("write");
+        let partial = touching(&d.join("new"));
+        let cut = partial.len() - END.len() - 1;
+        std::fs::write(d.join("w.sh.new"), &partial[..cut]).expect("write");
+        run_watchdog(&script);
+        assert!(d.join("old").exists());
+        assert!(!d.join("new").exists());
+        assert!(!script.exists() && !d.join("w.sh.new").exists());
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    /// What the process writes is what the watchdog takes as whole.
+    #[test]
+    fn every_script_written_ends_with_the_end_line() {
+        let d = scratch("written");
+        let w = Watch {
+            _pipe: {
+                let mut c = std::process::Command::new("cat")
+                    .stdin(std::process::Stdio::piped())
+                    .stdout(std::process::Stdio::null())
+                    .spawn()
+                    .expect("cat");
+                c.stdin.take().expect("stdin")
+            },
+            script: d.join("w.sh"),
+            entries: BTreeMap::from([((Order::Holder, 0), "true".to_string())]),
+            next: 1,
+        };
+        w.write().expect("written");
+        let text = std::fs::read_to_string(d.join("w.sh")).expect("read");
+        assert_eq!(text, format!("true\n{END}\n"));
+        let _ = std::fs::remove_dir_all(&d);
+    }
 }
