@@ -220,20 +220,20 @@ mod tests {
     #[test]
     fn every_script_written_ends_with_the_end_line() {
         let d = scratch("written");
+        let mut cat = std::process::Command::new("cat")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("cat");
         let w = Watch {
-            _pipe: {
-                let mut c = std::process::Command::new("cat")
-                    .stdin(std::process::Stdio::piped())
-                    .stdout(std::process::Stdio::null())
-                    .spawn()
-                    .expect("cat");
-                c.stdin.take().expect("stdin")
-            },
+            _pipe: cat.stdin.take().expect("stdin"),
             script: d.join("w.sh"),
             entries: BTreeMap::from([((Order::Holder, 0), "true".to_string())]),
             next: 1,
         };
         w.write().expect("written");
+        drop(w);
+        let _ = cat.wait();
         let text = std::fs::read_to_string(d.join("w.sh")).expect("read");
         assert_eq!(text, format!("true\n{END}\n"));
         let _ = std::fs::remove_dir_all(&d);
