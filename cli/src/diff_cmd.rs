@@ -306,7 +306,7 @@ impl GenRuns {
     }
 
     /// One run of `steps` steps: a schedule of the search, or once one failed, a shrinking run.
-    pub fn ran(&mut self, steps: u64) {
+    fn ran(&mut self, steps: u64) {
         if self.failing {
             self.shrink_runs += 1;
         } else {
@@ -351,7 +351,7 @@ impl GenRuns {
     }
 
     /// The run just counted failed: the runs from now on shrink it.
-    pub fn failed(&mut self) {
+    fn failed(&mut self) {
         self.failing = true;
     }
 

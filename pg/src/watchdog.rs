@@ -49,14 +49,19 @@ fn watch() -> std::sync::MutexGuard<'static, Option<Watch>> {
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
+/// The last line of every script written: a script that ends with it was written whole.
+const END: &str = "# end";
+
 /// The watchdog's own program: wait for the end of the pipe, run the script, delete it. A
 /// process killed while it rewrote its script leaves the new version beside the old one: that
 /// one is run if it was written whole (it ends with [`END`]; it is written in one call), since
 /// the entry it adds (a holder just started) is in no other; otherwise the old one.
-const WATCHDOG: &str = r#"trap '' INT TERM HUP QUIT; cat >/dev/null; if [ "$(tail -n 1 "$1.new" 2>/dev/null)" = '# end' ]; then sh "$1.new"; elif [ -f "$1" ]; then sh "$1"; fi; rm -f "$1" "$1.new""#;
-
-/// The last line of every script written: a script that ends with it was written whole.
-const END: &str = "# end";
+fn program() -> String {
+    format!(
+        r#"trap '' INT TERM HUP QUIT; cat >/dev/null; if [ "$(tail -n 1 "$1.new" 2>/dev/null)" = {end} ]; then sh "$1.new"; elif [ -f "$1" ]; then sh "$1"; fi; rm -f "$1" "$1.new""#,
+        end = quote(END)
+    )
+}
 
 /// `s` quoted for `sh`.
 pub fn quote(s: &str) -> String {
@@ -69,7 +74,7 @@ fn start() -> std::io::Result<Watch> {
     // std makes the pipe close-on-exec on this side: no later child inherits the write end.
     let mut child = std::process::Command::new("sh")
         .arg("-c")
-        .arg(WATCHDOG)
+        .arg(program())
         .arg("leaselab-watchdog")
         .arg(&script)
         .stdin(std::process::Stdio::piped())
@@ -102,7 +107,6 @@ impl Watch {
         text.push('\n');
         let mut f = std::fs::File::create(&tmp)?;
         f.write_all(text.as_bytes())?;
-        f.flush()?;
         std::fs::rename(&tmp, &self.script)
     }
 }
@@ -149,7 +153,7 @@ mod tests {
     fn run_watchdog(script: &std::path::Path) {
         let st = std::process::Command::new("sh")
             .arg("-c")
-            .arg(WATCHDOG)
+            .arg(program())
             .arg("leaselab-watchdog")
             .arg(script)
             .stdin(std::process::Stdio::null())
@@ -184,36 +188,39 @@ mod tests {
         let _ = std::fs::remove_dir_all(&d);
     }
 
-    /// Killed while rewriting its script after the new version was written whole: the new
-    /// one runs (its newest entry is in no other), and neither file is left.
-    #[test]
-    fn a_new_script_written_whole_runs_instead_of_the_old() {
-        let d = scratch("whole");
+    /// An old script and, beside it, the new version `new` a killed owner left: which of the
+    /// two ran (old, new). Neither file is left.
+    fn after_a_kill_mid_rewrite(
+        name: &str,
+        new: impl Fn(&std::path::Path) -> String,
+    ) -> (bool, bool) {
+        let d = scratch(name);
         let script = d.join("w.sh");
         std::fs::write(&script, touching(&d.join("old"))).expect("write");
-        std::fs::write(d.join("w.sh.new"), touching(&d.join("new"))).expect("write");
+        std::fs::write(d.join("w.sh.new"), new(&d.join("new"))).expect("write");
         run_watchdog(&script);
-        assert!(d.join("new").exists());
-        assert!(!d.join("old").exists());
+        let ran = (d.join("old").exists(), d.join("new").exists());
         assert!(!script.exists() && !d.join("w.sh.new").exists());
         let _ = std::fs::remove_dir_all(&d);
+        ran
+    }
+
+    /// Killed while rewriting its script after the new version was written whole: the new
+    /// one runs (its newest entry is in no other).
+    #[test]
+    fn a_new_script_written_whole_runs_instead_of_the_old() {
+        assert_eq!(after_a_kill_mid_rewrite("whole", touching), (false, true));
     }
 
     /// Killed before the new version was written whole (no end line): the old one runs, and
     /// no line of the partial one (a truncated pid could name another process).
     #[test]
     fn a_partial_new_script_is_not_run() {
-        let d = scratch("partial");
-        let script = d.join("w.sh");
-        std::fs::write(&script, touching(&d.join("old"))).expect("write");
-        let partial = touching(&d.join("new"));
-        let cut = partial.len() - END.len() - 1;
-        std::fs::write(d.join("w.sh.new"), &partial[..cut]).expect("write");
-        run_watchdog(&script);
-        assert!(d.join("old").exists());
-        assert!(!d.join("new").exists());
-        assert!(!script.exists() && !d.join("w.sh.new").exists());
-        let _ = std::fs::remove_dir_all(&d);
+        let partial = |marker: &std::path::Path| {
+            let whole = touching(marker);
+            whole[..whole.len() - END.len() - 1].to_string()
+        };
+        assert_eq!(after_a_kill_mid_rewrite("partial", partial), (true, false));
     }
 
     /// What the process writes is what the watchdog takes as whole.
