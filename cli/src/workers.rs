@@ -18,6 +18,15 @@ pub fn start(
         let started: Vec<_> = (1..jobs.max(1))
             .map(|k| {
                 let dir = pg_dir.join(format!("worker-{k}"));
+                // Never forgotten: the watchdog removes the folder, once its clusters are gone,
+                // at whatever end this process meets (a normal one included).
+                let _ = leaselab_pg::watchdog::guard(
+                    leaselab_pg::watchdog::Order::Folder,
+                    format!(
+                        "rmdir {} 2>/dev/null",
+                        leaselab_pg::watchdog::quote(&dir.to_string_lossy())
+                    ),
+                );
                 scope.spawn(move || make(&dir))
             })
             .collect();

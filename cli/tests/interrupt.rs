@@ -251,6 +251,20 @@ fn a_killed_run_leaves_no_server() {
     assert_eq!(folders(&dir), Vec::<String>::new(), "{out}");
 }
 
+/// A search on two workers ends with nothing under its folder: the second worker's clusters sit
+/// in a folder of their own (`worker-1`), which goes with them.
+#[test]
+fn a_finished_run_on_two_workers_leaves_no_folder() {
+    if !postgres_for_test("cli::a_finished_run_on_two_workers_leaves_no_folder") {
+        return;
+    }
+    let dir = scratch("two-workers-done");
+    let d = dir.display().to_string();
+    let (code, out) = common::leaselab(&["diff", "--gen", "3", "--jobs", "2", "--pg-dir", &d]);
+    assert_eq!(code, 0, "{out}");
+    until_gone("a worker's folder", || folders(&dir).is_empty());
+}
+
 /// Two SIGTERMs on the PostgreSQL-bound searches: abandoned at once, summary line, exit 5,
 /// nothing left (checked by [`interrupted`]).
 #[test]

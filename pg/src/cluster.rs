@@ -390,6 +390,18 @@ impl Cluster {
         let as_root = is_root();
         reap_dead(&root, &bin, as_root);
         let dir = root.join(format!("{name}-{}", std::process::id()));
+        // In the watchdog's script before the folder exists: a process killed between the two
+        // (while `chown` runs, say) would leave a folder nothing removes. Its cleanup does
+        // nothing while there is no folder.
+        let watched = crate::watchdog::guard(
+            crate::watchdog::Order::Server,
+            Owned {
+                bin: bin.clone(),
+                dir: dir.clone(),
+                as_root,
+            }
+            .shell_cleanup(),
+        );
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).map_err(|source| ClusterError::Io {
             path: dir.clone(),
@@ -418,15 +430,6 @@ impl Cluster {
                 });
             }
         }
-        let watched = crate::watchdog::guard(
-            crate::watchdog::Order::Server,
-            Owned {
-                bin: bin.clone(),
-                dir: dir.clone(),
-                as_root,
-            }
-            .shell_cleanup(),
-        );
         let mut c = Cluster {
             bin,
             socket_dir: dir.clone(),

@@ -10,8 +10,9 @@
 //! the kernel closes it, the watchdog reads the end of the file, runs the cleanup script this
 //! process kept up to date (one line per holder: `kill -KILL`; per helper program: a kill of
 //! its process group; per server: `pg_ctl stop -m immediate`, then its folder removed), and
-//! deletes the script. A process that ends normally has stopped everything itself and left the
-//! script empty. `docs/design.md` says why not `PR_SET_PDEATHSIG`.
+//! deletes the script. A process that ends normally has stopped everything itself: what is left
+//! in the script then are only the `rmdir`s of the folders it made to hold clusters.
+//! `docs/design.md` says why not `PR_SET_PDEATHSIG`.
 
 use std::collections::BTreeMap;
 use std::io::Write as _;
@@ -25,7 +26,8 @@ struct Watch {
     _pipe: std::process::ChildStdin,
     script: PathBuf,
     /// Each entry's shell command, in the order the script runs them: holders (killed) before
-    /// helpers before servers (whose folders the helpers may be writing).
+    /// helpers before servers (whose folders the helpers may be writing) before the folders
+    /// that held them.
     entries: BTreeMap<(Order, u64), String>,
     next: u64,
 }
@@ -39,6 +41,9 @@ pub enum Order {
     Helper,
     /// A server and its folder.
     Server,
+    /// A folder this process made to hold servers' folders (`rmdir`: removed only once
+    /// empty), run at every end of the process, however it ends.
+    Folder,
 }
 
 static WATCH: Mutex<Option<Watch>> = Mutex::new(None);
