@@ -62,6 +62,11 @@ pub struct AuditArgs {
     #[arg(long, value_name = "MS", conflicts_with = "sim_seeds",
           value_parser = clap::value_parser!(u64).range(1..=leaselab_pg::spec::MAX_TTL_MS))]
     pub ttl_ms: Option<u64>,
+    /// Holders may call the lease inside transactions they hold open on their lease
+    /// connection (begin, several lease calls, other holders' steps, commit or rollback), as
+    /// the spec's `lease_txn = true` says (--gen, --replay).
+    #[arg(long, conflicts_with = "sim_seeds")]
+    pub lease_txn: bool,
     /// Where a violation's trace is written.
     #[arg(long, default_value = "audit-failures", value_name = "DIR")]
     pub out: PathBuf,
@@ -76,6 +81,7 @@ pub fn main(a: AuditArgs) -> Exit {
     let o = Overrides {
         lease: a.lease.clone(),
         ttl_ms: a.ttl_ms,
+        lease_txn: a.lease_txn,
     };
     let r = match (a.gen, a.sim_seeds, &a.replay) {
         (Some(n), _, _) => run_gen_cmd(
@@ -137,6 +143,8 @@ pub struct Overrides {
     pub lease: Option<String>,
     /// `--ttl-ms MS`.
     pub ttl_ms: Option<u64>,
+    /// `--lease-txn`.
+    pub lease_txn: bool,
 }
 
 impl Overrides {
@@ -148,6 +156,9 @@ impl Overrides {
         }
         if let Some(t) = self.ttl_ms {
             f.push_str(&format!(" --ttl-ms {t}"));
+        }
+        if self.lease_txn {
+            f.push_str(" --lease-txn");
         }
         f
     }
@@ -163,6 +174,7 @@ pub fn load_as(file: &Path, pg_dir: &Path, o: &Overrides) -> Result<(Spec, PgBac
     if let Some(t) = o.ttl_ms {
         spec.ttl_ms = Some(t);
     }
+    spec.lease_txn |= o.lease_txn;
     let pg = PgBackend::audit(pg_dir, spec.clone()).map_err(|e| match e {
         PgError::Spec(s) => CliError::Spec(s),
         e => CliError::Postgres(e),
@@ -185,6 +197,7 @@ pub fn ops_of(spec: &Spec) -> WholeOps {
     WholeOps {
         publish: spec.op(OpKind::Publish).is_some(),
         read_part: spec.op(OpKind::ReadPart).is_some(),
+        lease_txn: spec.lease_txn,
     }
 }
 

@@ -221,6 +221,7 @@ fn a_specs_lease_name_and_ttl_reach_every_call() {
             leaselab::audit_cmd::Overrides {
                 lease: Some("weekly-job".into()),
                 ttl_ms: Some(700),
+                lease_txn: false,
             },
             "weekly-job",
             700,

@@ -192,6 +192,8 @@ struct Session {
     /// The rows it holds were locked by a statement that waited and then failed its re-check:
     /// a contender that passes the committed row's WHERE must wait for this transaction.
     kept: bool,
+    /// An error aborted the open transaction (its COMMIT rolls back).
+    aborted: bool,
 }
 
 /// The client side of a schedule: turns intents into operations from what was observed.
@@ -202,6 +204,10 @@ pub struct Client {
     seq: u64,
     /// Per actor: its last grant's token and the expiry it last saw.
     grant: Vec<Option<(u64, Option<u64>)>>,
+    /// Per actor: a grant made inside its open lease transaction, which becomes its grant when
+    /// that transaction commits (whole operations only: a holder never writes with a token
+    /// another holder cannot see yet, nor with one a rollback took back).
+    held_grant: Vec<Option<(u64, Option<u64>)>>,
     /// Per actor, per database.
     sessions: Vec<[Session; 2]>,
     down: [bool; 2],
@@ -241,6 +247,14 @@ pub struct WholeOps {
     pub publish: bool,
     /// A `read-part` statement (read mid-run too, not only for the final state).
     pub read_part: bool,
+    /// Held lease transactions (`leaselab audit --lease-txn`): a holder may open a
+    /// transaction on its lease connection (`begin db=lease`, READ COMMITTED or REPEATABLE
+    /// READ), run several lease calls in it, hold it open across other holders' steps, and
+    /// commit or roll it back. A grant made inside counts for the holder's writes only once its
+    /// transaction committed. And a contention intent becomes an acquire by another holder while
+    /// one holds the lease row in its open transaction: the queue a value drawn before the lock
+    /// wait needs.
+    pub lease_txn: bool,
 }
 
 impl Client {
@@ -259,9 +273,11 @@ impl Client {
     /// The intent as a whole-operation client takes it.
     fn as_whole(&self, i: &Intent, ops: WholeOps) -> Intent {
         let actor = usize::from(i.actor) % self.actors;
-        let granted = self.grant[actor].is_some();
+        let granted = self.grant[actor].is_some() || self.held_grant[actor].is_some();
         let kind = match i.kind {
             Kind::Acquire | Kind::Await | Kind::Disconnect | Kind::Crash | Kind::Advance => i.kind,
+            Kind::BeginLease | Kind::EndLease if ops.lease_txn => i.kind,
+            Kind::Contend if ops.lease_txn && self.lease_row_held_by_other(actor) => Kind::Acquire,
             Kind::Renew | Kind::Release if granted => i.kind,
             Kind::Publish if granted && ops.publish => Kind::Publish,
             Kind::Read if ops.read_part => Kind::Read,
@@ -296,6 +312,7 @@ impl Client {
             now: 0,
             seq: 0,
             grant: vec![None; actors],
+            held_grant: vec![None; actors],
             sessions: vec![Default::default(); actors],
             down: [false; 2],
             max_token: 0,
@@ -320,8 +337,26 @@ impl Client {
         self.ttl_ms.unwrap_or(TTLS[usize::from(x) % TTLS.len()])
     }
 
+    /// Whether a session other than `actor`'s holds the lease row in its open transaction.
+    fn lease_row_held_by_other(&self, actor: usize) -> bool {
+        self.sessions
+            .iter()
+            .enumerate()
+            .any(|(x, s)| x != actor && s[0].in_txn && s[0].lease_row)
+    }
+
+    /// The token a renew or release names: inside its open lease transaction a holder renews
+    /// and releases what it acquired there.
+    fn lease_token(&self, actor: usize, a: u8) -> Token {
+        match self.held_grant[actor] {
+            Some((t, _)) if self.whole.is_some() => Token(t),
+            _ => self.token(actor, a),
+        }
+    }
+
     fn token(&self, actor: usize, a: u8) -> Token {
         if self.whole.is_some() {
+            // A write names only a committed grant.
             return Token(self.grant[actor].map_or(1, |(t, _)| t));
         }
         match (a % 4, self.grant[actor]) {
@@ -364,7 +399,8 @@ impl Client {
         let mut who = Holder::new(name);
         let op = match intent.kind {
             Kind::Advance => {
-                let to_expiry = self.grant[actor]
+                let to_expiry = self.held_grant[actor]
+                    .or(self.grant[actor])
                     .and_then(|(_, e)| e)
                     .filter(|e| *e > self.now);
                 match to_expiry {
@@ -451,13 +487,13 @@ impl Client {
             Kind::Renew => Op::Renew {
                 lease: lease(),
                 holder,
-                token: self.token(actor, b),
+                token: self.lease_token(actor, b),
                 ttl_ms: ttl,
             },
             Kind::Release => Op::Release {
                 lease: lease(),
                 holder,
-                token: self.token(actor, a),
+                token: self.lease_token(actor, a),
             },
             Kind::BeginLease | Kind::EndLease => txn_op(DbName::Lease, s[0].in_txn, a),
             Kind::BeginRes | Kind::EndRes => txn_op(DbName::Res, s[1].in_txn, a),
@@ -710,6 +746,9 @@ impl Client {
                 for s in &mut self.sessions {
                     s[db.index()] = Session::default();
                 }
+                if db == DbName::Lease {
+                    self.held_grant.iter_mut().for_each(|g| *g = None);
+                }
             }
             return;
         }
@@ -724,13 +763,42 @@ impl Client {
         };
         let Some(db) = e.op.db() else { return };
         let s = &mut self.sessions[actor][db.index()];
+        // A whole-operation holder's grant inside its open lease transaction waits for COMMIT.
+        let held = self.whole.is_some() && db == DbName::Lease && s.in_txn;
         if let Outcome::Granted { token, expires } = out {
             self.max_token = self.max_token.max(token.0);
-            self.grant[actor] = Some((token.0, expiry_ms(expires)));
+            let g = Some((token.0, expiry_ms(expires)));
+            if held {
+                self.held_grant[actor] = g;
+            } else {
+                self.grant[actor] = g;
+            }
         }
         if let Outcome::Renewed { expires } = out {
-            if let Some(g) = self.grant[actor].as_mut() {
-                g.1 = expiry_ms(expires);
+            let e = expiry_ms(expires);
+            if held {
+                // Of what it acquired in the transaction, or of its committed grant: either
+                // lasts longer only once the transaction commits.
+                let base = self.held_grant[actor].or(self.grant[actor]);
+                self.held_grant[actor] = base.map(|(t, _)| (t, e));
+            } else if let Some(g) = self.grant[actor].as_mut() {
+                g.1 = e;
+            }
+        }
+        if held && matches!(out, Outcome::Error(r) if r.is_sql_error()) {
+            // PostgreSQL aborted the transaction: its COMMIT rolls back.
+            s.aborted = true;
+        }
+        if db == DbName::Lease && self.whole.is_some() {
+            match (&e.op, out) {
+                (Op::Commit { .. }, Outcome::Ok) if !s.aborted => {
+                    if let Some(g) = self.held_grant[actor].take() {
+                        self.grant[actor] = Some(g);
+                    }
+                }
+                (Op::Commit { .. } | Op::Rollback { .. } | Op::Disconnect { .. }, _)
+                | (_, Outcome::Error(Reason::ConnLost)) => self.held_grant[actor] = None,
+                _ => {}
             }
         }
         // What the statement did: an `await` reports the one that waited.
@@ -756,6 +824,7 @@ impl Client {
                 s.floors.clear();
                 s.lease_row = false;
                 s.kept = false;
+                s.aborted = false;
             }
             _ => {}
         }

@@ -134,6 +134,7 @@ impl Admin for PgBackend {
                 });
                 if o == Outcome::Ok {
                     self.set_in_txn(db, cx.conn, true);
+                    self.set_began(db, cx.conn, now);
                 }
                 o
             }

@@ -228,6 +228,7 @@ impl PgBackend {
                 st: st.clone(),
                 in_txn: false,
                 aborted: false,
+                began: None,
                 pending: None,
                 finished: None,
                 drafts: Vec::new(),
@@ -481,7 +482,25 @@ impl PgBackend {
         if let Some(s) = self.sides[db.index()].sessions.get_mut(conn) {
             s.in_txn = v;
             s.aborted = false;
+            if !v {
+                s.began = None;
+            }
         }
+    }
+
+    /// Marks the session's transaction as begun at virtual time `now` (its `now()`).
+    pub(super) fn set_began(&mut self, db: DbName, conn: &ConnId, now: Option<Millis>) {
+        if let Some(s) = self.sides[db.index()].sessions.get_mut(conn) {
+            s.began = now;
+        }
+    }
+
+    /// The virtual time the session's open transaction began at, if it began under one.
+    pub(super) fn began(&self, db: DbName, conn: &ConnId) -> Option<Millis> {
+        self.sides[db.index()]
+            .sessions
+            .get(conn)
+            .and_then(|s| s.began)
     }
 
     /// Ends the session's transaction bookkeeping: logs the drafts (accepted only on commit).

@@ -101,22 +101,48 @@ struct PauseAt {
     resume: tokio::sync::oneshot::Receiver<Millis>,
 }
 
+/// How an operation's statements stand to transactions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    /// Each statement is its own transaction (one statement, or a list the spec runs in
+    /// autocommit).
+    Autocommit,
+    /// The list is one transaction of its own: `BEGIN` … `COMMIT`.
+    Own,
+    /// Inside the transaction the holder holds open on the connection (`begin db=lease`): a
+    /// list runs as a savepoint, so that "stop at the first statement that does nothing and
+    /// roll back" takes back only this operation (`ROLLBACK TO SAVEPOINT`, manual
+    /// "SAVEPOINT"); an error aborts the holder's whole transaction, as PostgreSQL does
+    /// (manual 3.4), and its COMMIT rolls back. `now()` stays the transaction's start.
+    Held { list: bool },
+}
+
+/// The savepoint a list runs in inside a held transaction.
+const SAVEPOINT: &str = "lab_op";
+
 async fn exec(
     c: Arc<Client>,
     st: Stmts,
     now: Option<Millis>,
     sql: Vec<(StatementKind, String, Option<Statement>, Vec<Value>)>,
-    txn: bool,
+    mode: Mode,
     mut pause: Option<PauseAt>,
 ) -> Result<Ran, Outcome> {
+    let own = mode == Mode::Own;
+    let savepoint = mode == Mode::Held { list: true };
     set_now(&c, &st, now).await.map_err(stmt_err)?;
-    if txn {
+    if own {
         c.batch_execute("BEGIN").await.map_err(stmt_err)?;
+    }
+    if savepoint {
+        c.batch_execute(&format!("SAVEPOINT {SAVEPOINT}"))
+            .await
+            .map_err(stmt_err)?;
     }
     let abort = |o: Outcome| {
         let c = c.clone();
         async move {
-            if txn {
+            if own {
                 let _ = c.batch_execute("ROLLBACK").await;
             }
             o
@@ -135,7 +161,7 @@ async fn exec(
             };
             // Each statement of an autocommit list is its own transaction: its `now()` is
             // when it runs, after the pause. In a transaction `now()` stays its start.
-            if !txn && now.is_some() {
+            if mode == Mode::Autocommit && now.is_some() {
                 set_now(&c, &st, Some(resumed)).await.map_err(stmt_err)?;
             }
         }
@@ -162,8 +188,15 @@ async fn exec(
         };
         ran.done = done;
         if !done {
-            if txn {
+            if own {
                 c.batch_execute("ROLLBACK").await.map_err(stmt_err)?;
+            }
+            if savepoint {
+                c.batch_execute(&format!(
+                    "ROLLBACK TO SAVEPOINT {SAVEPOINT}; RELEASE SAVEPOINT {SAVEPOINT}"
+                ))
+                .await
+                .map_err(stmt_err)?;
             }
             return Ok(ran);
         }
@@ -174,8 +207,13 @@ async fn exec(
             return Err(Outcome::Error(Reason::ConnLost));
         }
     }
-    if txn {
+    if own {
         c.batch_execute("COMMIT").await.map_err(commit_err)?;
+    }
+    if savepoint {
+        c.batch_execute(&format!("RELEASE SAVEPOINT {SAVEPOINT}"))
+            .await
+            .map_err(stmt_err)?;
     }
     Ok(ran)
 }
@@ -205,9 +243,6 @@ impl PgBackend {
             Ok(s) => s,
             Err(o) => return Some(o),
         };
-        if in_txn {
-            return Some(Outcome::Error(Reason::InTransaction));
-        }
         let op = &run.spec.ops[at];
         let shape = run.shapes[at].clone();
         let prepared = st.spec.get(at).cloned().unwrap_or_default();
@@ -224,8 +259,18 @@ impl PgBackend {
                 )
             })
             .collect();
-        let txn = op.transaction && op.statements.len() > 1;
-        let now = self.now_for(false, cx.now);
+        let list = op.transaction && op.statements.len() > 1;
+        let mode = match (in_txn, list) {
+            (true, list) => Mode::Held { list },
+            (false, true) => Mode::Own,
+            (false, false) => Mode::Autocommit,
+        };
+        // Inside a held transaction `now()` is its start, set at its BEGIN.
+        let now = self.now_for(in_txn, cx.now);
+        let began = match in_txn {
+            true => self.began(db, cx.conn),
+            false => now,
+        };
         let ttl = args.ttl_ms;
         let (pause, hold) = match pause_next {
             Some(k) => {
@@ -252,11 +297,11 @@ impl PgBackend {
             db,
             cx.conn,
             async move {
-                let r = exec(c, st, now, sql, txn, pause).await;
+                let r = exec(c, st, now, sql, mode, pause).await;
                 let outcome = match (kind, r) {
                     (_, Err(o)) => o,
                     (OpKind::Acquire, Ok(Ran { done: true, row })) => {
-                        match grant(row.as_ref(), &shape, now, ttl) {
+                        match grant(row.as_ref(), &shape, began, ttl) {
                             Ok(o) | Err(o) => o,
                         }
                     }
@@ -265,7 +310,7 @@ impl PgBackend {
                         Ok(Ran { done: false, .. }),
                     ) => Outcome::Refused,
                     (OpKind::Renew, Ok(Ran { row, .. })) => {
-                        match renewed(row.as_ref(), &shape, now, ttl) {
+                        match renewed(row.as_ref(), &shape, began, ttl) {
                             Ok(o) | Err(o) => o,
                         }
                     }

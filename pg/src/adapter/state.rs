@@ -19,6 +19,8 @@ pub(super) struct Session {
     pub(super) in_txn: bool,
     /// An error aborted the open transaction: COMMIT will roll it back.
     pub(super) aborted: bool,
+    /// The virtual time of the open transaction's `BEGIN`: its statements' `now()`.
+    pub(super) began: Option<leaselab_model::Millis>,
     pub(super) pending: Option<JoinHandle<Out>>,
     pub(super) finished: Option<Outcome>,
     pub(super) drafts: Vec<(W, bool)>,

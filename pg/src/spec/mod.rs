@@ -219,6 +219,10 @@ pub struct Spec {
     /// Every lease call's TTL (`ttl_ms = …`), for a design written for one TTL (a grace period,
     /// a skew allowance); without it the generated schedules draw 100, 300 or 1,500 ms.
     pub ttl_ms: Option<u64>,
+    /// Holders may call the lease inside transactions they hold open on their lease connection
+    /// (`lease_txn = true`, or `leaselab audit --lease-txn`): the generated schedules then open,
+    /// hold, commit and roll back such transactions around acquire, renew and release.
+    pub lease_txn: bool,
     /// DDL (and seed rows) of the lease side.
     pub lease_schema: String,
     /// DDL (and seed rows) of the resource side.

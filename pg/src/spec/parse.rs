@@ -40,12 +40,12 @@ pub fn parse(file: &str, text: &str) -> Result<Spec, SpecError> {
     for (k, v) in root.iter() {
         if !matches!(
             k.get_ref().as_ref(),
-            "databases" | "lease" | "ttl_ms" | "schema" | "statements"
+            "databases" | "lease" | "ttl_ms" | "lease_txn" | "schema" | "statements"
         ) {
             return Err(err(
                 Some(line_of(v.span().start)),
                 Some(k.get_ref()),
-                "unknown key (a spec has `databases`, `lease`, `ttl_ms`, `[schema]` and `[statements]`)"
+                "unknown key (a spec has `databases`, `lease`, `ttl_ms`, `lease_txn`, `[schema]` and `[statements]`)"
                     .into(),
             ));
         }
@@ -90,6 +90,17 @@ pub fn parse(file: &str, text: &str) -> Result<Spec, SpecError> {
                 Some(line_of(span.start)),
                 Some("ttl_ms"),
                 format!("must be an integer from 1 to {}", super::MAX_TTL_MS),
+            ))
+        }
+    };
+    let lease_txn = match root.get("lease_txn").map(|v| (v.get_ref(), v.span())) {
+        None => false,
+        Some((DeValue::Boolean(b), _)) => *b,
+        Some((_, span)) => {
+            return Err(err(
+                Some(line_of(span.start)),
+                Some("lease_txn"),
+                "must be true or false: whether holders call the lease inside transactions they hold open".into(),
             ))
         }
     };
@@ -171,6 +182,7 @@ pub fn parse(file: &str, text: &str) -> Result<Spec, SpecError> {
         databases,
         lease,
         ttl_ms,
+        lease_txn,
         lease_schema,
         resource_schema,
         ops,
