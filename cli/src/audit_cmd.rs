@@ -7,9 +7,12 @@ use crate::diff_cmd::Search;
 use crate::error::{CliError, FileOp};
 use leaselab_checkers::Report;
 use leaselab_gen::WholeOps;
+use leaselab_model::History;
+use leaselab_pg::audit::Pauses;
 use leaselab_pg::spec::{OpKind, Spec};
 use leaselab_pg::{PgBackend, PgError};
 use leaselab_trace::Trace;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// `leaselab audit`'s arguments.
@@ -214,6 +217,10 @@ pub fn run_gen(
     let ops = ops_of(spec);
     let mut counts = crate::diff_cmd::GenRuns::new(search.schedules, "violation", progress);
     let mut first: Option<u64> = None;
+    // Each failing run's history, by its schedule: the trace is what PostgreSQL answered when
+    // the schedule failed, not a run again (which may answer otherwise where the server's
+    // order is its own, e.g. which of two woken waiters takes a row first).
+    let failing: std::sync::Mutex<BTreeMap<Vec<String>, (History, Pauses)>> = Default::default();
     let result = leaselab_gen::search::search(
         pgs,
         &search.plan(),
@@ -222,12 +229,16 @@ pub fn run_gen(
             if crate::interrupt::requested() {
                 return Ok::<_, PgError>(leaselab_gen::search::Case::default());
             }
-            let (h, _) = leaselab_pg::audit::audit_schedule(pg, s, ops)?;
+            let (h, pauses) = leaselab_pg::audit::audit_schedule(pg, s, ops)?;
             let report = leaselab_checkers::check(&h);
-            Ok(leaselab_gen::search::Case {
-                steps: h.events.len() as u64,
-                failure: (!report.violations.is_empty()).then(|| verdict_text(&report)),
-            })
+            let steps = h.events.len() as u64;
+            let failure = (!report.violations.is_empty()).then(|| verdict_text(&report));
+            if failure.is_some() {
+                if let Ok(mut f) = failing.lock() {
+                    f.insert(s.setup_lines(), (h, pauses));
+                }
+            }
+            Ok(leaselab_gen::search::Case { steps, failure })
         },
         |phase, case| {
             if let Some(i) = counts.observe(phase, case) {
@@ -242,7 +253,14 @@ pub fn run_gen(
     let violation = match found {
         None => None,
         Some(leaselab_gen::search::Found { minimal, .. }) => {
-            let (h, pauses) = leaselab_pg::audit::audit_schedule(pg, &minimal, ops)?;
+            let kept = failing
+                .lock()
+                .ok()
+                .and_then(|mut f| f.remove(&minimal.setup_lines()));
+            let (h, pauses) = match kept {
+                Some(run) => run,
+                None => leaselab_pg::audit::audit_schedule(pg, &minimal, ops)?,
+            };
             let report = leaselab_checkers::check(&h);
             let name = format!("audit-{seed}");
             let scripts = leaselab_pg::spec::psql::scripts(

@@ -274,12 +274,47 @@ impl Client {
     fn as_whole(&self, i: &Intent, ops: WholeOps) -> Intent {
         let actor = usize::from(i.actor) % self.actors;
         let granted = self.grant[actor].is_some() || self.held_grant[actor].is_some();
+        // A write or publish names only a committed grant: a token still inside an open lease
+        // transaction may yet be rolled back and handed out again.
+        let committed = self.grant[actor].is_some();
+        let lease_open = self.sessions[actor][0].in_txn;
         let kind = match i.kind {
+            // With lease transactions, a third of the acquires start one (and a holder granted
+            // the lease in its transaction goes on to end it a third of the time, below): the
+            // steps that make transactions overlap on the lease row.
+            Kind::Acquire if ops.lease_txn && !lease_open && !granted && i.a % 3 == 0 => {
+                Kind::BeginLease
+            }
             Kind::Acquire | Kind::Await | Kind::Disconnect | Kind::Crash | Kind::Advance => i.kind,
-            Kind::BeginLease | Kind::EndLease if ops.lease_txn => i.kind,
-            Kind::Contend if ops.lease_txn && self.lease_row_held_by_other(actor) => Kind::Acquire,
+            // Each does one thing (no toggling), so that dropping one while shrinking leaves
+            // what the others do unchanged.
+            Kind::BeginLease if ops.lease_txn && !lease_open => i.kind,
+            Kind::EndLease if ops.lease_txn && lease_open => i.kind,
+            // One contender at a time: the waiters one commit wakes take the row in an order
+            // PostgreSQL does not fix, and a schedule's outcome should be the schedule's.
+            Kind::Contend
+                if ops.lease_txn
+                    && self.lease_row_held_by_other(actor)
+                    && !self.sessions.iter().any(|s| s[0].blocked) =>
+            {
+                Kind::Acquire
+            }
+            Kind::Write
+            | Kind::Upsert
+            | Kind::Fence
+            | Kind::Contend
+            | Kind::BeginRes
+            | Kind::EndRes
+            | Kind::Publish
+                if ops.lease_txn
+                    && lease_open
+                    && self.held_grant[actor].is_some()
+                    && i.a % 3 == 0 =>
+            {
+                Kind::EndLease
+            }
             Kind::Renew | Kind::Release if granted => i.kind,
-            Kind::Publish if granted && ops.publish => Kind::Publish,
+            Kind::Publish if committed && ops.publish => Kind::Publish,
             Kind::Read if ops.read_part => Kind::Read,
             Kind::Write
             | Kind::Upsert
@@ -288,7 +323,7 @@ impl Client {
             | Kind::BeginRes
             | Kind::EndRes
             | Kind::Publish
-                if granted =>
+                if committed =>
             {
                 Kind::Write
             }
@@ -337,6 +372,24 @@ impl Client {
         self.ttl_ms.unwrap_or(TTLS[usize::from(x) % TTLS.len()])
     }
 
+    /// A contending acquire, half the time, comes once the grant another holder took inside
+    /// its still-open lease transaction has lapsed: the acquire waits on that transaction's row
+    /// lock and, when it commits, finds the lease free — where a value the acquire computed
+    /// before the wait (its snapshot's) meets the row the wait let it update.
+    fn lapse_held_grant(&mut self, intent: &Intent) {
+        let actor = usize::from(intent.actor) % self.actors;
+        if intent.a % 2 != 0 {
+            return;
+        }
+        let lapse = (0..self.actors)
+            .filter(|&x| x != actor && self.sessions[x][0].in_txn)
+            .filter_map(|x| self.held_grant[x].and_then(|(_, e)| e))
+            .max();
+        if let Some(e) = lapse {
+            self.now = self.now.max(e);
+        }
+    }
+
     /// Whether a session other than `actor`'s holds the lease row in its open transaction.
     fn lease_row_held_by_other(&self, actor: usize) -> bool {
         self.sessions
@@ -383,6 +436,9 @@ impl Client {
     /// only moves the clock.
     pub fn event(&mut self, intent: &Intent) -> Option<Event> {
         let whole = self.whole.map(|ops| self.as_whole(intent, ops));
+        if whole.as_ref().is_some_and(|w| w.kind != intent.kind) && intent.kind == Kind::Contend {
+            self.lapse_held_grant(intent);
+        }
         let intent = whole.as_ref().unwrap_or(intent);
         let actor = usize::from(intent.actor) % self.actors;
         let (a, b) = (intent.a, intent.b);

@@ -261,6 +261,12 @@ where
     R: Fn(&mut W, &Schedule) -> Result<Case, E>,
     O: FnMut(Phase, &Case),
 {
+    // Schedules already seen to fail, and why. After a pass, `complicate` moves back to the
+    // last failing schedule; running it again would ask PostgreSQL a question it already
+    // answered, and its answer may differ (the waiters one commit wakes take the row in an
+    // order the server does not fix), which ended the shrinking at its first step.
+    let mut failed: BTreeMap<Vec<String>, String> = BTreeMap::new();
+    failed.insert(tree.current().setup_lines(), why.clone());
     if plan.shrink_iters == 0 || !tree.simplify() {
         return Ok((tree, why));
     }
@@ -272,9 +278,20 @@ where
             break;
         }
         iterations += 1;
-        let case = run(worker, &tree.current()).map_err(SearchError::Run)?;
-        observe(Phase::Shrinking, &case);
-        match case.failure {
+        let schedule = tree.current();
+        let key = schedule.setup_lines();
+        let failure = match failed.get(&key) {
+            Some(w) => Some(w.clone()),
+            None => {
+                let case = run(worker, &schedule).map_err(SearchError::Run)?;
+                observe(Phase::Shrinking, &case);
+                if let Some(w) = &case.failure {
+                    failed.insert(key, w.clone());
+                }
+                case.failure
+            }
+        };
+        match failure {
             None => {
                 if !tree.complicate() {
                     break;
