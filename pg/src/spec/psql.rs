@@ -180,6 +180,8 @@ pub fn scripts(spec: &Spec, h: &History, pauses: &BTreeMap<u64, usize>, title: &
     // its pause point is still ahead.
     let mut open: BTreeMap<String, (u64, bool)> = BTreeMap::new();
     let mut down = [false; 2];
+    // Sessions in a transaction the holder holds open (`begin db=lease`).
+    let mut held: std::collections::BTreeSet<String> = Default::default();
     for e in &h.events {
         let n = e.seq;
         if let Some((kind, value)) = operation(e, &spec.lease) {
@@ -202,14 +204,23 @@ pub fn scripts(spec: &Spec, h: &History, pauses: &BTreeMap<u64, usize>, title: &
             let _ = writeln!(text, "-- {} {} at t={}", e.actor, kind.as_str(), e.at.0);
             let _ = writeln!(text, "\\echo lab:step {n}");
             let _ = writeln!(text, "\\set lab_go true");
-            let _ = writeln!(
-                text,
-                "SELECT set_config('lab.now', '{}', false) \\g /dev/null",
-                e.at.0
-            );
-            let txn = op.transaction && op.statements.len() > 1;
+            let in_held = held.contains(&s);
+            // Inside a held transaction `now()` stays its start, and a list is a savepoint.
+            if !in_held {
+                let _ = writeln!(
+                    text,
+                    "SELECT set_config('lab.now', '{}', false) \\g /dev/null",
+                    e.at.0
+                );
+            }
+            let list = op.transaction && op.statements.len() > 1;
+            let txn = list && !in_held;
+            let savepoint = list && in_held;
             if txn {
                 let _ = writeln!(text, "BEGIN;");
+            }
+            if savepoint {
+                let _ = writeln!(text, "SAVEPOINT lab_op;");
             }
             for (i, st) in op.statements.iter().enumerate() {
                 let sql = with_literals(&st.sql, &st.params, &*value);
@@ -235,10 +246,18 @@ pub fn scripts(spec: &Spec, h: &History, pauses: &BTreeMap<u64, usize>, title: &
                 if st.kind != StatementKind::Utility {
                     let _ = writeln!(text, "\\echo lab:rows :ROW_COUNT");
                     let _ = writeln!(text, "SELECT :ROW_COUNT > 0 AS lab_go \\gset");
-                    if txn {
+                    if txn || savepoint {
                         let _ = writeln!(text, "\\if :lab_go");
                         let _ = writeln!(text, "\\else");
-                        let _ = writeln!(text, "ROLLBACK;");
+                        let _ = writeln!(
+                            text,
+                            "{}",
+                            if txn {
+                                "ROLLBACK;"
+                            } else {
+                                "ROLLBACK TO SAVEPOINT lab_op; RELEASE SAVEPOINT lab_op;"
+                            }
+                        );
                         let _ = writeln!(text, "\\endif");
                     }
                 }
@@ -255,6 +274,11 @@ pub fn scripts(spec: &Spec, h: &History, pauses: &BTreeMap<u64, usize>, title: &
                     let _ = writeln!(text, "-- resume {n}");
                     let _ = writeln!(text, "\\set lab_resumed true");
                 }
+            }
+            if savepoint {
+                let _ = writeln!(text, "\\if :lab_go");
+                let _ = writeln!(text, "RELEASE SAVEPOINT lab_op;");
+                let _ = writeln!(text, "\\endif");
             }
             if txn {
                 let _ = writeln!(text, "\\if :lab_go");
@@ -281,6 +305,48 @@ pub fn scripts(spec: &Spec, h: &History, pauses: &BTreeMap<u64, usize>, title: &
             continue;
         }
         match &e.op {
+            Op::Begin {
+                db: db @ DbName::Lease,
+            }
+            | Op::BeginRepeatableRead {
+                db: db @ DbName::Lease,
+            }
+            | Op::Commit {
+                db: db @ DbName::Lease,
+            }
+            | Op::Rollback {
+                db: db @ DbName::Lease,
+            } if !down[db.index()] && reached_server(&e.outcome) => {
+                // A transaction the holder holds open on its lease connection.
+                let s = session_name(*db, e);
+                let (sql, open_after) = match &e.op {
+                    Op::Begin { .. } => ("BEGIN;".to_string(), true),
+                    Op::BeginRepeatableRead { .. } => {
+                        ("BEGIN ISOLATION LEVEL REPEATABLE READ;".to_string(), true)
+                    }
+                    Op::Commit { .. } => ("COMMIT;".to_string(), false),
+                    _ => ("ROLLBACK;".to_string(), false),
+                };
+                let text = sessions.entry(s.clone()).or_default();
+                let _ = writeln!(text, "-- step {n}");
+                let _ = writeln!(text, "\\echo lab:step {n}");
+                if open_after {
+                    let _ = writeln!(
+                        text,
+                        "SELECT set_config('lab.now', '{}', false) \\g /dev/null",
+                        e.at.0
+                    );
+                }
+                let _ = writeln!(text, "{sql}");
+                let _ = writeln!(text, "\\echo lab:end {n}");
+                let _ = writeln!(text, "-- end {n}");
+                if open_after {
+                    held.insert(s.clone());
+                } else {
+                    held.remove(&s);
+                }
+                let _ = writeln!(driver, "step {n} {s} lease; expect_end {n} {s}");
+            }
             Op::Await { db } => {
                 let s = session_name(*db, e);
                 let Some((k, paused)) = open.get(&s).copied() else {
@@ -301,11 +367,13 @@ pub fn scripts(spec: &Spec, h: &History, pauses: &BTreeMap<u64, usize>, title: &
             Op::Disconnect { db } => {
                 let s = session_name(*db, e);
                 open.remove(&s);
+                held.remove(&s);
                 let _ = writeln!(driver, "disconnect {s}");
             }
             Op::Crash { db } => {
                 down[db.index()] = true;
                 open.retain(|s, _| !s.starts_with(db.as_str()));
+                held.retain(|s| !s.starts_with(db.as_str()));
                 let _ = writeln!(driver, "crash {}", db.as_str());
             }
             Op::Restart { db } => {
