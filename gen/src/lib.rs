@@ -299,34 +299,18 @@ impl Client {
             {
                 Kind::Acquire
             }
-            Kind::Write
-            | Kind::Upsert
-            | Kind::Fence
-            | Kind::Contend
-            | Kind::BeginRes
-            | Kind::EndRes
-            | Kind::Publish
-                if ops.lease_txn
-                    && lease_open
-                    && self.held_grant[actor].is_some()
-                    && i.a % 3 == 0 =>
+            k if writes(k)
+                && ops.lease_txn
+                && lease_open
+                && self.held_grant[actor].is_some()
+                && i.a % 3 == 0 =>
             {
                 Kind::EndLease
             }
             Kind::Renew | Kind::Release if granted => i.kind,
             Kind::Publish if committed && ops.publish => Kind::Publish,
             Kind::Read if ops.read_part => Kind::Read,
-            Kind::Write
-            | Kind::Upsert
-            | Kind::Fence
-            | Kind::Contend
-            | Kind::BeginRes
-            | Kind::EndRes
-            | Kind::Publish
-                if committed =>
-            {
-                Kind::Write
-            }
+            k if writes(k) && committed => Kind::Write,
             Kind::Now | Kind::BeginLease | Kind::EndLease | Kind::Read => Kind::Advance,
             _ => Kind::Acquire,
         };
@@ -436,7 +420,7 @@ impl Client {
     /// only moves the clock.
     pub fn event(&mut self, intent: &Intent) -> Option<Event> {
         let whole = self.whole.map(|ops| self.as_whole(intent, ops));
-        if whole.as_ref().is_some_and(|w| w.kind != intent.kind) && intent.kind == Kind::Contend {
+        if whole.as_ref().is_some_and(|w| w.kind == Kind::Acquire) && intent.kind == Kind::Contend {
             self.lapse_held_grant(intent);
         }
         let intent = whole.as_ref().unwrap_or(intent);
@@ -910,6 +894,20 @@ impl Client {
             }
         }
     }
+}
+
+/// The kinds a whole-operation client takes as a write when it holds a committed grant.
+fn writes(k: Kind) -> bool {
+    matches!(
+        k,
+        Kind::Write
+            | Kind::Upsert
+            | Kind::Fence
+            | Kind::Contend
+            | Kind::BeginRes
+            | Kind::EndRes
+            | Kind::Publish
+    )
 }
 
 /// Opens a transaction (READ COMMITTED, or REPEATABLE READ for an odd `a`) or ends the open
