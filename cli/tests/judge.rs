@@ -237,7 +237,7 @@ fn judge_prints_certain_undecided_settled_and_warnings() {
     let (code, out, _) = leaselab(&["judge", &h("unknown-renewals-over-the-limit")]);
     assert_eq!(code, Some(7), "{out}");
     assert!(out.contains("UNDECIDED I1"), "{out}");
-    assert!(out.contains("unknown operations: #2, #3,"), "{out}");
+    assert!(out.contains("unknown operations: #2, #4,"), "{out}");
     assert!(
         out.contains("verdict: undecided — I1 not decided within the limits"),
         "{out}"
@@ -292,7 +292,7 @@ fn judge_refuses_what_cannot_happen() {
         ("clock-back", format!("{head}{}{}{}", inv(10), ok(12, "1", 20), inv(11)), ":4: field `time`"),
         ("bigint", format!("{head}{}{}", inv(10), ok(12, "9223372036854775808", 20)), ":3: field `token`"),
         ("expires-early", format!("{head}{}{}", inv(100), ok(120, "1", 50)), ":3: field `expires`"),
-        ("two-open", format!("{head}{}{{\"type\":\"invoke\",\"process\":\"b\",\"time\":5,\"op\":\"now\",\"db\":\"lease\"}}\n{{\"type\":\"ok\",\"process\":\"b\",\"time\":5,\"op\":\"now\",\"value\":5}}\n{}", inv(10), inv(11)), ":5: field `type`"),
+        ("two-open", format!("{head}{}{{\"type\":\"invoke\",\"process\":\"b\",\"time\":10,\"op\":\"now\",\"db\":\"lease\"}}\n{{\"type\":\"ok\",\"process\":\"b\",\"time\":10,\"op\":\"now\",\"value\":10}}\n{}", inv(10), inv(11)), ":5: field `type`"),
     ];
     for (name, text, want) in cases {
         let file = dir.join(format!("{name}.jsonl"));

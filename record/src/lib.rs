@@ -23,6 +23,7 @@
 pub mod merge;
 pub mod read;
 pub mod recorder;
+mod strict;
 pub mod write;
 
 /// The first line of every file: `{"format":"leaselab-history","version":1}`.

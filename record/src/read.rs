@@ -178,6 +178,7 @@ pub fn stream_lines(
         waiting: BTreeMap::new(),
         owners: BTreeMap::new(),
         names: Names::default(),
+        order: Vec::with_capacity(2),
     };
     let mut header = false;
     for (i, raw) in lines.enumerate() {
@@ -186,8 +187,21 @@ pub fn stream_lines(
         if raw.trim().is_empty() {
             continue;
         }
-        let obj = match serde_json::from_str::<Value>(&raw) {
-            Ok(Value::Object(m)) => m,
+        let obj = match serde_json::from_str::<crate::strict::Strict>(&raw) {
+            Ok(crate::strict::Strict {
+                duplicate: Some(k), ..
+            }) => {
+                return Err(r.err(
+                    line,
+                    &k,
+                    "given twice in one object: which one is meant? (JSON readers differ; \
+                     leaselab takes neither)",
+                ))
+            }
+            Ok(crate::strict::Strict {
+                value: Value::Object(m),
+                ..
+            }) => m,
             Ok(_) => return Err(r.err(line, "line", "not a JSON object")),
             Err(e) => return Err(r.err(line, "line", format!("not JSON: {e}"))),
         };
@@ -265,7 +279,12 @@ struct Rec {
 
 enum Kind {
     Invoke(Op),
-    Completion { word: String, outcome: Outcome },
+    Completion {
+        word: String,
+        outcome: Outcome,
+        /// The invoke's arguments the completion repeats: each must be the invoke's own.
+        args: Vec<(&'static str, Value)>,
+    },
 }
 
 /// An invoke whose completion is not the next line: its operation, the event that shows it
@@ -308,6 +327,10 @@ struct Reader<'f, 's> {
     owners: BTreeMap<ConnId, Holder>,
     /// Per process: its clock at its last line, and that line (a clock never goes back).
     clocks: BTreeMap<Holder, (u64, usize)>,
+    /// The latest "the server's clock read at least this" of the lines so far, and its line,
+    /// for the process that gave it and for the latest other process: a line of another
+    /// process cannot have happened before it ([`Reader::in_order`]).
+    order: Vec<(Millis, usize, Holder)>,
 }
 
 /// The fields a line may carry besides the operation's own.
@@ -406,9 +429,14 @@ impl Reader<'_, '_> {
             "ok" | "fail" | "info" => {
                 f.only(args, &RESULT)?;
                 let outcome = f.outcome(word, kind)?;
+                let args = args
+                    .iter()
+                    .filter_map(|k| f.opt(k).map(|v| (*k, v.clone())))
+                    .collect();
                 Kind::Completion {
                     word: word.to_string(),
                     outcome,
+                    args,
                 }
             }
             other => {
@@ -468,9 +496,12 @@ impl Reader<'_, '_> {
         }
     }
 
-    /// The held invoke, now known not to be answered on the next line, becomes `blocked`.
+    /// The held invoke, now known not to be answered on the next line (or answered `info`),
+    /// becomes `blocked`, at the earliest its server can have received it: the operation may
+    /// have taken effect from then on (a renewal's `now()` too, widened by the clock bound).
     fn flush(&mut self) {
-        if let Some(h) = self.held.take() {
+        if let Some(mut h) = self.held.take() {
+            h.rec.at = h.rec.earliest;
             let i = self.push(&h.rec, h.op.clone(), Outcome::Blocked, [h.rec.line, 0]);
             self.waiting.entry(key(&h.rec)).or_default().push(Waiting {
                 op: h.op,
@@ -586,6 +617,49 @@ impl Reader<'_, '_> {
         Ok(())
     }
 
+    /// A completion may repeat its invoke's arguments, never change them: the `ok` of a write
+    /// with token 3 for an invoke with token 1 says two things, and taking either would be a
+    /// guess.
+    fn same_args(
+        &self,
+        rec: &Rec,
+        args: &[(&'static str, Value)],
+        op: &Op,
+        invoke_line: usize,
+    ) -> Result<(), ReadError> {
+        use leaselab_model::text::{op_fields, Field};
+        for (k, v) in args {
+            let mut invoked: Option<Field<'_>> = None;
+            op_fields(op, |name, f| {
+                if name == *k {
+                    invoked = Some(f);
+                }
+            });
+            let same = match (&invoked, v) {
+                (Some(Field::Text(t)), Value::String(s)) => t == s,
+                (Some(Field::Num(n)), v) => as_u64(v) == Some(*n),
+                // A `begin` without `isolation` is read committed.
+                (None, Value::String(s)) => *k == "isolation" && s == "read-committed",
+                _ => false,
+            };
+            if !same {
+                let was = match invoked {
+                    Some(Field::Text(t)) => Value::String(t.to_string()).to_string(),
+                    Some(Field::Num(n)) => n.to_string(),
+                    None => "the default".to_string(),
+                };
+                return Err(self.err(
+                    rec.line,
+                    k,
+                    format!(
+                        "{v} here, but {was} in its invoke (line {invoke_line}): a completion may repeat its invoke's arguments, not change them"
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// A process's clock never goes back; a `server_time` beyond its bound is a warning.
     fn clock(&mut self, rec: &Rec) -> Result<(), ReadError> {
         if let Some((t, line)) = self.clocks.get(&rec.actor) {
@@ -619,7 +693,56 @@ impl Reader<'_, '_> {
         Ok(())
     }
 
+    /// Lines come in the order things happened, across processes too: a line whose server
+    /// time is at most `t` cannot come after another process's line whose server time was at
+    /// least `t' > t`. The checkers order operations by their lines (which committed first,
+    /// which read came after which write), so such a file would be judged by an order that did
+    /// not happen, and another interleaving of the same lines could be judged otherwise. Equal
+    /// times, or times within the clock bounds, may come in either order: the file's order is
+    /// then the order.
+    fn in_order(&mut self, at: Millis, new: (Millis, usize, Holder)) -> Result<(), ReadError> {
+        if let Some((t, line, p)) = self.order.iter().find(|(_, _, p)| *p != new.2) {
+            if at < *t {
+                return Err(self.err(
+                    new.1,
+                    "time",
+                    format!(
+                        "out of order: the server's clock read at most {at} at this line of process `{}`, but at least {t} at line {line} of process `{p}` before it — lines must come in the order they happened (a file per process: `judge --merge`)",
+                        new.2
+                    ),
+                ));
+            }
+        }
+        let rec_actor = new.2.clone();
+        match self.order.first() {
+            Some(top) if top.2 == rec_actor => {
+                if new.0 > top.0 {
+                    self.order[0] = new;
+                }
+            }
+            Some(top) if new.0 > top.0 => self.order.insert(0, new),
+            Some(_) => match self.order.get(1) {
+                Some(second) if second.0 >= new.0 => {}
+                _ => {
+                    self.order.truncate(1);
+                    self.order.push(new);
+                }
+            },
+            None => self.order.push(new),
+        }
+        self.order.truncate(2);
+        Ok(())
+    }
+
+    /// One line: its own checks first (they name what is wrong more exactly), then its order
+    /// against the other processes' lines.
     fn take(&mut self, rec: Rec) -> Result<(), ReadError> {
+        let (at, order) = (rec.at, (rec.earliest, rec.line, rec.actor.clone()));
+        self.take_line(rec)?;
+        self.in_order(at, order)
+    }
+
+    fn take_line(&mut self, rec: Rec) -> Result<(), ReadError> {
         self.own(&rec)?;
         match rec.kind {
             Kind::Invoke(ref op) => {
@@ -673,10 +796,15 @@ impl Reader<'_, '_> {
             Kind::Completion {
                 ref word,
                 ref outcome,
+                ref args,
             } => {
                 if let Some(h) = self.held.take() {
-                    if key(&h.rec) == key(&rec) {
+                    // An `info` answer says nothing of when the operation took effect, if it
+                    // did: anywhere from its invoke to its answer, as for one that waited.
+                    let unknown = matches!(outcome, Outcome::Indeterminate(_));
+                    if key(&h.rec) == key(&rec) && !unknown {
                         check_word(self, &rec, word, &h.op)?;
+                        self.same_args(&rec, args, &h.op, h.rec.line)?;
                         let invoke = Waiting {
                             op: h.op.clone(),
                             event: 0,
@@ -704,6 +832,7 @@ impl Reader<'_, '_> {
                     ));
                 };
                 check_word(self, &rec, word, &w.op)?;
+                self.same_args(&rec, args, &w.op, w.line)?;
                 self.possible(&rec, word, outcome, &w)?;
                 self.clock(&rec)?;
                 let (op, i) = (w.op, w.event);

@@ -19,7 +19,9 @@
 //! let bytes = rec.into_inner()?;
 //! let text = String::from_utf8(bytes)?;
 //! let back = leaselab_record::read::parse(&text, "recorded.jsonl")?;
-//! assert_eq!(back.history.events.len(), 2);
+//! // The grant, then the write: waiting from its invoke (it may have taken effect from then
+//! // on) until its unknown answer.
+//! assert_eq!(back.history.events.len(), 3);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
