@@ -69,6 +69,10 @@ pub struct WriteFact {
     /// Never answered at all (its connection dropped, its database crashed, the history
     /// ended): a maybe-write the history counts among its `unreported` statements too.
     pub unanswered: bool,
+    /// Answered `fail`, yet the read at this event shows its row version, which no other
+    /// write can have put there: the resource kept what it said it refused
+    /// ([`crate::unknown::settle`] counts it, accepted, from there on).
+    pub kept_after_fail: Option<u64>,
 }
 
 /// One grant of a lease.
@@ -243,6 +247,26 @@ pub struct Facts {
     /// Whole writes, publishes, renewals and releases nobody learned the outcome of, in the
     /// order they were issued: the operations [`crate::unknown`] decides the verdict over.
     pub unknown: Vec<Unknown>,
+    /// Writes and upserts answered with a definite failure (`rejected`, `failed`, an error,
+    /// `unavailable`): not counted — unless a read shows what they wrote
+    /// ([`crate::unknown::settle`]).
+    pub refused: Vec<WriteFact>,
+    /// Writes nobody heard back from that a later read shows cannot have taken effect.
+    pub excluded: Vec<Excluded>,
+}
+
+/// A write nobody heard back from, and the read that shows it did not take effect: the read's
+/// snapshot is definitely after the write's commit window, and it shows a row version (or no
+/// row) that no write after that window can have put there — had the write taken effect, the
+/// row would be its version or a later write's. (A part row is never deleted.)
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Excluded {
+    /// The write (an index into [`Facts::writes`]).
+    pub write: usize,
+    /// The read.
+    pub by: u64,
+    /// What the read showed.
+    pub shown: Option<leaselab_model::PartRow>,
 }
 
 /// An operation nobody learned the outcome of: where it was issued, and where its unknown
@@ -388,6 +412,15 @@ pub struct Attempt {
     pub writer: Holder,
     /// Content.
     pub content: String,
+    /// The last event whose statement tried to write it.
+    pub last: u64,
+    /// The latest position a write of it can have committed at, among the writes whose
+    /// answer is known (accepted, unknown, or answered `fail`): with `last`, the end of its
+    /// writers' reach, unless `upsert`.
+    pub reach: u64,
+    /// Some statement that tried is a transaction's upsert, whose commit the history places
+    /// only with its transaction's: no bound on its reach is claimed.
+    pub upsert: bool,
 }
 
 impl Attempt {
@@ -592,6 +625,12 @@ pub struct Deriver {
     /// `f.lease_unknown` that covers.
     lease_unknown: std::collections::BTreeSet<(LeaseName, Token)>,
     lease_unknown_seen: usize,
+    /// How many of `f.writes` and `f.refused` have reached their attempts' `reach`.
+    writes_seen: usize,
+    refused_seen: usize,
+    /// Per part, the writes nobody heard back from that no read has yet settled or passed
+    /// over (indices into `f.writes`): those a later read may show did not take effect.
+    maybe_open: BTreeMap<(Scope, Part), Vec<usize>>,
 }
 
 impl Deriver {
@@ -611,6 +650,9 @@ impl Deriver {
             accepted_seen: 0,
             lease_unknown: std::collections::BTreeSet::new(),
             lease_unknown_seen: 0,
+            writes_seen: 0,
+            refused_seen: 0,
+            maybe_open: BTreeMap::new(),
         }
     }
 
@@ -679,7 +721,13 @@ impl Deriver {
         }
         if let Some(v) = RowVersion::written(&e.op, &e.actor) {
             if e.outcome != Outcome::Unavailable {
-                self.attempt(&v, e.seq);
+                // A transaction's upsert (or one still waiting) commits with its transaction.
+                let upsert = matches!(e.op, Op::Upsert { .. })
+                    && matches!(
+                        e.outcome,
+                        Outcome::Ok | Outcome::Blocked | Outcome::Indeterminate(_)
+                    );
+                self.attempt(&v, e.seq, upsert);
             }
         }
         let f = &mut self.f;
@@ -820,6 +868,7 @@ impl Deriver {
                     if db.is_some() {
                         let exact = self.res_transactions || db == Some(DbName::Lease);
                         if let Some(r) = read_fact(t, e, exact, wrong) {
+                            exclude(f, &r, &self.attempted, &self.blocked, &mut self.maybe_open);
                             let keep = self.all_reads
                                 || matters(
                                     &r,
@@ -861,11 +910,46 @@ impl Deriver {
                 self.drafts.remove(conn);
             }
         }
+        self.index_writes();
+    }
+
+    /// The writes this event made known: each widens its version's reach, and one nobody
+    /// heard back from waits for a read that shows it did not take effect.
+    fn index_writes(&mut self) {
+        let f = &mut self.f;
+        let new = f.writes[self.writes_seen..]
+            .iter()
+            .enumerate()
+            .map(|(k, w)| (self.writes_seen + k, w))
+            .chain(
+                f.refused[self.refused_seen..]
+                    .iter()
+                    .map(|w| (usize::MAX, w)),
+            );
+        for (i, w) in new {
+            let v = w.version();
+            if let Some(a) = self
+                .attempted
+                .get(&v.hash())
+                .and_then(|same| same.iter().copied().find(|a| f.attempts[*a].version() == v))
+            {
+                let a = &mut f.attempts[a];
+                a.reach = a.reach.max(w.window.latest);
+            }
+            if i != usize::MAX && w.certainty == Certainty::Maybe {
+                self.maybe_open
+                    .entry((w.scope.clone(), w.part.clone()))
+                    .or_default()
+                    .push(i);
+            }
+        }
+        self.writes_seen = f.writes.len();
+        self.refused_seen = f.refused.len();
     }
 
     /// The first attempt of each row version is kept (with the version itself, so a look-up
     /// needs no history), and the highest token carried to each part.
-    fn attempt(&mut self, v: &RowVersion<'_>, seq: u64) {
+    fn attempt(&mut self, v: &RowVersion<'_>, seq: u64, upsert: bool) {
         self.f.written_tokens.insert(v.token);
         let max = self
             .part_max
@@ -874,7 +958,14 @@ impl Deriver {
         *max = (*max).max(v.token);
         let hash = v.hash();
         let same = self.attempted.entry(hash).or_default();
-        if same.iter().any(|i| self.f.attempts[*i].version() == *v) {
+        if let Some(i) = same
+            .iter()
+            .copied()
+            .find(|i| self.f.attempts[*i].version() == *v)
+        {
+            let a = &mut self.f.attempts[i];
+            a.last = a.last.max(seq);
+            a.upsert |= upsert;
             return;
         }
         same.push(self.f.attempts.len());
@@ -886,6 +977,9 @@ impl Deriver {
             token: v.token,
             writer: v.writer.clone(),
             content: v.content.to_string(),
+            last: seq,
+            reach: seq,
+            upsert,
         });
     }
 
@@ -929,6 +1023,75 @@ impl Deriver {
         }
         f
     }
+}
+
+/// A committed read of a part, definitely after the commit window of a write nobody heard back
+/// from, that shows another row version (or none) which no write after that window can have
+/// put there: the write did not take effect ([`Excluded`]). Decided when the read arrives —
+/// every write of the version it shows was issued before it — so the read need not be kept.
+/// A version some transaction's upsert wrote, or that a statement still waiting writes, has
+/// no bound on when it was written: it settles nothing. A write the read does not settle is
+/// not weighed again by a later read (its window begins before a write of what the row
+/// shows, or it is the version shown): each unknown write is looked at O(1) times, apart from
+/// those whose window the read's snapshot overlaps.
+fn exclude(
+    f: &mut Facts,
+    r: &ReadFact,
+    attempted: &BTreeMap<u64, Vec<usize>>,
+    blocked: &Conns<Pending>,
+    maybe_open: &mut BTreeMap<(Scope, Part), Vec<usize>>,
+) {
+    let (ReadKey::Part(scope, part), Outcome::Part(row), Some(snap)) =
+        (&r.key, &r.value, r.committed())
+    else {
+        return;
+    };
+    let Some(open) = maybe_open.get_mut(&(scope.clone(), part.clone())) else {
+        return;
+    };
+    // Where the writes of what the row shows can have committed, at the latest.
+    let reach = match row {
+        None => 0,
+        Some(x) => {
+            let v = RowVersion {
+                scope,
+                part,
+                token: x.token,
+                writer: &x.writer,
+                content: &x.content,
+            };
+            let a = attempted.get(&v.hash()).and_then(|same| {
+                same.iter()
+                    .map(|i| &f.attempts[*i])
+                    .find(|a| a.version() == v)
+            });
+            let waiting = blocked
+                .values()
+                .any(|p| RowVersion::written(&p.op, &p.actor) == Some(v));
+            match a {
+                Some(a) if !a.upsert && !waiting => a.last.max(a.reach),
+                // Nobody wrote it (a `final` violation of its own), or no bound.
+                _ => u64::MAX,
+            }
+        }
+    };
+    open.retain(|&i| {
+        let w = &f.writes[i];
+        if w.window.latest >= snap.earliest {
+            return true;
+        }
+        let shown = row
+            .as_ref()
+            .is_some_and(|x| x.token == w.token && x.writer == w.writer && x.content == w.content);
+        if !shown && w.window.earliest > reach {
+            f.excluded.push(Excluded {
+                write: i,
+                by: r.seq,
+                shown: row.clone(),
+            });
+        }
+        false
+    });
 }
 
 /// Whether a check of [`crate::check`] can use read `r`, from what the history so far shows
@@ -1189,6 +1352,15 @@ fn record(
         | (Op::Upsert { .. }, Outcome::Indeterminate(_)) => {
             push_write(f, op, actor, w, at, Certainty::Maybe, issued.0)
         }
+        // Answered with a definite failure: not counted, unless a read shows what it wrote.
+        (
+            Op::Write { .. } | Op::Upsert { .. },
+            Outcome::Rejected | Outcome::Failed | Outcome::Error(_) | Outcome::Unavailable,
+        ) => {
+            let before = f.writes.len();
+            push_write(f, op, actor, w, at, Certainty::Accepted, issued.0);
+            f.refused.extend(f.writes.drain(before..));
+        }
         (Op::Publish { .. }, Outcome::Indeterminate(_)) => {
             unknown_publish(f, op, actor, w, at, issued.0)
         }
@@ -1240,6 +1412,7 @@ fn push_write(
             certainty: c,
             issued,
             unanswered: false,
+            kept_after_fail: None,
         });
     }
 }

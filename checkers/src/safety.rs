@@ -16,9 +16,10 @@ fn describe_write(w: &WriteFact) -> String {
         w.scope,
         w.part,
         w.token,
-        match w.certainty {
-            Certainty::Accepted => "accepted",
-            Certainty::Maybe => "maybe applied",
+        match (w.certainty, w.kept_after_fail) {
+            (_, Some(_)) => "answered fail, yet kept",
+            (Certainty::Accepted, None) => "accepted",
+            (Certainty::Maybe, None) => "maybe applied",
         },
         w.at,
         w.window.latest
@@ -587,6 +588,30 @@ pub fn acceptance(f: &Facts, out: &mut Vec<Violation>) {
     let mut publishes = Findings::default();
     acceptance_publishes(f, &mut publishes);
     out.append(&mut publishes.certain);
+    kept_after_fail(f, out);
+}
+
+/// Acceptance: a write the resource answered `fail` ("rejected", "fenced") must not take
+/// effect — a writer told its write was refused goes on as if it had not happened (it does not
+/// retry, it reports the refusal), so a kept one is data nobody stands behind. Jepsen's Elle
+/// names the same shape (a read of an aborted write) an anomaly of its own. A read that shows
+/// such a write's row, which no other write can have put there, makes the `fail` false
+/// ([`crate::unknown::settle`] marks the write, and counts it as accepted from then on for I3
+/// and the final state).
+pub(crate) fn kept_after_fail(f: &Facts, out: &mut Vec<Violation>) {
+    for w in &f.writes {
+        let Some(by) = w.kept_after_fail else {
+            continue;
+        };
+        out.push(Violation {
+            check: Check::Acceptance,
+            message: format!(
+                "the resource answered fail but kept the write: {}'s write to {}/{} with token {} (answered fail, event #{}) is what the read at event #{by} shows",
+                w.writer, w.scope, w.part, w.token, w.issued
+            ),
+            events: vec![w.issued, by],
+        });
+    }
 }
 
 /// Acceptance against the writes `prefix` counts before each of those `culprits` counts.
@@ -733,7 +758,10 @@ pub fn final_state(f: &Facts, out: &mut Vec<Violation>) {
 }
 
 /// The first half of [`final_state`]: each read of a part shows at least the highest token
-/// accepted for it before the read's snapshot.
+/// accepted for it before the read's snapshot. A higher token is no loophole: it is a write the
+/// read shows took effect — settled as applied if nobody heard back from it, counted against
+/// acceptance if it was answered `fail` ([`kept_after_fail`]) — or one nobody wrote
+/// ([`final_content`]). So the final content comes from the highest token that took effect.
 pub fn final_token_order(f: &Facts, out: &mut Vec<Violation>) {
     let mut found = Vec::new();
     final_order(f, Counted::Accepted, &mut found);

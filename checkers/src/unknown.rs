@@ -60,6 +60,7 @@ pub(crate) fn judge(f: Cow<'_, Facts>) -> (Findings, Vec<Settled>) {
     safety::i3_floor(f, &mut found.certain);
     safety::acceptance_publishes(f, &mut found);
     safety::final_content(f, &mut found.certain);
+    safety::kept_after_fail(f, &mut found.certain);
     // Against the writes `prefix` counts, those `culprits` counts.
     let writes = |prefix: Counted, culprits: Counted| {
         let mut out: Vec<WriteViolation> = Vec::new();
@@ -126,16 +127,27 @@ pub(crate) fn judge(f: Cow<'_, Facts>) -> (Findings, Vec<Settled>) {
 /// something is settled.
 pub fn settle(mut f: Cow<'_, Facts>) -> (Vec<Settled>, Cow<'_, Facts>) {
     let mut settled = Vec::new();
-    if f.writes.iter().any(|w| w.certainty == Certainty::Maybe) {
+    if !f.refused.is_empty() || f.writes.iter().any(|w| w.certainty == Certainty::Maybe) {
         let found = settle_writes(&f, &mut settled);
         if !found.is_empty() {
             let out = f.to_mut();
-            for (i, latest) in found {
-                let w = &mut out.writes[i];
+            for (c, latest, by) in found {
+                let w = match c {
+                    Candidate::Write(i) => &mut out.writes[i],
+                    Candidate::Refused(i) => {
+                        let mut w = out.refused[i].clone();
+                        w.kept_after_fail = Some(by);
+                        out.writes.push(w);
+                        out.writes.last_mut().expect("pushed just above")
+                    }
+                };
                 w.certainty = Certainty::Accepted;
                 w.window.latest = w.window.latest.min(latest).max(w.window.earliest);
             }
         }
+    }
+    if !f.excluded.is_empty() {
+        exclude_writes(&mut f, &mut settled);
     }
     if !f.lease_unknown.is_empty() {
         let decided = settle_leases(&f, &mut settled);
@@ -147,10 +159,58 @@ pub fn settle(mut f: Cow<'_, Facts>) -> (Vec<Settled>, Cow<'_, Facts>) {
     (settled, f)
 }
 
+/// The writes a read shows did not take effect ([`Facts::excluded`]), unless another read
+/// showed they did (what was seen outweighs what is inferred): dropped from the writes.
+fn exclude_writes(f: &mut Cow<'_, Facts>, settled: &mut Vec<Settled>) {
+    let mut gone = BTreeSet::new();
+    for x in &f.excluded {
+        let w = &f.writes[x.write];
+        if w.certainty != Certainty::Maybe || !gone.insert(x.write) {
+            continue;
+        }
+        let shown = match &x.shown {
+            None => format!("no row of {}/{}", w.scope, w.part),
+            Some(r) => format!(
+                "{}'s content `{}` with token {}",
+                r.writer, r.content, r.token
+            ),
+        };
+        settled.push(Settled {
+            event: w.issued,
+            applied: false,
+            by: x.by,
+            message: format!(
+                "{}'s write to {}/{} with token {} did not take effect: the read at event #{}, after it, shows {shown}, which no write after it can have put there",
+                w.writer, w.scope, w.part, w.token, x.by
+            ),
+        });
+    }
+    if gone.is_empty() {
+        return;
+    }
+    let out = f.to_mut();
+    let mut i = 0;
+    out.writes.retain(|_| {
+        i += 1;
+        !gone.contains(&(i - 1))
+    });
+}
+
+/// A write that may have put a row version there: one nobody heard back from, or one answered
+/// `fail` (an index into [`Facts::writes`] or [`Facts::refused`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Candidate {
+    Write(usize),
+    Refused(usize),
+}
+
 /// A part read showing exactly one unknown write's row version, which no accepted write could
-/// have put there before the read: that write took effect. Returns each such write with the
-/// latest its commit can now have been.
-fn settle_writes(f: &Facts, settled: &mut Vec<Settled>) -> Vec<(usize, u64)> {
+/// have put there before the read: that write took effect. The same for a write answered
+/// `fail`: a `fail` is a claim that it did not, and the read shows the claim false — the
+/// resource kept what it said it refused (counted against acceptance,
+/// [`crate::safety::kept_after_fail`]). Returns each such write with the latest its commit can
+/// now have been, and the read.
+fn settle_writes(f: &Facts, settled: &mut Vec<Settled>) -> Vec<(Candidate, u64, u64)> {
     let mut found = Vec::new();
     type Key<'f> = (
         &'f leaselab_model::Scope,
@@ -159,23 +219,31 @@ fn settle_writes(f: &Facts, settled: &mut Vec<Settled>) -> Vec<(usize, u64)> {
         &'f leaselab_model::Holder,
         &'f str,
     );
-    // The writes of every row version some unknown write carries.
-    let mut versions: BTreeMap<Key, Vec<usize>> = BTreeMap::new();
+    // The writes of every row version some unknown or refused write carries.
+    let mut versions: BTreeMap<Key, Vec<Candidate>> = BTreeMap::new();
     for (i, w) in f.writes.iter().enumerate() {
         if w.certainty == Certainty::Maybe {
             let k = (&w.scope, &w.part, w.token, &w.writer, w.content.as_str());
-            versions.entry(k).or_default().push(i);
+            versions.entry(k).or_default().push(Candidate::Write(i));
         }
+    }
+    for (i, w) in f.refused.iter().enumerate() {
+        let k = (&w.scope, &w.part, w.token, &w.writer, w.content.as_str());
+        versions.entry(k).or_default().push(Candidate::Refused(i));
     }
     for (i, w) in f.writes.iter().enumerate() {
         if w.certainty == Certainty::Accepted {
             let k = (&w.scope, &w.part, w.token, &w.writer, w.content.as_str());
             if let Some(v) = versions.get_mut(&k) {
-                v.push(i);
+                v.push(Candidate::Write(i));
             }
         }
     }
-    let mut done: BTreeSet<usize> = BTreeSet::new();
+    let write = |c: Candidate| match c {
+        Candidate::Write(i) => &f.writes[i],
+        Candidate::Refused(i) => &f.refused[i],
+    };
+    let mut done: BTreeSet<Candidate> = BTreeSet::new();
     for r in &f.reads {
         let (ReadKey::Part(scope, part), Outcome::Part(Some(x)), Some(snap)) =
             (&r.key, &r.value, r.committed())
@@ -184,24 +252,33 @@ fn settle_writes(f: &Facts, settled: &mut Vec<Settled>) -> Vec<(usize, u64)> {
         };
         let k = (scope, part, x.token, &x.writer, x.content.as_str());
         let Some(v) = versions.get(&k) else { continue };
+        // A statement that waited from event k (its window begins at k + 1) may be what a read
+        // at k + 1 shows: a recorder's invoke, then another process's read, then its answer —
+        // the write may have committed before the read. (In the model a read at k + 1 cannot
+        // see it, as only a commit at k + 1 can wake it; nor would a read then show its row.)
         let mut could = v
             .iter()
-            .filter(|i| f.writes[**i].window.earliest < snap.latest);
+            .filter(|c| write(**c).window.earliest <= snap.latest);
         let (Some(&only), None) = (could.next(), could.next()) else {
             continue;
         };
-        let w = &f.writes[only];
-        if w.certainty != Certainty::Maybe || !done.insert(only) {
+        let w = write(only);
+        let refused = matches!(only, Candidate::Refused(_));
+        if (w.certainty != Certainty::Maybe && !refused) || !done.insert(only) {
             continue;
         }
-        found.push((only, snap.latest - 1));
+        found.push((only, snap.latest - 1, r.seq));
         settled.push(Settled {
             event: w.issued,
             applied: true,
             by: r.seq,
             message: format!(
-                "{}'s write to {scope}/{part} with token {} took effect: the read at event #{} shows its content `{}`, which no other write could have put there",
-                w.writer, w.token, r.seq, w.content
+                "{}'s write to {scope}/{part} with token {}{} took effect: the read at event #{} shows its content `{}`, which no other write could have put there",
+                w.writer,
+                w.token,
+                if refused { ", answered `fail`," } else { "" },
+                r.seq,
+                w.content
             ),
         });
     }

@@ -174,6 +174,7 @@ fn part_write(content: &str, token: u64, window: Window, certainty: Certainty) -
         certainty,
         issued: window.earliest,
         unanswered: false,
+        kept_after_fail: None,
     }
 }
 

@@ -30,7 +30,7 @@ type Known = (
 
 use Check::{Acceptance, Final, I1, I3};
 
-const KNOWN: [Known; 21] = [
+const KNOWN: [Known; 33] = [
     // The renewal's reply was lost; either way holder-a held the lease at holder-b's grant
     // (its old expiry 1000, or 1500 to 1600 renewed).
     (
@@ -112,6 +112,82 @@ const KNOWN: [Known; 21] = [
         &[],
         (0, 0),
     ),
+    // A `fail` is a claim that the write did not take effect; a read that shows its row, which
+    // no other write can have put there, makes the claim false: the stale write was kept (I3,
+    // acceptance, and the read shows a token below the accepted 2: final).
+    (
+        "fail-then-read-shows-it",
+        &[I3, Acceptance, Final],
+        &[],
+        &[],
+        (1, 0),
+    ),
+    // Token 2 answered `fail`, read back: kept against its answer, though not stale.
+    (
+        "final-read-of-a-failed-write",
+        &[Acceptance],
+        &[],
+        &[],
+        (1, 0),
+    ),
+    // The row the read shows was also written by an accepted write: the `fail` stands.
+    ("fail-retry-of-an-accepted-write", &[], &[], &[], (0, 0)),
+    // The read shows the newer row: nothing contradicts the `fail`.
+    ("fail-then-read-shows-the-newer-row", &[], &[], &[], (0, 0)),
+    // The read, after the stale write's window, still shows the newer row, which nothing after
+    // that window wrote: the stale write was not applied.
+    ("read-excludes-a-stale-unknown-write", &[], &[], &[], (0, 1)),
+    // The read ran while the unknown write waited: it may have committed after the read.
+    (
+        "read-during-the-unknown-write-settles-nothing",
+        &[],
+        &[I3, Acceptance],
+        &[],
+        (0, 0),
+    ),
+    // A part row is never deleted: absent after the unknown write, it was not applied.
+    (
+        "absent-row-excludes-an-unknown-write",
+        &[],
+        &[],
+        &[],
+        (0, 1),
+    ),
+    // Shown while it waited, answered `fail` afterwards.
+    (
+        "read-shows-a-waiting-write-later-answered-fail",
+        &[I3, Acceptance, Final],
+        &[],
+        &[],
+        (1, 0),
+    ),
+    // A guarded upsert answered `failed`, its transaction rolled back, and its row read back.
+    (
+        "failed-upsert-rolled-back-yet-read",
+        &[I3, Acceptance, Final],
+        &[],
+        &[],
+        (1, 0),
+    ),
+    // The renewal's `info` is the very next line: its `now()` lies anywhere from the invoke
+    // (400) to the answer (450), so expiry 1420 is one it set. Renewed, held at 1200.
+    (
+        "adjacent-info-renewal-settled-inside-its-window",
+        &[I1],
+        &[],
+        &[],
+        (1, 0),
+    ),
+    // The same, with a 20 ms clock bound: 1385 is within it.
+    (
+        "renewal-window-widened-by-the-clock-bound",
+        &[I1],
+        &[],
+        &[],
+        (1, 0),
+    ),
+    // Without the bound 1385 is outside the window: nothing settles, I1 only if it renewed.
+    ("renewal-read-outside-its-window", &[], &[I1], &[], (0, 0)),
 ];
 
 fn checks(mut c: Vec<Check>) -> Vec<Check> {

@@ -47,6 +47,7 @@ fn write() -> impl Strategy<Value = WriteFact> {
             },
             issued: window.earliest,
             unanswered: false,
+            kept_after_fail: None,
         })
 }
 
@@ -389,6 +390,7 @@ fn acceptance_names_a_reused_token_apart_from_a_higher_one() {
         certainty: Certainty::Accepted,
         issued: seq,
         unanswered: false,
+        kept_after_fail: None,
     };
     let judge = |ws: Vec<WriteFact>| {
         run(

@@ -262,11 +262,14 @@ fn judge_one(
             .map_or(String::new(), |(actor, word)| format!("{actor}'s {word}"))
     };
     for s in &report.settled {
+        // A write answered `fail` is no unknown operation: its message names it.
+        let who = match op_of(s.event) {
+            w if w.is_empty() => at(s.event),
+            w => format!("{w} ({})", at(s.event)),
+        };
         let _ = writeln!(
             out,
-            "  SETTLED {} ({}) {}: {}",
-            op_of(s.event),
-            at(s.event),
+            "  SETTLED {who} {}: {}",
             took_effect(s.applied),
             s.message
         );

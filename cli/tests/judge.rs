@@ -17,7 +17,7 @@ fn example(name: &str) -> PathBuf {
 /// Each history: the checks certainly broken, and those broken only if an operation whose
 /// outcome nobody learned turned out a certain way (*possible*).
 type Known = (&'static str, &'static [Check], &'static [Check]);
-const KNOWN: [Known; 20] = [
+const KNOWN: [Known; 21] = [
     ("clean-handover", &[], &[]),
     (
         "stale-write-kept",
@@ -25,6 +25,12 @@ const KNOWN: [Known; 20] = [
         &[],
     ),
     ("stale-write-fenced", &[], &[]),
+    // The same lines, but the read shows the write answered `fail`: the resource kept it.
+    (
+        "fenced-but-kept",
+        &[Check::I3, Check::Acceptance, Check::Final],
+        &[],
+    ),
     ("two-holders", &[Check::I1], &[]),
     ("token-reused", &[Check::I2], &[]),
     ("release-then-acquire", &[], &[]),
