@@ -68,8 +68,14 @@ pub(crate) fn i1_found(f: &Facts, found: &mut Findings) {
     // Per lease: holdings in grant order (ascending `window.latest`, as `derive` records them).
     let mut leases: BTreeMap<&LeaseName, Vec<Holding>> = BTreeMap::new();
     let mut grants: Vec<(&LeaseName, Grant)> = Vec::new();
+    // The holdings of each (lease, token) so far, by index: a renewal or release belongs to the
+    // latest (a reused token, I2's failure, has several). Searching the holdings backwards
+    // instead cost a pass over every later one for each change recorded out of grant order (a
+    // settled renewal is recorded after all the others).
+    let mut of_token: BTreeMap<(&LeaseName, Token), usize> = BTreeMap::new();
     for lf in &f.lease_changes {
         let held = leases.entry(&lf.lease).or_default();
+        let latest = |token: &Token| of_token.get(&(&lf.lease, *token)).copied();
         match &lf.change {
             LeaseChange::Granted {
                 holder,
@@ -86,6 +92,7 @@ pub(crate) fn i1_found(f: &Facts, found: &mut Findings) {
                         window: lf.window,
                     },
                 ));
+                of_token.insert((&lf.lease, *token), held.len());
                 held.push(Holding {
                     holder,
                     token: *token,
@@ -93,13 +100,13 @@ pub(crate) fn i1_found(f: &Facts, found: &mut Findings) {
                 });
             }
             LeaseChange::Renewed { token, expires } => {
-                if let Some(h) = held.iter_mut().rev().find(|h| h.token == *token) {
-                    h.versions.push((lf.window, *expires));
+                if let Some(i) = latest(token) {
+                    held[i].versions.push((lf.window, *expires));
                 }
             }
             LeaseChange::Released { token } => {
-                if let Some(h) = held.iter_mut().rev().find(|h| h.token == *token) {
-                    h.versions.push((lf.window, Expiry::NegInfinity));
+                if let Some(i) = latest(token) {
+                    held[i].versions.push((lf.window, Expiry::NegInfinity));
                 }
             }
         }

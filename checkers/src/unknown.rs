@@ -420,8 +420,16 @@ type Decided = BTreeMap<usize, Option<(Expiry, u64)>>;
 
 /// The settled renewals and releases made known: a lease change of their own, or dropped.
 fn apply_leases(out: &mut Facts, decided: Decided) {
-    for (&i, how) in decided.iter().rev() {
-        let u = out.lease_unknown.remove(i);
+    // Taken out in one pass: removing them one at a time moved the rest once per settled one.
+    let all = std::mem::take(&mut out.lease_unknown);
+    let mut taken = Vec::with_capacity(decided.len());
+    for (i, u) in all.into_iter().enumerate() {
+        match decided.get(&i) {
+            Some(how) => taken.push((u, how)),
+            None => out.lease_unknown.push(u),
+        }
+    }
+    for (u, how) in taken {
         let Some((expires, by)) = how else { continue };
         let change = match u.renew_ttl {
             Some(_) => LeaseChange::Renewed {

@@ -18,8 +18,11 @@
 //! the checkers: `read-heavy` (30 part and lease reads per holding), `many-parts` (every holding
 //! writes parts of its own, each read back), `many-unknowns` (one write in three, one renewal
 //! in four and one release in ten answered `info`; two renewals per holding), `many-leases`
-//! (a thousand leases and scopes, turns interleaved). `--generate-only` writes the file and
-//! stops (for `/usr/bin/time leaselab judge` on it).
+//! (a thousand leases and scopes, turns interleaved), `settled-then-unknown` (the first half's
+//! holdings renew once, answered `info`, and a lease read settles it; the second half's renew
+//! once, answered `info`, and nothing settles it), `mix` (`many-unknowns` with six part and lease
+//! reads per holding, each lease read settling the holding's unknown renewal when it can).
+//! `--generate-only` writes the file and stops (for `/usr/bin/time leaselab judge` on it).
 
 use leaselab_model::{Expiry, History, Holder, Millis, Op, Outcome, Token};
 use std::time::Instant;
@@ -37,9 +40,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         Some("many-parts") => Shape::ManyParts,
         Some("many-unknowns") => Shape::ManyUnknowns,
         Some("many-leases") => Shape::ManyLeases,
+        Some("settled-then-unknown") => Shape::SettledThenUnknown,
+        Some("mix") => Shape::Mix,
         Some(other) => {
             return Err(format!(
-            "unknown shape `{other}`: default, read-heavy, many-parts, many-unknowns, many-leases"
+            "unknown shape `{other}`: default, read-heavy, many-parts, many-unknowns, many-leases, settled-then-unknown, mix"
         )
             .into())
         }
@@ -154,6 +159,8 @@ enum Shape {
     ManyParts,
     ManyUnknowns,
     ManyLeases,
+    SettledThenUnknown,
+    Mix,
 }
 
 /// Writes events as they are made: `write::Writer` turns each into its lines.
@@ -264,7 +271,11 @@ fn generate(n: usize, shape: Shape, file: &std::path::Path) -> std::io::Result<u
                 content: content.clone(),
                 token: Token(token),
             };
-            let every = if shape == Shape::ManyUnknowns { 3 } else { 500 };
+            let every = if matches!(shape, Shape::ManyUnknowns | Shape::Mix) {
+                3
+            } else {
+                500
+            };
             let outcome = if writes % every == 0 {
                 Outcome::Indeterminate("timeout".into())
             } else {
@@ -288,7 +299,30 @@ fn generate(n: usize, shape: Shape, file: &std::path::Path) -> std::io::Result<u
             }
         }
         let mut expires = t - 1 + ttl;
-        if shape == Shape::ManyUnknowns {
+        if shape == Shape::SettledThenUnknown {
+            t += 1;
+            let op = Op::Renew {
+                lease: lease.clone(),
+                holder: me.clone(),
+                token: Token(token),
+                ttl_ms: ttl,
+            };
+            o.push(t, me, op, Outcome::Indeterminate("timeout".into()))?;
+            if o.events < n / 2 {
+                // What only the renewal can have set: it took effect.
+                t += 1;
+                let row = leaselab_model::LeaseRow {
+                    holder: me.clone(),
+                    token: Token(token),
+                    expires_at: Expiry::At(Millis(t - 1 + ttl)),
+                };
+                let read = Op::ReadLease {
+                    lease: lease.clone(),
+                };
+                o.push(t, other, read, Outcome::Lease(Some(row)))?;
+            }
+        }
+        if matches!(shape, Shape::ManyUnknowns | Shape::Mix) {
             for _ in 0..2 {
                 t += 1;
                 renewals += 1;
@@ -299,6 +333,8 @@ fn generate(n: usize, shape: Shape, file: &std::path::Path) -> std::io::Result<u
                     ttl_ms: ttl,
                 };
                 let outcome = if renewals % 4 == 0 {
+                    // The expiry it would set, for a lease read to show.
+                    expires = t + ttl;
                     Outcome::Indeterminate("timeout".into())
                 } else {
                     expires = t + ttl;
@@ -312,12 +348,18 @@ fn generate(n: usize, shape: Shape, file: &std::path::Path) -> std::io::Result<u
         let reads = match shape {
             Shape::ReadHeavy => 30,
             Shape::ManyParts => 3,
+            Shape::Mix => 6,
             _ => 0,
         };
         for k in 0..reads {
             t += 1;
             let (part, content, accepted) = &rows[k % rows.len()];
-            if k % 10 == 9 {
+            let lease_read = if shape == Shape::Mix {
+                k % 2 == 1
+            } else {
+                k % 10 == 9
+            };
+            if lease_read {
                 let row = leaselab_model::LeaseRow {
                     holder: me.clone(),
                     token: Token(token),
@@ -344,7 +386,7 @@ fn generate(n: usize, shape: Shape, file: &std::path::Path) -> std::io::Result<u
             o.push(t, other, read, Outcome::Part(Some(row)))?;
         }
         t += 1;
-        let released = if shape == Shape::ManyUnknowns && token % 10 == 0 {
+        let released = if matches!(shape, Shape::ManyUnknowns | Shape::Mix) && token % 10 == 0 {
             Outcome::Indeterminate("timeout".into())
         } else {
             Outcome::Released
