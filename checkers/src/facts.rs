@@ -253,6 +253,9 @@ pub struct Facts {
     pub refused: Vec<WriteFact>,
     /// Writes nobody heard back from that a later read shows cannot have taken effect.
     pub excluded: Vec<Excluded>,
+    /// Renewals and releases answered with a definite failure: not applied — unless a lease
+    /// read shows what only one of them can have set ([`crate::unknown::settle`]).
+    pub lease_refused: Vec<UnknownLease>,
 }
 
 /// A write nobody heard back from, and the read that shows it did not take effect: the read's
@@ -622,9 +625,9 @@ pub struct Deriver {
     accepted: BTreeMap<u64, Vec<usize>>,
     accepted_seen: usize,
     /// (lease, token) of every unknown renewal or release so far, and how many of
-    /// `f.lease_unknown` that covers.
+    /// `f.lease_unknown` and of `f.lease_refused` that covers.
     lease_unknown: std::collections::BTreeSet<(LeaseName, Token)>,
-    lease_unknown_seen: usize,
+    lease_unknown_seen: (usize, usize),
     /// How many of `f.writes` and `f.refused` have reached their attempts' `reach`.
     writes_seen: usize,
     refused_seen: usize,
@@ -649,7 +652,7 @@ impl Deriver {
             accepted: BTreeMap::new(),
             accepted_seen: 0,
             lease_unknown: std::collections::BTreeSet::new(),
-            lease_unknown_seen: 0,
+            lease_unknown_seen: (0, 0),
             writes_seen: 0,
             refused_seen: 0,
             maybe_open: BTreeMap::new(),
@@ -663,9 +666,11 @@ impl Deriver {
     /// it shows was attempted before its snapshot (nor can the final content), and an
     /// accepted write of that version can have committed before it (so it cannot be the one
     /// read that settles an unknown write: it shows the accepted one, or either); a lease read
-    /// is dropped when no renewal or release of the holding it shows is unknown or still
-    /// waiting; a read of a transaction's own write observes nothing committed. Floor and
-    /// publish reads are kept.
+    /// is dropped when no renewal or release of the holding it shows is unknown, still
+    /// waiting, or answered `fail` (a read can show it took effect after all); a read of a
+    /// transaction's own write observes nothing committed. Floor and publish reads are kept.
+    /// What a part read shows of an unknown write that did not take effect is decided as it
+    /// arrives ([`Excluded`]), so that needs no read kept either.
     pub fn for_judging() -> Deriver {
         Deriver::new(false, None, false)
     }
@@ -1105,7 +1110,7 @@ fn matters(
     accepted: &mut BTreeMap<u64, Vec<usize>>,
     accepted_seen: &mut usize,
     lease_unknown: &mut std::collections::BTreeSet<(LeaseName, Token)>,
-    lease_unknown_seen: &mut usize,
+    lease_unknown_seen: &mut (usize, usize),
     blocked: &Conns<Pending>,
 ) -> bool {
     let Some(snap) = r.committed() else {
@@ -1151,10 +1156,13 @@ fn matters(
             !shown_by_accepted
         }
         (ReadKey::Lease(lease), Outcome::Lease(Some(row))) => {
-            for u in f.lease_unknown.iter().skip(*lease_unknown_seen) {
+            // The unknown ones, and those answered `fail`.
+            let new = (f.lease_unknown.iter().skip(lease_unknown_seen.0))
+                .chain(f.lease_refused.iter().skip(lease_unknown_seen.1));
+            for u in new {
                 lease_unknown.insert((u.lease.clone(), u.token));
             }
-            *lease_unknown_seen = f.lease_unknown.len();
+            *lease_unknown_seen = (f.lease_unknown.len(), f.lease_refused.len());
             lease_unknown.contains(&(lease.clone(), row.token))
                 || blocked.values().any(|p| match &p.op {
                     Op::Renew {
@@ -1225,6 +1233,13 @@ fn lost(f: &mut Facts, db: DbName, p: &Pending, until: Until) {
 /// A renewal or release nobody learned the outcome of, issued at server time `from`, and
 /// whose commit can lie in `w`, up to server time `to`.
 fn unknown_lease(f: &mut Facts, op: &Op, since: u64, w: Window, from: Millis, to: Millis) {
+    if let Some(u) = lease_op(op, since, w, from, to) {
+        f.lease_unknown.push(u);
+    }
+}
+
+/// A renewal or release as one whose outcome a read may settle.
+fn lease_op(op: &Op, since: u64, w: Window, from: Millis, to: Millis) -> Option<UnknownLease> {
     let (lease, holder, token, renew_ttl) = match op {
         Op::Renew {
             lease,
@@ -1237,9 +1252,9 @@ fn unknown_lease(f: &mut Facts, op: &Op, since: u64, w: Window, from: Millis, to
             holder,
             token,
         } => (lease, holder, token, None),
-        _ => return,
+        _ => return None,
     };
-    f.lease_unknown.push(UnknownLease {
+    Some(UnknownLease {
         lease: lease.clone(),
         holder: holder.clone(),
         token: *token,
@@ -1248,7 +1263,7 @@ fn unknown_lease(f: &mut Facts, op: &Op, since: u64, w: Window, from: Millis, to
         window: w,
         from,
         to,
-    });
+    })
 }
 
 fn unknown_publish(f: &mut Facts, op: &Op, actor: &Holder, w: Window, at: Millis, issued: u64) {
@@ -1345,6 +1360,12 @@ fn record(
         (Op::Renew { .. } | Op::Release { .. }, Outcome::Indeterminate(_)) => {
             unknown_lease(f, op, issued.0, w, issued.1, at)
         }
+        (
+            Op::Renew { .. } | Op::Release { .. },
+            Outcome::Refused | Outcome::Error(_) | Outcome::Unavailable,
+        ) => f
+            .lease_refused
+            .extend(lease_op(op, issued.0, w, issued.1, at)),
         (Op::Write { .. }, Outcome::Accepted) | (Op::Upsert { .. }, Outcome::Accepted) => {
             push_write(f, op, actor, w, at, Certainty::Accepted, issued.0)
         }

@@ -149,7 +149,7 @@ pub fn settle(mut f: Cow<'_, Facts>) -> (Vec<Settled>, Cow<'_, Facts>) {
     if !f.excluded.is_empty() {
         exclude_writes(&mut f, &mut settled);
     }
-    if !f.lease_unknown.is_empty() {
+    if !f.lease_unknown.is_empty() || !f.lease_refused.is_empty() {
         let decided = settle_leases(&f, &mut settled);
         if !decided.is_empty() {
             apply_leases(f.to_mut(), decided);
@@ -327,8 +327,15 @@ fn settle_leases(f: &Facts, settled: &mut Vec<Settled>) -> Decided {
             .collect();
         suffix.reverse();
     }
+    // The unknown renewals and releases, then (from index `n`) those answered `fail`: a read
+    // can show one of those took effect after all.
+    let n = f.lease_unknown.len();
+    let lu = |i: usize| match i.checked_sub(n) {
+        None => &f.lease_unknown[i],
+        Some(k) => &f.lease_refused[k],
+    };
     let mut unknown: BTreeMap<(&LeaseName, Token), Vec<usize>> = BTreeMap::new();
-    for (i, u) in f.lease_unknown.iter().enumerate() {
+    for (i, u) in f.lease_unknown.iter().chain(&f.lease_refused).enumerate() {
         unknown.entry((&u.lease, u.token)).or_default().push(i);
     }
     let mut decided = Decided::new();
@@ -347,7 +354,7 @@ fn settle_leases(f: &Facts, settled: &mut Vec<Settled>) -> Decided {
         };
         let shown = row.expires_at;
         let in_range = |i: usize| {
-            let u = &f.lease_unknown[i];
+            let u = lu(i);
             match (u.renew_ttl, shown) {
                 (None, Expiry::NegInfinity) => true,
                 (Some(_), Expiry::At(_)) => u.expiry(false) <= shown && shown <= u.expiry(true),
@@ -360,16 +367,18 @@ fn settle_leases(f: &Facts, settled: &mut Vec<Settled>) -> Decided {
         let could: Vec<usize> = us
             .iter()
             .copied()
-            .filter(|i| f.lease_unknown[*i].holder == row.holder)
-            .filter(|i| before_read(&f.lease_unknown[*i].window) && in_range(*i))
+            .filter(|i| lu(*i).holder == row.holder)
+            .filter(|i| before_read(&lu(*i).window) && in_range(*i))
             .collect();
-        let kind = |i: usize| match f.lease_unknown[i].renew_ttl {
-            Some(_) => "renewal",
-            None => "release",
+        let kind = |i: usize| match (lu(i).renew_ttl, i >= n) {
+            (Some(_), false) => "renewal",
+            (None, false) => "release",
+            (Some(_), true) => "renewal, answered `fail`,",
+            (None, true) => "release, answered `fail`,",
         };
         if !known_shows && could.len() == 1 && !decided.contains_key(&could[0]) {
             decided.insert(could[0], Some((shown, snap.latest - 1)));
-            let u = &f.lease_unknown[could[0]];
+            let u = lu(could[0]);
             settled.push(Settled {
                 event: u.since,
                 applied: true,
@@ -385,8 +394,9 @@ fn settle_leases(f: &Facts, settled: &mut Vec<Settled>) -> Decided {
         // committed before the operation was issued and that the operation could not have
         // set itself, and nothing else can have changed the holding in between.
         let (windows, suffix) = known.get(&(lease, row.token)).unwrap_or(&none);
-        for &i in us {
-            let u = &f.lease_unknown[i];
+        // (One answered `fail` is not applied by its answer: nothing to settle.)
+        for &i in us.iter().filter(|i| **i < n) {
+            let u = lu(i);
             if decided.contains_key(&i) || u.holder != row.holder || in_range(i) {
                 continue;
             }
@@ -396,7 +406,7 @@ fn settle_leases(f: &Facts, settled: &mut Vec<Settled>) -> Decided {
             let changed = suffix.get(k).is_some_and(|e| *e < snap.latest);
             let others = us
                 .iter()
-                .any(|j| *j != i && before_read(&f.lease_unknown[*j].window));
+                .any(|j| *j != i && *j < n && before_read(&lu(*j).window));
             if shows_older && !changed && !others && u.window.latest < snap.earliest {
                 decided.insert(i, None);
                 settled.push(Settled {
@@ -414,19 +424,26 @@ fn settle_leases(f: &Facts, settled: &mut Vec<Settled>) -> Decided {
     decided
 }
 
-/// Per unknown renewal or release (its index in [`Facts::lease_unknown`]): applied with an
-/// expiry and a commit no later than, or not.
+/// Per unknown renewal or release (its index in [`Facts::lease_unknown`], or past its end, in
+/// [`Facts::lease_refused`]): applied with an expiry and a commit no later than, or not.
 type Decided = BTreeMap<usize, Option<(Expiry, u64)>>;
 
 /// The settled renewals and releases made known: a lease change of their own, or dropped.
 fn apply_leases(out: &mut Facts, decided: Decided) {
     // Taken out in one pass: removing them one at a time moved the rest once per settled one.
     let all = std::mem::take(&mut out.lease_unknown);
+    let n = all.len();
     let mut taken = Vec::with_capacity(decided.len());
     for (i, u) in all.into_iter().enumerate() {
         match decided.get(&i) {
             Some(how) => taken.push((u, how)),
             None => out.lease_unknown.push(u),
+        }
+    }
+    // Answered `fail`, shown applied by a read.
+    for (&i, how) in decided.range(n..) {
+        if let Some(u) = out.lease_refused.get(i - n) {
+            taken.push((u.clone(), how));
         }
     }
     for (u, how) in taken {

@@ -30,7 +30,7 @@ type Known = (
 
 use Check::{Acceptance, Final, I1, I3};
 
-const KNOWN: [Known; 33] = [
+const KNOWN: [Known; 35] = [
     // The renewal's reply was lost; either way holder-a held the lease at holder-b's grant
     // (its old expiry 1000, or 1500 to 1600 renewed).
     (
@@ -188,6 +188,11 @@ const KNOWN: [Known; 33] = [
     ),
     // Without the bound 1385 is outside the window: nothing settles, I1 only if it renewed.
     ("renewal-read-outside-its-window", &[], &[I1], &[], (0, 0)),
+    // Answered `fail`, yet the row shows the expiry only that renewal can have set (400 +
+    // 1000): it took effect, and holder-a held the lease at holder-b's grant.
+    ("refused-renewal-read-back", &[I1], &[], &[], (1, 0)),
+    // Answered `fail`, yet the row shows `-infinity`: released, and holder-b's grant is clean.
+    ("refused-release-read-back", &[], &[], &[], (1, 0)),
 ];
 
 fn checks(mut c: Vec<Check>) -> Vec<Check> {
