@@ -297,7 +297,7 @@ fn impossible_input_is_refused_with_its_line_and_field() {
         format!("{{\"type\":\"ok\",\"process\":\"a\",\"time\":{time},\"op\":\"acquire\",\"token\":{token},\"expires\":{expires}}}\n")
     };
     let other = "{\"type\":\"invoke\",\"process\":\"b\",\"time\":10,\"op\":\"now\",\"db\":\"lease\"}\n{\"type\":\"ok\",\"process\":\"b\",\"time\":10,\"op\":\"now\",\"value\":10}\n";
-    let cases: [(&str, String, &str); 13] = [
+    let cases: [(&str, String, &str); 14] = [
         (
             "completion before invoke",
             format!("{head}{}{}", inv(10, ""), ok(5, "1", "20")),
@@ -332,6 +332,12 @@ fn impossible_input_is_refused_with_its_line_and_field() {
             "two open invokes",
             format!("{head}{}{other}{}", inv(10, ""), inv(11, "")),
             ":5: field `type`: a second invoke on process `a` while its `acquire` (line 2) has no completion",
+        ),
+        // serde_json's own "line 1" is the file's line named first: only its column is given.
+        (
+            "not JSON",
+            format!("{head}{}{{\"type\":\"ok\",}}\n", inv(10, "")),
+            ":3: field `line`: not JSON at column 14: trailing comma",
         ),
         // serde_json keeps the last of two equal keys: swapping them would change the verdict.
         (

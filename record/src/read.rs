@@ -203,7 +203,20 @@ pub fn stream_lines(
                 ..
             }) => m,
             Ok(_) => return Err(r.err(line, "line", "not a JSON object")),
-            Err(e) => return Err(r.err(line, "line", format!("not JSON: {e}"))),
+            // serde_json places its error in the text it was given, which is this one line:
+            // its "line 1" would contradict the file's line named before it.
+            Err(e) => {
+                let what = e.to_string();
+                let what = match what.rfind(" at line ") {
+                    Some(k) => &what[..k],
+                    None => &what,
+                };
+                return Err(r.err(
+                    line,
+                    "line",
+                    format!("not JSON at column {}: {what}", e.column()),
+                ));
+            }
         };
         if !header {
             r.header(line, obj)?;
