@@ -11,6 +11,27 @@ use std::path::Path;
 /// The schedule `t` (read from `file`) holds; an error names the file, line and field, or says
 /// that the trace holds no schedule (`written_by`: the command whose traces do).
 pub fn schedule_of(file: &Path, t: &Trace, written_by: &str) -> Result<Schedule, CliError> {
+    // An audit's trace names its spec; a differential's names none. Run by the other command
+    // it would replay a schedule against statements it was not drawn for, and say so only as
+    // "step #1 differs".
+    let audit = written_by.starts_with("audit");
+    match (&t.spec, audit) {
+        (Some(spec), false) => {
+            return Err(CliError::Input(format!(
+                "{}: the trace of an audit of {spec}: replay it with `leaselab audit {spec} --replay {}`",
+                file.display(),
+                file.display()
+            )))
+        }
+        (None, true) if t.setup.iter().any(|l| l.starts_with("schedule")) => {
+            return Err(CliError::Input(format!(
+                "{}: the trace of a `diff --gen` search (it names no spec): replay it with `leaselab diff --replay {}`",
+                file.display(),
+                file.display()
+            )))
+        }
+        _ => {}
+    }
     Schedule::from_setup_lines(&t.config, &t.setup)
         .map_err(|e| {
             let text = std::fs::read_to_string(file).unwrap_or_default();

@@ -196,3 +196,27 @@ fn diff_replay_names_what_is_missing_or_wrong_in_the_trace() {
     assert!(err.contains("bad.trace:6: field kind"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A replay file knows its kind: an audit's trace names its spec, a differential's none, and
+/// each command refuses the other's with the command that takes it — before any server starts.
+#[test]
+fn each_replay_refuses_the_other_commands_trace() {
+    let audit_trace = common::root().join("traces/audit/advisory-lock.trace");
+    let audit_trace = audit_trace.display().to_string();
+    let diff_trace = common::root().join("traces/diff/failed-recheck-releases-row.trace");
+    let diff_trace = diff_trace.display().to_string();
+    let (code, out, err) = common::leaselab_apart(&["diff", "--replay", &audit_trace]);
+    assert_eq!(code, Some(2), "{out}{err}");
+    assert_eq!(
+        err.trim(),
+        format!("leaselab diff: {audit_trace}: the trace of an audit of examples/leases/advisory-lock.toml: replay it with `leaselab audit examples/leases/advisory-lock.toml --replay {audit_trace}`")
+    );
+    let spec = common::root().join("examples/leases/seed.toml");
+    let spec = spec.display().to_string();
+    let (code, out, err) = common::leaselab_apart(&["audit", &spec, "--replay", &diff_trace]);
+    assert_eq!(code, Some(2), "{out}{err}");
+    assert_eq!(
+        err.trim(),
+        format!("leaselab audit: {diff_trace}: the trace of a `diff --gen` search (it names no spec): replay it with `leaselab diff --replay {diff_trace}`")
+    );
+}
