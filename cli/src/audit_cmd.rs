@@ -70,7 +70,9 @@ pub struct AuditArgs {
     /// the spec's `lease_txn = true` says (--gen, --replay).
     #[arg(long, conflicts_with = "sim_seeds")]
     pub lease_txn: bool,
-    /// Where a violation's trace is written.
+    /// Where a violation's trace (and its psql scripts) is written: `audit-SPEC-SEED.trace`
+    /// (`audit-sim-SPEC-seed-N.trace` for --sim-seeds), with `-2`, `-3`, … added where an
+    /// earlier audit's failure already has the name — nothing found before is replaced.
     #[arg(long, default_value = "audit-failures", value_name = "DIR")]
     pub out: PathBuf,
     /// Where the throwaway clusters live.
@@ -262,7 +264,7 @@ pub fn run_gen(
                 None => leaselab_pg::audit::audit_schedule(pg, &minimal, ops)?,
             };
             let report = leaselab_checkers::check(&h);
-            let name = format!("audit-{seed}");
+            let name = unused_name(out, &format!("audit-{}-{seed}", spec_stem(&spec.file)));
             let scripts = leaselab_pg::spec::psql::scripts(
                 spec,
                 &h,
@@ -407,6 +409,24 @@ pub fn run_gen_cmd(
         Exit::Violation,
         r.interrupted,
     ))
+}
+
+/// The spec's file name without `.toml`: what names its failures.
+pub(crate) fn spec_stem(file: &str) -> String {
+    Path::new(file)
+        .file_stem()
+        .map_or_else(|| "spec".to_string(), |s| s.to_string_lossy().into_owned())
+}
+
+/// `base`, or `base-2`, `base-3`, … — the first whose trace (`.trace`) and scripts (`.psql`)
+/// `out` does not hold yet: a second audit never replaces what an earlier one found.
+pub(crate) fn unused_name(out: &Path, base: &str) -> String {
+    let taken =
+        |n: &str| out.join(format!("{n}.trace")).exists() || out.join(format!("{n}.psql")).exists();
+    std::iter::once(base.to_string())
+        .chain((2u64..).map(|k| format!("{base}-{k}")))
+        .find(|n| !taken(n))
+        .unwrap_or_else(|| base.to_string())
 }
 
 /// `--steps`, checked to lie in 1..=[`crate::args::MAX_STEPS`], as the generator takes it.

@@ -153,7 +153,13 @@ pub fn run_seeds(
             return Err(e);
         }
         let mut t = shrunk.trace.clone();
-        t.name = format!("audit-sim-seed-{seed}");
+        t.name = crate::audit_cmd::unused_name(
+            out,
+            &format!(
+                "audit-sim-{}-seed-{seed}",
+                crate::audit_cmd::spec_stem(&spec.file)
+            ),
+        );
         t.title = format!(
             "audit of {} with the simulation's holders: seed {seed}{}",
             spec_name(spec),

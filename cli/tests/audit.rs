@@ -480,6 +480,8 @@ fn every_command_audit_prints_runs_as_printed() {
     let Some(dir) = tmp("printed") else { return };
     let spec = example("unfenced-write");
     let (out, pg) = (dir.join("out"), dir.join("pg"));
+    // What an earlier run of this test found would take the names this one checks.
+    let _ = std::fs::remove_dir_all(&out);
     let s = |p: &Path| p.display().to_string();
     let (code, text, err) = leaselab(&[
         "audit",
@@ -534,6 +536,32 @@ fn every_command_audit_prints_runs_as_printed() {
     ]);
     assert_eq!(code, Some(0), "{fixed}{err}");
     assert!(fixed.starts_with("CLEAN :: replayed "), "{fixed}");
+    // Named by the spec and the seed; the same audit run again into the same folder keeps the
+    // first one's files and writes its own beside them.
+    assert!(trace.ends_with("audit-unfenced-write-1.trace"), "{trace}");
+    let (code, second, err) = leaselab(&[
+        "audit",
+        &s(&spec),
+        "--gen",
+        "50",
+        "--out",
+        &s(&out),
+        "--pg-dir",
+        &s(&pg),
+    ]);
+    assert_eq!(code, Some(1), "{second}{err}");
+    assert!(
+        second.contains("audit-unfenced-write-1-2.trace"),
+        "{second}"
+    );
+    for f in [
+        "audit-unfenced-write-1.trace",
+        "audit-unfenced-write-1.psql/run.sh",
+        "audit-unfenced-write-1-2.trace",
+        "audit-unfenced-write-1-2.psql/run.sh",
+    ] {
+        assert!(out.join(f).is_file(), "{f}");
+    }
     // A trace without a schedule, and a schedule line that is wrong: exit 2, file, line, field.
     let text = std::fs::read_to_string(trace).expect("trace");
     let intents = text
