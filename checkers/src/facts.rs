@@ -1085,10 +1085,8 @@ fn exclude(
         if w.window.latest >= snap.earliest {
             return true;
         }
-        let shown = row
-            .as_ref()
-            .is_some_and(|x| x.token == w.token && x.writer == w.writer && x.content == w.content);
-        if !shown && w.window.earliest > reach {
+        // (One of what the row shows: the write is one of its writers, so `reach` covers it.)
+        if w.window.earliest > reach {
             f.excluded.push(Excluded {
                 write: i,
                 by: r.seq,

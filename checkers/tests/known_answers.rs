@@ -30,7 +30,7 @@ type Known = (
 
 use Check::{Acceptance, Final, I1, I3};
 
-const KNOWN: [Known; 35] = [
+const KNOWN: [Known; 38] = [
     // The renewal's reply was lost; either way holder-a held the lease at holder-b's grant
     // (its old expiry 1000, or 1500 to 1600 renewed).
     (
@@ -193,6 +193,35 @@ const KNOWN: [Known; 35] = [
     ("refused-renewal-read-back", &[I1], &[], &[], (1, 0)),
     // Answered `fail`, yet the row shows `-infinity`: released, and holder-b's grant is clean.
     ("refused-release-read-back", &[], &[], &[], (1, 0)),
+    // The first renewal's expiry would be 1300–1350: only the second, answered `fail`, can
+    // have set 1400. Applied, whatever the first did: held at 1200.
+    (
+        "refused-renewal-after-an-unknown-one-read-back",
+        &[I1],
+        &[],
+        &[],
+        (1, 0),
+    ),
+    // Stale against holder-b's first write (another part), the unknown write's window holds
+    // holder-b's second: the read showing that one does not show the stale one was never
+    // applied (it may have come first and been overwritten), so it stays possible.
+    (
+        "read-after-a-write-inside-the-unknown-ones-window",
+        &[],
+        &[I3, Acceptance],
+        &[],
+        (0, 0),
+    ),
+    // What the read shows was written by an upsert whose transaction rolled back — which a
+    // check-then-write resource does not undo — answered after the unknown stale write: it
+    // may have overwritten it, so the read settles nothing.
+    (
+        "rolled-back-upsert-may-have-written-what-the-read-shows",
+        &[],
+        &[I3, Acceptance],
+        &[],
+        (0, 0),
+    ),
 ];
 
 fn checks(mut c: Vec<Check>) -> Vec<Check> {
