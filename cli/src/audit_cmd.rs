@@ -134,6 +134,8 @@ pub struct AuditOutcome {
     pub interrupted: bool,
     /// Waits that ran out their bound ([`PgBackend::waits_out_of_bound`]): 0 at full speed.
     pub waits_out_of_bound: u64,
+    /// The interrupt stopped the shrinking of the violation: a smaller schedule may fail too.
+    pub shrink_cut_short: bool,
 }
 
 /// Reads and checks the spec at `file` (an error names the file, line and statement).
@@ -252,9 +254,13 @@ pub fn run_gen(
     counts.finish();
     let runs = counts;
     let (found, pg) = crate::workers::settled(result, pgs)?;
+    let mut shrink_cut_short = false;
     let violation = match found {
         None => None,
-        Some(leaselab_gen::search::Found { minimal, .. }) => {
+        Some(leaselab_gen::search::Found {
+            minimal, cut_short, ..
+        }) => {
+            shrink_cut_short = cut_short;
             let kept = failing
                 .lock()
                 .ok()
@@ -300,6 +306,7 @@ pub fn run_gen(
         first,
         interrupted: crate::interrupt::requested(),
         waits_out_of_bound,
+        shrink_cut_short,
     })
 }
 
@@ -348,10 +355,11 @@ pub fn run_gen_cmd(
     if let Some((trace, report)) = &r.violation {
         let t = Trace::read(trace)?;
         println!(
-            "VIOLATION {} :: found at schedule {}, shrunk to {} steps",
+            "VIOLATION {} :: found at schedule {}, shrunk to {} steps{}",
             verdict_text(report),
             r.first.unwrap_or(0),
-            t.history.events.len()
+            t.history.events.len(),
+            crate::diff_cmd::cut_short_note(r.shrink_cut_short)
         );
         for v in &report.violations {
             println!("  {}: {}", v.check.as_str(), v.message);

@@ -375,6 +375,8 @@ pub struct GenOutcome {
     pub divergence: Option<(PathBuf, String)>,
     /// Ctrl-C or SIGTERM stopped the search after `schedules` schedules.
     pub interrupted: bool,
+    /// The interrupt stopped the shrinking of the divergence: a smaller one may exist.
+    pub shrink_cut_short: bool,
 }
 
 /// Shrinking runs a found failure gets from the commands: enough to reach a handful of steps.
@@ -481,13 +483,16 @@ pub fn run_gen(
     counts.finish();
     let runs = counts;
     let (found, pg) = crate::workers::settled(result, pgs)?;
+    let mut shrink_cut_short = false;
     let divergence = match found {
         None => None,
         Some(leaselab_gen::search::Found {
             minimal,
             why: reason,
+            cut_short,
             ..
         }) => {
+            shrink_cut_short = cut_short;
             let name = format!("gen-{seed}");
             // PostgreSQL can be nondeterministic where the model is not told so: run the
             // shrunk schedule again until it diverges (a few tries), and say so if it will not.
@@ -524,6 +529,7 @@ pub fn run_gen(
         shrink_runs: runs.shrink_runs,
         divergence,
         interrupted: crate::interrupt::requested(),
+        shrink_cut_short,
     })
 }
 
@@ -547,7 +553,10 @@ pub fn run_gen_cmd(
     let r = run_gen(&mut pgs, search, wrong, out, true)?;
     let secs = t0.elapsed().as_secs_f64().max(1e-9);
     if let Some((file, what)) = &r.divergence {
-        println!("DIVERGENCE (shrunk) :: {what}");
+        println!(
+            "DIVERGENCE (shrunk{}) :: {what}",
+            cut_short_note(r.shrink_cut_short)
+        );
         println!("trace: {}", file.display());
         let again = match wrong {
             Some(w) => format!(
@@ -625,15 +634,26 @@ pub fn interrupted_note(interrupted: bool, n: u32) -> String {
     }
 }
 
-/// How a generated search exits: `found` (a divergence, a violation) wins over an interruption.
+/// How a generated search exits: interrupted (Ctrl-C, SIGTERM) is 5 whatever it found so far,
+/// as `sim` exits — its search, or the shrinking of what it found, did not finish; else what it
+/// found (a divergence, a violation), else clean.
 pub fn search_exit(
     found: bool,
     found_exit: crate::args::Exit,
     interrupted: bool,
 ) -> crate::args::Exit {
     match (found, interrupted) {
-        (true, _) => found_exit,
-        (false, true) => crate::args::Exit::Interrupted,
+        (_, true) => crate::args::Exit::Interrupted,
+        (true, false) => found_exit,
         (false, false) => crate::args::Exit::Clean,
+    }
+}
+
+/// What the verdict line of a found failure adds when the interrupt stopped its shrinking.
+pub fn cut_short_note(cut_short: bool) -> &'static str {
+    if cut_short {
+        " (shrinking cut short by the interrupt: a smaller schedule may fail too)"
+    } else {
+        ""
     }
 }

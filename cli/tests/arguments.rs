@@ -220,3 +220,17 @@ fn each_replay_refuses_the_other_commands_trace() {
         format!("leaselab audit: {diff_trace}: the trace of a `diff --gen` search (it names no spec): replay it with `leaselab diff --replay {diff_trace}`")
     );
 }
+
+/// An interrupted search exits 5 whatever it found so far, as `sim` does: its search, or the
+/// shrinking of what it found, did not finish — and the verdict line says a cut-short shrink.
+#[test]
+fn an_interrupted_search_exits_5_even_with_a_failure_found() {
+    use leaselab::args::Exit;
+    use leaselab::diff_cmd::{cut_short_note, search_exit};
+    assert_eq!(search_exit(true, Exit::Violation, true), Exit::Interrupted);
+    assert_eq!(search_exit(false, Exit::Violation, true), Exit::Interrupted);
+    assert_eq!(search_exit(true, Exit::Divergence, false), Exit::Divergence);
+    assert_eq!(search_exit(false, Exit::Violation, false), Exit::Clean);
+    assert!(cut_short_note(true).contains("shrinking cut short"));
+    assert_eq!(cut_short_note(false), "");
+}

@@ -59,6 +59,9 @@ pub struct Found {
     pub minimal: Schedule,
     /// Why it fails (the last failing run's reason).
     pub why: String,
+    /// The shrinking was stopped (`stop`, a Ctrl-C) before it ran out of steps or budget: a
+    /// smaller failing schedule may exist.
+    pub cut_short: bool,
 }
 
 /// proptest's runner for this plan: ChaCha seeded with the seed's bytes.
@@ -95,8 +98,9 @@ pub fn schedules(plan: &Plan) -> impl Iterator<Item = Result<Schedule, String>> 
 
 /// Runs `plan`'s schedules on `workers` (at least one; each runs one schedule at a time with
 /// `run`), reports every run to `observe` in the order the schedules were drawn, and shrinks the
-/// first failing one on the first worker. `stop` is asked before each schedule is handed out:
-/// once it says yes, no more are. An `Err` of `run` (the databases failed, not the schedule)
+/// first failing one on the first worker. `stop` is asked before each schedule is handed out
+/// and before each shrinking run: once it says yes, no more are ([`Found::cut_short`]). An
+/// `Err` of `run` (the databases failed, not the schedule)
 /// ends the search with it.
 pub fn search<W, E, R, O, X>(
     workers: &mut [W],
@@ -132,11 +136,13 @@ where
             None => return Ok(None),
         }
     };
-    let (tree, why) = shrink(&mut workers[0], tree, why, plan, &run, &mut observe)?;
+    let (tree, why, cut_short) =
+        shrink(&mut workers[0], tree, why, plan, &run, &mut observe, &stop)?;
     Ok(Some(Found {
         first,
         minimal: tree.current(),
         why,
+        cut_short,
     }))
 }
 
@@ -247,19 +253,23 @@ where
 }
 
 /// `TestRunner::shrink`: simplify while the schedule still fails, complicate when it passes,
-/// at most `plan.shrink_iters` runs; the tree ends on the smallest failing schedule.
-fn shrink<T, W, E, R, O>(
+/// at most `plan.shrink_iters` runs; the tree ends on the smallest failing schedule. `stop`
+/// ends it early (a run started then would be counted as a pass it is not): the tree goes back
+/// to the last failing schedule, and the third value says it was cut short.
+fn shrink<T, W, E, R, O, X>(
     worker: &mut W,
     mut tree: T,
     mut why: String,
     plan: &Plan,
     run: &R,
     observe: &mut O,
-) -> Result<(T, String), SearchError<E>>
+    stop: &X,
+) -> Result<(T, String, bool), SearchError<E>>
 where
     T: ValueTree<Value = Schedule>,
     R: Fn(&mut W, &Schedule) -> Result<Case, E>,
     O: FnMut(Phase, &Case),
+    X: Fn() -> bool,
 {
     // Schedules already seen to fail, and why. After a pass, `complicate` moves back to the
     // last failing schedule; running it again would ask PostgreSQL a question it already
@@ -268,13 +278,15 @@ where
     let mut failed: BTreeMap<Vec<String>, String> = BTreeMap::new();
     failed.insert(tree.current().setup_lines(), why.clone());
     if plan.shrink_iters == 0 || !tree.simplify() {
-        return Ok((tree, why));
+        return Ok((tree, why, false));
     }
     let mut iterations = 0;
+    let mut cut_short = false;
     loop {
-        if iterations >= plan.shrink_iters {
+        if iterations >= plan.shrink_iters || stop() {
             // Back to the most recent failing schedule.
             while tree.complicate() {}
+            cut_short = iterations < plan.shrink_iters;
             break;
         }
         iterations += 1;
@@ -305,7 +317,7 @@ where
             }
         }
     }
-    Ok((tree, why))
+    Ok((tree, why, cut_short))
 }
 
 #[cfg(test)]
@@ -462,5 +474,51 @@ mod tests {
             },
         );
         assert_eq!(workers.iter().sum::<u32>(), 10);
+    }
+
+    /// A stop asked for while a failure shrinks ends the shrinking at once, on a schedule seen
+    /// to fail, and says it was cut short; without it the same search runs its shrinking out.
+    #[test]
+    fn a_stop_during_shrinking_ends_it_on_a_failing_schedule_and_says_so() {
+        let plan = Plan {
+            schedules: 100,
+            seed: 5,
+            steps: 40,
+            shrink_iters: 500,
+        };
+        let run = |_: &mut (), s: &Schedule| {
+            Ok::<_, ()>(Case {
+                steps: s.intents.len() as u64,
+                failure: fails(s, 1),
+            })
+        };
+        let shrinking = std::cell::Cell::new(0u32);
+        let whole = search(
+            &mut [()],
+            &plan,
+            run,
+            |p, _| shrinking.set(shrinking.get() + u32::from(p == Phase::Shrinking)),
+            || false,
+        )
+        .expect("runs")
+        .expect("found");
+        assert!(!whole.cut_short);
+        let all = shrinking.get();
+        assert!(all > 5, "{all} shrinking runs");
+        // Stopped after three shrinking runs.
+        shrinking.set(0);
+        let cut = search(
+            &mut [()],
+            &plan,
+            run,
+            |p, _| shrinking.set(shrinking.get() + u32::from(p == Phase::Shrinking)),
+            || shrinking.get() >= 3,
+        )
+        .expect("runs")
+        .expect("found");
+        assert!(cut.cut_short);
+        assert_eq!(shrinking.get(), 3);
+        assert!(fails(&cut.minimal, 1).is_some(), "{:?}", cut.minimal);
+        assert!(cut.minimal.intents.len() >= whole.minimal.intents.len());
     }
 }
