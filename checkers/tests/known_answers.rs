@@ -212,9 +212,9 @@ const KNOWN: [Known; 38] = [
         &[],
         (0, 0),
     ),
-    // What the read shows was written by an upsert whose transaction rolled back — which a
-    // check-then-write resource does not undo — answered after the unknown stale write: it
-    // may have overwritten it, so the read settles nothing.
+    // What the read shows was written before the unknown stale write, and again by an upsert
+    // whose transaction rolled back — which a check-then-write resource does not undo —
+    // answered after it: that one may have overwritten it, so the read settles nothing.
     (
         "rolled-back-upsert-may-have-written-what-the-read-shows",
         &[],

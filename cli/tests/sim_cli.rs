@@ -566,6 +566,47 @@ fn a_sweep_stops_cleanly_at_its_failure_cap() {
     assert!(text.contains("unfinished=0"), "{text}");
 }
 
+/// `--max-failures 3` reports exactly the first 3 failing seeds and stops there, with the same
+/// output — every FAIL line, the cap and its resume point, the SUMMARY — for 1, 2 and 4 jobs:
+/// the seeds other workers ran ahead of the cap are not counted (they run on resuming).
+#[test]
+fn the_failure_cap_is_exact_for_any_number_of_jobs() {
+    let dir = tmp("capped-jobs");
+    let d = dir.to_string_lossy().into_owned();
+    let run = |jobs: &str| {
+        let (code, out) = leaselab(&[
+            "sim",
+            "--seeds",
+            "0..400",
+            "--fence",
+            "off",
+            "--no-shrink",
+            "--jobs",
+            jobs,
+            "--max-failures",
+            "3",
+            "--out",
+            &d,
+        ]);
+        assert_eq!(code, 1, "{out}");
+        out
+    };
+    let one = run("1");
+    assert_eq!(fail_seeds(&one).len(), 3, "{one}");
+    assert_eq!(
+        one.matches("\nFAIL seed=").count() + usize::from(one.starts_with("FAIL")),
+        3
+    );
+    let summary = one
+        .lines()
+        .find(|l| l.starts_with("SUMMARY "))
+        .unwrap_or_else(|| panic!("{one}"));
+    assert!(summary.contains(" failed=3 "), "{summary}");
+    for jobs in ["2", "4"] {
+        assert_eq!(run(jobs), one, "--jobs {jobs}");
+    }
+}
+
 /// A sweep stopped by SIGTERM (a batch job's pod being replaced) goes on with `--resume` — the
 /// command it printed — from its resume point, in the same folder, and ends with exactly the
 /// failures of an uninterrupted sweep; run again, it has nothing left to do.

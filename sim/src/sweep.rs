@@ -149,8 +149,11 @@ pub struct SweepSpec<'a> {
 /// seeds ahead of the oldest unfinished one, and results are folded in seed order — so the
 /// result does not depend on `jobs`, and `on_failure` sees each failing seed (in seed order) as
 /// soon as every earlier seed is done. `progress` is called after each folded seed. When `stop`
-/// becomes true, no new seed starts, the running ones finish, and [`SweepEnd::resume_at`] names
-/// the first seed not covered. An error from `on_failure` stops the sweep and is returned.
+/// becomes true, no new seed starts, the running ones finish, and nothing after the seed whose
+/// fold set it (or was folded when it was set) is counted or reported — the seeds other workers
+/// ran ahead are dropped, to run again on resuming — so a cap ends the sweep at exactly its
+/// seed for any `jobs`; [`SweepEnd::resume_at`] names the first seed not covered. An error from
+/// `on_failure` stops the sweep and is returned.
 pub fn sweep_streaming<E>(
     spec: SweepSpec<'_>,
     stop: &AtomicBool,
@@ -206,7 +209,12 @@ pub fn sweep_streaming<E>(
         }
         drop(tx);
         let mut pending: BTreeMap<u64, SeedResult> = BTreeMap::new();
+        // Once stopped, the results still coming in are drained, not folded.
+        let mut halted = false;
         for (i, r) in rx {
+            if halted {
+                continue;
+            }
             pending.insert(i, r);
             while let Some(r) = pending.remove(&folded) {
                 folded += 1;
@@ -224,6 +232,11 @@ pub fn sweep_streaming<E>(
                     }
                 }
                 progress(&tally, total);
+                if stop.load(Ordering::SeqCst) {
+                    halted = true;
+                    pending.clear();
+                    break;
+                }
             }
             *folded_gate.0.lock().unwrap_or_else(|p| p.into_inner()) = folded;
             folded_gate.1.notify_all();
