@@ -27,10 +27,12 @@ for m in "${manifests[@]}"; do
   # A resumed sweep has a summary line per run: their seeds add up.
   n=$(awk '/^summary seeds=/ { split($2, kv, "="); s += kv[2] } END { print s + 0 }' "$m")
   seeds=$((seeds + n))
+  # One line per failing seed, the last written: a manifest from before `--resume` dropped the
+  # failures it finds again may list a seed twice.
   while read -r line; do
     failures=$((failures + 1))
     echo "  ${line#failure }"
-  done < <(grep '^failure ' "$m" || true)
+  done < <(grep '^failure ' "$m" | awk '{ last[$2] = $0; if (!($2 in seen)) { seen[$2] = 1; order[++n] = $2 } } END { for (i = 1; i <= n; i++) print last[order[i]] }' || true)
 done
 echo "TOTAL shards=$shards seeds=$seeds failures=$failures unfinished=$unfinished"
 if [ "$unfinished" -gt 0 ]; then exit 5; fi

@@ -280,9 +280,12 @@ impl Manifest {
     }
 
     /// Goes on with the sweep whose manifest is in `dir`, if it stopped early: the seed to go on
-    /// from (its last `status … resume_at=N`), with its failures and traces kept. `None` when
-    /// there is nothing to go on with: no manifest (or no status: the sweep was killed, and
-    /// how far it got is unknown), so it starts afresh.
+    /// from (its last `status … resume_at=N`), with its failures before that seed kept — and
+    /// those at or after it dropped from the manifest (rewritten whole, then renamed over it),
+    /// since they will be found again: a run resumed from N and killed before it wrote a
+    /// status leaves N the resume point, and its failures must not count twice. `None` when
+    /// there is nothing to go on with: no manifest, or no status at all (the sweep was killed
+    /// before its first one, and how far it got is unknown) — it starts afresh, and says so.
     fn resume(dir: &Path, command: &str) -> Result<Option<(Manifest, Resume)>, CliError> {
         let path = dir.join("MANIFEST");
         let Ok(text) = std::fs::read_to_string(&path) else {
@@ -301,7 +304,13 @@ impl Manifest {
             .filter_map(|l| l.strip_prefix("status "))
             .next_back();
         let resume = match status {
-            None => return Ok(None),
+            None => {
+                println!(
+                    "RESUME: {} has no status line (the sweep was killed before it wrote one, so how far it got is unknown): starting over",
+                    path.display()
+                );
+                return Ok(None);
+            }
             Some("complete") => Resume::Complete {
                 failures: text.lines().filter(|l| l.starts_with("failure ")).count(),
             },
@@ -320,6 +329,16 @@ impl Manifest {
         };
         let m = Manifest { path };
         if let Resume::From(at) = resume {
+            let kept: String = text
+                .lines()
+                .filter(|l| failure_seed(l).is_none_or(|s| s < at))
+                .map(|l| format!("{l}\n"))
+                .collect();
+            if kept.len() != text.len() {
+                let tmp = m.path.with_extension("rewrite");
+                std::fs::write(&tmp, kept).map_err(CliError::file(FileOp::Write, &tmp))?;
+                std::fs::rename(&tmp, &m.path).map_err(CliError::file(FileOp::Write, &m.path))?;
+            }
             m.add(&format!("resumed at {at}"))?;
         }
         Ok(Some((m, resume)))
@@ -332,6 +351,15 @@ impl Manifest {
             .map_err(CliError::file(FileOp::Open, &self.path))?;
         writeln!(f, "{line}").map_err(CliError::file(FileOp::Write, &self.path))
     }
+}
+
+/// The seed of a manifest's `failure seed=N …` line.
+fn failure_seed(line: &str) -> Option<u64> {
+    line.strip_prefix("failure seed=")?
+        .split(' ')
+        .next()?
+        .parse()
+        .ok()
 }
 
 /// Where `--resume` finds an earlier run of the same sweep.

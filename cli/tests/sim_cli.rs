@@ -672,6 +672,109 @@ fn a_resumed_sweep_goes_on_where_it_stopped_and_finds_the_same_failures() {
     );
 }
 
+/// Starts `args` (its output dropped) and sends `signal` once `manifest` lists at least `n`
+/// failure lines; returns the exit code.
+#[cfg(unix)]
+fn signal_at_failures(args: &[&str], manifest: &Path, n: usize, signal: &str) -> Option<i32> {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_leaselab"))
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("starts");
+    let reached = (0..9000).any(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        std::fs::read_to_string(manifest).is_ok_and(|m| m.matches("\nfailure ").count() >= n)
+            || child.try_wait().ok().flatten().is_some()
+    });
+    assert!(reached, "the sweep wrote {n} failures while running");
+    let _ = Command::new("kill")
+        .args([signal, &child.id().to_string()])
+        .status();
+    child.wait().expect("exits").code()
+}
+
+/// The failing seeds a manifest lists, each line once (a seed listed twice would be counted
+/// twice by deploy/collect.sh's readers).
+fn manifest_failures(manifest: &Path) -> Vec<u64> {
+    std::fs::read_to_string(manifest)
+        .expect("manifest")
+        .lines()
+        .filter_map(|l| l.strip_prefix("failure seed="))
+        .filter_map(|r| r.split(' ').next()?.parse().ok())
+        .collect()
+}
+
+/// The Kubernetes path: SIGTERM, `--resume`, that one SIGKILLed (no status written), `--resume`
+/// SIGKILLed again, `--resume` to the end — and a fresh sweep SIGKILLed before its first
+/// status, resumed. Each ends with exactly the failures of an uninterrupted sweep, every seed
+/// listed once in the MANIFEST, and deploy/collect.sh counting them once.
+#[cfg(unix)]
+#[test]
+fn a_sweep_killed_and_resumed_in_any_order_lists_each_failure_once() {
+    let run = |name: &str| {
+        let dir = tmp(name);
+        let d = dir.to_string_lossy().into_owned();
+        let args: Vec<String> = [
+            "sim",
+            "--seeds",
+            "0..3000",
+            "--fence",
+            "off",
+            "--no-shrink",
+            "--jobs",
+            "2",
+            "--out",
+            &d,
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        (dir.join("off-fast-seeds-0..3000/MANIFEST"), args, dir)
+    };
+    let (whole_manifest, whole_args, _) = run("kill-whole");
+    let a: Vec<&str> = whole_args.iter().map(String::as_str).collect();
+    let (code, _) = leaselab(&a);
+    assert_eq!(code, 1);
+    let whole = manifest_failures(&whole_manifest);
+    assert!(whole.len() > 20, "{whole:?}");
+    let collect = |dir: &Path| {
+        let c = Command::new("bash")
+            .arg(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../deploy/collect.sh"))
+            .arg(dir)
+            .output()
+            .expect("collect runs");
+        String::from_utf8_lossy(&c.stdout).into_owned()
+    };
+    for (name, first) in [("kill-term", "-TERM"), ("kill-fresh", "-KILL")] {
+        let (manifest, args, dir) = run(name);
+        let a: Vec<&str> = args.iter().map(String::as_str).collect();
+        let mut resumed = a.clone();
+        resumed.push("--resume");
+        let code = signal_at_failures(&a, &manifest, 3, first);
+        assert_eq!(code, if first == "-TERM" { Some(5) } else { None });
+        if first == "-KILL" {
+            let (_, out) = leaselab(&resumed);
+            assert!(
+                out.starts_with("RESUME: ") && out.contains("starting over"),
+                "{out}"
+            );
+        } else {
+            for k in [6, 9] {
+                assert_eq!(signal_at_failures(&resumed, &manifest, k, "-KILL"), None);
+            }
+            let (code, _) = leaselab(&resumed);
+            assert_eq!(code, 1);
+        }
+        let listed = manifest_failures(&manifest);
+        assert_eq!(listed, whole, "{name}");
+        let text = collect(&dir);
+        assert!(
+            text.contains(&format!(" failures={} ", whole.len())),
+            "{name}: {text}"
+        );
+    }
+}
+
 /// A single run draws the same short picture as every other command; `--events` adds the
 /// whole event log, `--quiet` leaves the picture out of a passing run.
 #[test]
