@@ -4,7 +4,12 @@
 //! and exits 5. A second signal — or the first, for a command with nothing to keep — stops at
 //! once: every holder process is killed and every throwaway PostgreSQL cluster this process
 //! started is stopped and removed first, since a process that exits from here runs no
-//! destructor; then the summary line, exit 5.
+//! destructor; what the command knows so far is written ([`on_abandon`]: a sweep's summary,
+//! resume point and MANIFEST status); then the summary line, exit 5.
+//!
+//! A signal within [`SAME_INTERRUPT`] of the first is the same interrupt, not a second one:
+//! `timeout -s INT`, a terminal's Ctrl-C reaching the whole process group, a supervisor that
+//! signals the process and then its group — each delivers one interrupt more than once.
 //!
 //! The handler is installed before anything else in `main` ([`install`]) and the command's
 //! reaction chosen later ([`configure`]): a signal during start-up is an interruption like
@@ -30,6 +35,30 @@ const MAIN_ENDS: u8 = 1;
 const HANDLER_ENDS: u8 = 2;
 /// The command's name and its reaction to a first signal, once known.
 static COMMAND: Mutex<Option<(&'static str, OnFirst)>> = Mutex::new(None);
+/// When the first signal came.
+static FIRST_AT: Mutex<Option<std::time::Instant>> = Mutex::new(None);
+/// What an abandoning handler runs first: the command writes what it knows so far.
+type Hook = Box<dyn Fn() + Send>;
+static ON_ABANDON: Mutex<Option<Hook>> = Mutex::new(None);
+
+/// Signals this close to the first are the same interrupt (a person pressing Ctrl-C twice to
+/// mean it takes longer than this).
+pub const SAME_INTERRUPT: std::time::Duration = std::time::Duration::from_millis(1000);
+
+/// What the command knows so far, written by the handler when it abandons the run: a sweep's
+/// results, its resume point and its MANIFEST status. Replaces an earlier one.
+pub fn on_abandon(hook: impl Fn() + Send + 'static) {
+    *ON_ABANDON
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Box::new(hook));
+}
+
+/// The command has written what it knows itself: nothing for the handler to write.
+pub fn clear_on_abandon() {
+    *ON_ABANDON
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+}
 
 /// How a command reacts to its first signal.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -54,6 +83,17 @@ pub fn configure(command: &'static str, first: OnFirst) {
 }
 
 fn on_signal() {
+    let now = std::time::Instant::now();
+    {
+        let mut first = FIRST_AT
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match *first {
+            Some(t) if now.duration_since(t) < SAME_INTERRUPT => return,
+            Some(_) => {}
+            None => *first = Some(now),
+        }
+    }
     let n = SIGNALS.fetch_add(1, Ordering::SeqCst);
     let (command, first) = COMMAND
         .lock()
@@ -83,6 +123,13 @@ fn abandon(command: &str) {
     eprintln!("\nleaselab {command}: interrupted");
     leaselab_pg::real::kill_holders();
     leaselab_pg::cluster::stop_all();
+    let hook = ON_ABANDON
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .take();
+    if let Some(hook) = hook {
+        hook();
+    }
     if let Err(e) = crate::summary::finish(Exit::Interrupted) {
         eprintln!("leaselab {command}: {e}");
     }

@@ -353,6 +353,45 @@ impl Manifest {
     }
 }
 
+/// A sweep's totals over the seeds folded so far, for an abandoning handler.
+#[derive(Debug, Default)]
+struct Known {
+    runs: u64,
+    failures: u64,
+    events: u64,
+    /// The sweep is writing (or has written) its own summary and status.
+    written: bool,
+}
+
+/// A second Ctrl-C abandoned the running seeds: what is known is still written — the summary
+/// so far, the resume point (the first seed not folded), the MANIFEST's summary and status —
+/// so `--resume` goes on from there.
+fn abandoned(k: &Known, seeds: Seeds, manifest: &Manifest, command: &str, folder: &str) {
+    if k.written {
+        return;
+    }
+    crate::summary::count("seeds", k.runs);
+    crate::summary::count("failed", k.failures);
+    crate::summary::count("events", k.events);
+    println!(
+        "SUMMARY seeds={} failed={} events={} {folder}",
+        k.runs, k.failures, k.events
+    );
+    let again = format!("{command} --resume");
+    let _ = manifest.add(&format!(
+        "summary seeds={} failed={} events={}",
+        k.runs, k.failures, k.events
+    ));
+    if let Some(next) = (k.runs < seeds.count())
+        .then(|| seeds.nth(k.runs))
+        .flatten()
+    {
+        println!("INTERRUPTED: seeds from {next} were not run (the running ones abandoned); resume: {again}");
+        crate::summary::resume(&again);
+        let _ = manifest.add(&format!("status interrupted resume_at={next}"));
+    }
+}
+
 /// The seed of a manifest's `failure seed=N …` line.
 fn failure_seed(line: &str) -> Option<u64> {
     line.strip_prefix("failure seed=")?
@@ -511,6 +550,29 @@ pub fn many(
     let stop = AtomicBool::new(false);
     let mut capped: Option<String> = None;
     let (mut failures, mut written) = (0u64, 0u64);
+    // What a second Ctrl-C, abandoning the running seeds, writes before the process ends.
+    let known = std::sync::Arc::new(std::sync::Mutex::new(Known::default()));
+    {
+        let (known, path, command) = (known.clone(), manifest.path.clone(), command.clone());
+        let folder = format!(
+            "fence={} driver={} folder={}",
+            opts.fence,
+            driver.as_str(),
+            dir.display()
+        );
+        crate::interrupt::on_abandon(move || {
+            let k = known
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            abandoned(
+                &k,
+                seeds,
+                &Manifest { path: path.clone() },
+                &command,
+                &folder,
+            );
+        });
+    }
     let end = sweep_streaming(
         spec,
         &stop,
@@ -518,6 +580,11 @@ pub fn many(
             safety |= !f.run.report.violations.is_empty();
             driver_error |= !f.run.driver_errors.is_empty();
             let with_picture = std::mem::take(&mut first);
+            // Held while the failure is written: an abandoning handler writes the status after
+            // it, or before it starts.
+            let _k = known
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
             written += report_failure(&dir, &manifest, &f, with_picture)?;
             failures += 1;
             if let Some(cap) = caps.reached(failures, written) {
@@ -533,10 +600,22 @@ pub fn many(
             if crate::interrupt::requested() {
                 stop.store(true, Ordering::SeqCst);
             }
+            {
+                let mut k = known
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                (k.runs, k.failures, k.events) = (t.runs, t.failures, t.events);
+            }
             progress.show(t.runs, total, "seeds", &format!("{} failing", t.failures))
         },
     );
     progress.finish();
+    // From here the sweep writes its own summary and status; a handler that abandons it now
+    // finds them written (or waits for them) and writes nothing.
+    let mut k = known
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    k.written = true;
     let end = end?;
     let t = &end.tally;
     crate::summary::count("seeds", t.runs);

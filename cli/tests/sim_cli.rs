@@ -775,6 +775,141 @@ fn a_sweep_killed_and_resumed_in_any_order_lists_each_failure_once() {
     }
 }
 
+/// A slow sweep (the turmoil driver, minutes of virtual time a seed: seconds each) started in a
+/// process group of its own, the group signalled by `send` once it runs; its exit code, its
+/// output and its MANIFEST.
+#[cfg(unix)]
+fn slow_sweep_signalled(
+    name: &str,
+    safety_ms: &str,
+    send: impl FnOnce(u32),
+) -> (Option<i32>, String, String) {
+    use std::os::unix::process::CommandExt as _;
+    let dir = tmp(name);
+    let d = dir.to_string_lossy().into_owned();
+    let child = Command::new(env!("CARGO_BIN_EXE_leaselab"))
+        .args([
+            "sim",
+            "--seeds",
+            "0..50",
+            "--fence",
+            "off",
+            "--no-shrink",
+            "--jobs",
+            "1",
+            "--driver",
+            "turmoil",
+            "--safety-ms",
+            safety_ms,
+            "--out",
+            &d,
+        ])
+        .stdout(std::process::Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .expect("starts");
+    let manifest = dir.join("off-turmoil-seeds-0..50/MANIFEST");
+    assert!(
+        (0..3000).any(|_| {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+            manifest.exists()
+        }),
+        "the sweep started"
+    );
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    send(child.id());
+    let out = child.wait_with_output().expect("exits");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        std::fs::read_to_string(&manifest).expect("manifest"),
+    )
+}
+
+#[cfg(unix)]
+fn kill_group(pgid: u32) {
+    let st = Command::new("kill")
+        .args(["-INT", "--", &format!("-{pgid}")])
+        .status()
+        .expect("kill");
+    assert!(st.success());
+}
+
+/// Two signals 50 ms apart — what `timeout -s INT` and a supervisor that signals the process
+/// and then its group deliver — are one Ctrl-C: the running seed finishes, and the summary,
+/// the resume point and the MANIFEST status are written. A second one a person sends on
+/// purpose, later, abandons the running seed — and still writes all three.
+#[cfg(unix)]
+#[test]
+fn two_signals_close_together_are_one_interrupt_and_a_second_still_writes_what_is_known() {
+    let (code, out, m) = slow_sweep_signalled("twice-50ms", "200000", |pgid| {
+        kill_group(pgid);
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        kill_group(pgid);
+    });
+    assert_eq!(code, Some(5), "{out}");
+    assert!(
+        out.contains("SUMMARY seeds=") && out.contains("INTERRUPTED: seeds from "),
+        "{out}"
+    );
+    assert!(!out.contains("abandoned"), "{out}");
+    assert!(m.contains("\nstatus interrupted resume_at="), "{m}");
+    let (code, out, m) = slow_sweep_signalled("twice-on-purpose", "600000", |pgid| {
+        kill_group(pgid);
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        kill_group(pgid);
+    });
+    assert_eq!(code, Some(5), "{out}");
+    assert!(out.contains("SUMMARY seeds="), "{out}");
+    assert!(
+        out.contains("INTERRUPTED: seeds from 0 were not run (the running ones abandoned); resume: leaselab sim --seeds 0..50 "),
+        "{out}"
+    );
+    assert!(m.contains("\nstatus interrupted resume_at=0"), "{m}");
+}
+
+/// `timeout -s INT` signals the process and then its group: one interrupt, not two.
+#[cfg(unix)]
+#[test]
+fn timeout_s_int_is_one_interrupt() {
+    let dir = tmp("timeout-int");
+    let d = dir.to_string_lossy().into_owned();
+    let out = Command::new("timeout")
+        .args([
+            "--preserve-status",
+            "-s",
+            "INT",
+            "1",
+            env!("CARGO_BIN_EXE_leaselab"),
+        ])
+        .args([
+            "sim",
+            "--seeds",
+            "0..50",
+            "--fence",
+            "off",
+            "--no-shrink",
+            "--jobs",
+            "1",
+            "--driver",
+            "turmoil",
+            "--safety-ms",
+            "200000",
+            "--out",
+            &d,
+        ])
+        .output()
+        .expect("runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(5), "{text}");
+    assert!(
+        text.contains("INTERRUPTED: seeds from ") && !text.contains("abandoned"),
+        "{text}"
+    );
+    let m = std::fs::read_to_string(dir.join("off-turmoil-seeds-0..50/MANIFEST")).expect("m");
+    assert!(m.contains("\nstatus interrupted resume_at="), "{m}");
+}
+
 /// A single run draws the same short picture as every other command; `--events` adds the
 /// whole event log, `--quiet` leaves the picture out of a passing run.
 #[test]
