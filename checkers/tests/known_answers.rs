@@ -326,7 +326,7 @@ fn impossible_input_is_refused_with_its_line_and_field() {
         format!("{{\"type\":\"ok\",\"process\":\"a\",\"time\":{time},\"op\":\"acquire\",\"token\":{token},\"expires\":{expires}}}\n")
     };
     let other = "{\"type\":\"invoke\",\"process\":\"b\",\"time\":10,\"op\":\"now\",\"db\":\"lease\"}\n{\"type\":\"ok\",\"process\":\"b\",\"time\":10,\"op\":\"now\",\"value\":10}\n";
-    let cases: [(&str, String, &str); 14] = [
+    let cases: [(&str, String, &str); 15] = [
         (
             "completion before invoke",
             format!("{head}{}{}", inv(10, ""), ok(5, "1", "20")),
@@ -395,6 +395,11 @@ fn impossible_input_is_refused_with_its_line_and_field() {
             format!("{head}{}{{\"type\":\"ok\",\"process\":\"a\",\"time\":12,\"op\":\"acquire\",\"holder\":\"b\",\"token\":1,\"expires\":22}}\n", inv(10, "")),
             ":3: field `holder`: \"b\" here, but \"a\" in its invoke (line 2)",
         ),
+        (
+            "a begin's completion with another isolation",
+            format!("{head}{{\"type\":\"invoke\",\"process\":\"a\",\"time\":1,\"op\":\"begin\",\"db\":\"res\"}}\n{{\"type\":\"ok\",\"process\":\"a\",\"time\":1,\"op\":\"begin\",\"db\":\"res\",\"isolation\":\"repeatable-read\"}}\n"),
+            ":3: field `isolation`: \"repeatable-read\" here, but the default in its invoke (line 2)",
+        ),
         // Lines come in the order things happened, across processes too.
         (
             "another process's line earlier than one before it",
@@ -422,6 +427,11 @@ fn impossible_input_is_refused_with_its_line_and_field() {
         inv(10, "")
     );
     read::parse(&same, "f.jsonl").expect("the same arguments repeated");
+    // A `begin` without `isolation` is read committed: a completion may say so.
+    let same = format!(
+        "{head}{{\"type\":\"invoke\",\"process\":\"a\",\"time\":1,\"op\":\"begin\",\"db\":\"res\"}}\n{{\"type\":\"ok\",\"process\":\"a\",\"time\":1,\"op\":\"begin\",\"isolation\":\"read-committed\"}}\n"
+    );
+    read::parse(&same, "f.jsonl").expect("the default isolation repeated");
     // Within the clock bounds, lines of two processes may come in either order.
     let within = format!(
         "{{\"format\":\"leaselab-history\",\"version\":1,\"clock_bounds_ms\":{{\"a\":5}}}}\n{}{}{{\"type\":\"invoke\",\"process\":\"b\",\"time\":9,\"op\":\"now\",\"db\":\"lease\"}}\n",

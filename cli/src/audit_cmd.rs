@@ -365,6 +365,14 @@ pub fn run_gen_cmd(
             println!("  {}: {}", v.check.as_str(), v.message);
         }
         println!("trace: {}", trace.display());
+        let reproduce = format!(
+            "leaselab audit {} --replay {}{} --pg-dir {}",
+            file.display(),
+            trace.display(),
+            o.flags(),
+            pg_dir.display()
+        );
+        // The JSON summary's `reproduce` is the printed `reproduce:` line.
         crate::summary::failure(
             &format!(
                 "{}: found at schedule {}",
@@ -372,7 +380,7 @@ pub fn run_gen_cmd(
                 r.first.unwrap_or(0)
             ),
             Some(trace),
-            Some(&format!("leaselab diagram {}", trace.display())),
+            Some(&reproduce),
             None,
         );
         println!(
@@ -381,13 +389,7 @@ pub fn run_gen_cmd(
         );
         println!("timeline: leaselab diagram {}", trace.display());
         println!("explain: leaselab explain {}", trace.display());
-        println!(
-            "reproduce: leaselab audit {} --replay {}{} --pg-dir {}",
-            file.display(),
-            trace.display(),
-            o.flags(),
-            pg_dir.display()
-        );
+        println!("reproduce: {reproduce}");
     }
     if r.waits_out_of_bound > 0 {
         eprintln!(

@@ -117,6 +117,19 @@ pub fn run(fence: FenceMode, margin: bool, lock_delay_ms: u64) -> (String, Vec<B
                 )
             }
         };
+        if b.found.is_some() {
+            // What the table says, in the JSON summary too: a stale write got through.
+            crate::summary::failure(
+                &format!(
+                    "{}: a stale write got through at {at} ({checks} broken)",
+                    b.probe.as_str()
+                ),
+                None,
+                None,
+                None,
+            );
+            crate::summary::described("violation");
+        }
         let held = held.map_or("-".to_string(), |h| format!("{h} {unit}"));
         // Stale writes in the run shown (the boundary, or the harshest size tried), as the
         // pictures mark them: accepted or refused.

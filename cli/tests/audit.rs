@@ -539,6 +539,7 @@ fn every_command_audit_prints_runs_as_printed() {
     // Named by the spec and the seed; the same audit run again into the same folder keeps the
     // first one's files and writes its own beside them.
     assert!(trace.ends_with("audit-unfenced-write-1.trace"), "{trace}");
+    let json = dir.join("summary.json");
     let (code, second, err) = leaselab(&[
         "audit",
         &s(&spec),
@@ -548,11 +549,23 @@ fn every_command_audit_prints_runs_as_printed() {
         &s(&out),
         "--pg-dir",
         &s(&pg),
+        "--json",
+        &s(&json),
     ]);
     assert_eq!(code, Some(1), "{second}{err}");
     assert!(
         second.contains("audit-unfenced-write-1-2.trace"),
         "{second}"
+    );
+    // The JSON summary's `reproduce` is the printed `reproduce:` line.
+    let summary = std::fs::read_to_string(&json).expect("the summary");
+    let printed = second
+        .lines()
+        .find_map(|l| l.strip_prefix("reproduce: "))
+        .expect("a reproduce line");
+    assert!(
+        summary.contains(&format!("\"reproduce\":\"{printed}\"")),
+        "{printed}\n{summary}"
     );
     for f in [
         "audit-unfenced-write-1.trace",

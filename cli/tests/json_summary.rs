@@ -48,7 +48,17 @@ fn schema(name: &str, v: &Value, code: i32) {
         6 => "possible",
         _ => "undecided",
     };
-    assert_eq!(v["verdict"], verdict, "{name}");
+    // `envelope` exits 0 whatever its runs found; its verdict is what they found.
+    if v["command"][0] == "envelope" {
+        let broke = !v["failures"].as_array().is_some_and(Vec::is_empty);
+        assert_eq!(
+            v["verdict"],
+            if broke { "violation" } else { "clean" },
+            "{name}"
+        );
+    } else {
+        assert_eq!(v["verdict"], verdict, "{name}");
+    }
     assert!(v["counts"]
         .as_object()
         .is_some_and(|c| c.values().all(Value::is_u64)));
@@ -124,4 +134,27 @@ fn every_summary_has_the_documented_keys_and_the_printed_commands() {
         .expect("a capped sweep says how to go on");
     assert!(out.contains(&format!("to go on: {resume}")), "{out}");
     assert_eq!(v["counts"]["failed"].as_u64(), Some(failures.len() as u64));
+}
+
+/// `envelope --fence off` exits 0 (it describes runs), and its summary says what the table
+/// says: a stale write got through — each probe that let one through is a failure.
+#[test]
+fn the_envelope_summary_says_a_stale_write_got_through() {
+    let (code, out, v) = summary("envelope", &["envelope", "--fence", "off"]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(v["verdict"], "violation", "{v}\n{out}");
+    let failures = v["failures"].as_array().expect("failures");
+    assert!(!failures.is_empty(), "{v}");
+    for f in failures {
+        let what = f["what"].as_str().expect("what");
+        let probe = what.split(':').next().expect("a probe");
+        assert!(
+            out.lines()
+                .any(|l| l.starts_with(probe) && !l.contains(" none (tried")),
+            "{what}\n{out}"
+        );
+    }
+    let (code, out, v) = summary("envelope-scope", &["envelope", "--fence", "scope"]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(v["verdict"], "clean", "{v}\n{out}");
 }
