@@ -98,6 +98,10 @@ fn main() -> ExitCode {
         leaselab::summary::write_to(path, words);
     }
     configure_interrupt(&cli.cmd);
+    if let Err(e) = leaselab::progress::check_env() {
+        eprintln!("leaselab: {e}");
+        return Exit::Usage.into();
+    }
     let exit = dispatch(cli.cmd);
     leaselab::interrupt::finishing();
     if let Err(e) = leaselab::summary::finish(exit) {

@@ -16,6 +16,22 @@ pub struct Progress {
     shown: bool,
 }
 
+/// `LEASELAB_PROGRESS_MS`, if set, is milliseconds (a whole number from 1): a value that is not
+/// would otherwise be ignored without a word, and the progress the user asked for never come.
+pub fn check_env() -> Result<(), String> {
+    match std::env::var("LEASELAB_PROGRESS_MS") {
+        Err(std::env::VarError::NotPresent) => Ok(()),
+        Ok(v) if v.trim().parse::<u64>().is_ok_and(|ms| ms >= 1) => Ok(()),
+        Ok(v) => Err(format!(
+            "LEASELAB_PROGRESS_MS=`{v}`: expected the milliseconds between progress lines, a whole number from 1"
+        )),
+        Err(std::env::VarError::NotUnicode(_)) => Err(
+            "LEASELAB_PROGRESS_MS is not text: expected the milliseconds between progress lines"
+                .to_string(),
+        ),
+    }
+}
+
 impl Progress {
     /// Shown only on a terminal (`sim`'s sweep, whose failures already go to stdout as found).
     pub fn on_terminal() -> Self {
@@ -23,11 +39,11 @@ impl Progress {
     }
 
     /// Shown on a terminal, and as a line every ten seconds elsewhere (every
-    /// `LEASELAB_PROGRESS_MS` milliseconds, if set).
+    /// `LEASELAB_PROGRESS_MS` milliseconds, if set: [`check_env`] has refused a bad value).
     pub fn always() -> Self {
         let ms = std::env::var("LEASELAB_PROGRESS_MS")
             .ok()
-            .and_then(|v| v.parse().ok())
+            .and_then(|v| v.trim().parse().ok())
             .unwrap_or(10_000);
         Progress::new(Some(Duration::from_millis(ms)))
     }

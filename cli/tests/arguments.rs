@@ -234,3 +234,19 @@ fn an_interrupted_search_exits_5_even_with_a_failure_found() {
     assert!(cut_short_note(true).contains("shrinking cut short"));
     assert_eq!(cut_short_note(false), "");
 }
+
+/// A progress interval that is not milliseconds is an error, not silently the default.
+#[test]
+fn a_bad_progress_interval_is_an_error() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_leaselab"))
+        .args(["sim", "--seed", "1"])
+        .env("LEASELAB_PROGRESS_MS", "abc")
+        .output()
+        .expect("runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(
+        err.trim(),
+        "leaselab: LEASELAB_PROGRESS_MS=`abc`: expected the milliseconds between progress lines, a whole number from 1"
+    );
+}

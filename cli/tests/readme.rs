@@ -219,3 +219,68 @@ fn every_doc_link_resolves() {
     }
     assert!(named > 5, "{named} names");
 }
+
+/// The README's own figures, checked against what they count: the envelope block is what
+/// `envelope --fence off --margin` prints; the mistakes it counts are the rows of its table and
+/// the specs in `examples/leases/` (beside the two correct ones); the fuzz targets it counts
+/// are the rows of its table and the binaries in `fuzz/fuzz_targets/`.
+#[test]
+fn the_readmes_figures_are_true() {
+    let root = common::root();
+    let readme = std::fs::read_to_string(root.join("README.md")).expect("README.md");
+    let words = [
+        "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+        "eleven", "twelve", "thirteen", "fourteen", "fifteen",
+    ];
+    // The envelope block.
+    let block: String = readme
+        .lines()
+        .skip_while(|l| !l.starts_with("ENVELOPE fence=off"))
+        .take_while(|l| !l.starts_with("```"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let (code, shown) = common::leaselab(&["envelope", "--fence", "off", "--margin"]);
+    assert_eq!(code, 0, "{shown}");
+    assert_eq!(block, shown, "the README's envelope block");
+    // The mistakes.
+    let rows = |header: &str| -> Vec<String> {
+        readme
+            .lines()
+            .skip_while(|l| !l.starts_with(header))
+            .skip(2)
+            .take_while(|l| l.starts_with('|'))
+            .map(str::to_string)
+            .collect()
+    };
+    let mistakes = rows("| spec | what is wrong |");
+    let specs = std::fs::read_dir(root.join("examples/leases"))
+        .expect("examples/leases")
+        .filter(|e| {
+            e.as_ref()
+                .is_ok_and(|e| e.path().extension().is_some_and(|x| x == "toml"))
+        })
+        .count();
+    assert_eq!(
+        mistakes.len(),
+        specs - 2,
+        "seed.toml and lease-row-share.toml are correct"
+    );
+    let said = format!("and {}\nmistakes", words[mistakes.len()]);
+    assert!(readme.contains(&said), "the README says `{said}`");
+    assert!(
+        readme.contains(&format!(
+            "the source design, a correct design written differently, and {} mistakes",
+            words[mistakes.len()]
+        )),
+        "the layout table's count"
+    );
+    // The fuzz targets.
+    let targets = rows("| target | input | a finding is |");
+    let binaries = std::fs::read_dir(root.join("fuzz/fuzz_targets"))
+        .expect("fuzz/fuzz_targets")
+        .count();
+    assert_eq!(targets.len(), binaries);
+    let said = words[binaries];
+    let said = format!("{}{} targets", said[..1].to_uppercase(), &said[1..]);
+    assert!(readme.contains(&said), "the README says `{said}`");
+}
