@@ -60,12 +60,20 @@ pub fn run_setup_on(
 /// released (the holder releases only then). A fence that refuses a holder's second part with
 /// the token of its first (`<` for `<=`) lets single writes through, and no job ever ends.
 fn job_liveness(run: &SimRun) -> Result<(), LivenessFailure> {
-    let (heal, ms) = (run.setup.opts.heal(), run.setup.opts.liveness_ms);
+    job_liveness_of(&run.trace.history, &run.setup)
+}
+
+/// [`job_liveness`] of a history run under `setup` (what `explain` of an audit's trace asks).
+pub(crate) fn job_liveness_of(
+    history: &leaselab_model::History,
+    setup: &Setup,
+) -> Result<(), LivenessFailure> {
+    let (heal, ms) = (setup.opts.heal(), setup.opts.liveness_ms);
     if ms == 0 {
         return Ok(());
     }
-    let names = run.setup.names();
-    let finished = run.trace.history.events.iter().any(|e| {
+    let names = setup.names();
+    let finished = history.events.iter().any(|e| {
         matches!(e.op, Op::Release { .. })
             && names.iter().any(|n| n == e.actor.as_str())
             && e.at >= heal

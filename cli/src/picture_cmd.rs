@@ -165,6 +165,7 @@ pub fn diagram(paths: &[std::path::PathBuf], form: &Form) -> Result<String, CliE
     let (t, recorded) = read_all(paths)?;
     let mut s = story(&t.history, &t.config);
     s.recorded = recorded;
+    s.liveness = liveness_note(paths, &t, &s);
     match form {
         Form::Timeline => Ok(timeline::render(&s)),
         Form::Mermaid => Ok(mermaid::render(&s)),
@@ -180,6 +181,57 @@ pub fn diagram(paths: &[std::path::PathBuf], form: &Form) -> Result<String, CliE
     }
 }
 
+/// A simulation run's liveness, where `paths` is one trace of one and it failed: why, and the
+/// writes the resource refused after the faults healed (a fence that refuses every holder's
+/// write starves every job, and that is the story of such a run). The checkers judge safety
+/// only; the trace's setup says when the faults healed and how long liveness had.
+fn liveness_note(paths: &[std::path::PathBuf], t: &Trace, s: &Story) -> Option<String> {
+    let [path] = paths else { return None };
+    let text = std::fs::read_to_string(path).ok()?;
+    let ft = leaselab_sim::Setup::from_trace_text(&text, &path.display().to_string()).ok()?;
+    let o = &ft.setup.opts;
+    // An audit's holders must finish whole jobs; the simulation's, commit a write.
+    let e = if t.spec.is_some() {
+        crate::audit_sim::job_liveness_of(&t.history, &ft.setup)
+            .err()
+            .map(|e| {
+                format!(
+                    "no holder finished a job (every part written, then the lease released) within {} ms after the faults healed at t={}",
+                    e.liveness_ms, e.heal
+                )
+            })?
+    } else {
+        let facts = leaselab_checkers::facts::derive(&t.history);
+        leaselab_sim::scenario::liveness(&facts, o.heal(), o.liveness_ms)
+            .err()?
+            .to_string()
+    };
+    let refused: Vec<String> = s
+        .writes
+        .iter()
+        .filter(|w| w.verdict == leaselab_picture::story::Verdict::Rejected && w.at >= o.heal())
+        .map(|w| {
+            format!(
+                "{}'s {} with token {} at t={} (event #{})",
+                w.holder, w.target, w.token, w.at, w.seq
+            )
+        })
+        .collect();
+    Some(match refused.as_slice() {
+        [] => format!("{e}; no write was refused after the heal"),
+        [first, rest @ ..] if rest.len() > 2 => format!(
+            "{e}; the resource refused {} writes after the heal, the first {first}, then {} and {} more",
+            refused.len(),
+            rest[0],
+            rest.len() - 1
+        ),
+        all => format!(
+            "{e}; the resource refused every write after the heal: {}",
+            all.join("; ")
+        ),
+    })
+}
+
 /// `leaselab explain TRACE`: the run in plain words, then its timeline. Several recorded
 /// histories are told merged.
 pub fn explain(paths: &[std::path::PathBuf]) -> Result<String, CliError> {
@@ -187,6 +239,7 @@ pub fn explain(paths: &[std::path::PathBuf]) -> Result<String, CliError> {
     let mut s = story(&t.history, &t.config);
     s.spec = t.spec.clone();
     s.recorded = recorded;
+    s.liveness = liveness_note(paths, &t, &s);
     Ok(format!(
         "{}\n{}",
         explain::render(&s, &title(&t)),

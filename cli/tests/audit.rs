@@ -721,6 +721,23 @@ fn the_simulation_holders_audit_a_spec() {
         )
         .expect("parses");
         assert!(t.spec.is_some() && t.setup.iter().any(|l| l.contains("whole_writes=1")));
+        // The `explain:` it prints names the verdict it printed: for the strict fence, that
+        // liveness broke, and the writes the fence refused after the heal.
+        let explain = text
+            .lines()
+            .find_map(|l| l.strip_prefix("explain: leaselab "))
+            .unwrap_or_else(|| panic!("{name}: {text}"));
+        let (code, told, err) = leaselab(&explain.split(' ').collect::<Vec<_>>());
+        assert_eq!(code, Some(0), "{explain}: {err}");
+        if code_want == 3 {
+            assert!(
+                told.contains("all hold, but liveness broke: no holder finished a job")
+                    && told.contains("the resource refused"),
+                "{told}"
+            );
+        } else {
+            assert!(!told.contains("liveness broke"), "{told}");
+        }
         let cmd = text
             .lines()
             .find_map(|l| l.strip_prefix("reproduce: leaselab "))

@@ -910,6 +910,41 @@ fn timeout_s_int_is_one_interrupt() {
     assert!(m.contains("\nstatus interrupted resume_at="), "{m}");
 }
 
+/// A run that failed only liveness is explained and drawn as one: the verdict names liveness,
+/// why it broke and what the resource refused after the heal — never "every check holds".
+#[test]
+fn explain_and_diagram_of_a_liveness_failure_name_it() {
+    let dir = tmp("liveness-explained");
+    let d = dir.to_string_lossy().into_owned();
+    let (code, out) = leaselab(&[
+        "sim",
+        "--seeds",
+        "0..1",
+        "--liveness-ms",
+        "3",
+        "--no-shrink",
+        "--out",
+        &d,
+    ]);
+    assert_eq!(code, 3, "only liveness failed: {out}");
+    let trace = dir.join("scope-fast-seeds-0..1/seed-0.trace");
+    let t = trace.display().to_string();
+    let (code, told) = leaselab(&["explain", &t]);
+    assert_eq!(code, 0, "{told}");
+    assert!(
+        told.contains("Verdict: I1, I2, I3, acceptance and final all hold, but liveness broke: no holder completed a write within 3 ms after the faults healed at t=50000"),
+        "{told}"
+    );
+    let (code, drawn) = leaselab(&["diagram", &t]);
+    assert_eq!(code, 0, "{drawn}");
+    assert!(
+        drawn.contains(
+            "✓ I1 I2 I3 acceptance final all hold; ✗ liveness broke: no holder completed a write"
+        ),
+        "{drawn}"
+    );
+}
+
 /// A single run draws the same short picture as every other command; `--events` adds the
 /// whole event log, `--quiet` leaves the picture out of a passing run.
 #[test]

@@ -244,7 +244,12 @@ fn focus_lines(story: &Story, w: &Write) -> String {
 /// Every violation, grouped by check: the first in full, the others by their events, so a
 /// run that broke twice says so.
 fn verdict(story: &Story, s: &mut String) {
-    if story.violations.is_empty() {
+    if let (true, Some(why)) = (story.violations.is_empty(), &story.liveness) {
+        let _ = writeln!(
+            s,
+            "Verdict: I1, I2, I3, acceptance and final all hold, but liveness broke: {why}"
+        );
+    } else if story.violations.is_empty() {
         let _ = writeln!(s, "Verdict: I1, I2, I3, acceptance and final all hold.");
     } else {
         let _ = writeln!(s, "Verdict:");
@@ -279,6 +284,9 @@ fn verdict(story: &Story, s: &mut String) {
             if !fixes.contains(&fix) {
                 fixes.push(fix);
             }
+        }
+        if let Some(why) = &story.liveness {
+            let _ = writeln!(s, "- liveness broke: {why}");
         }
         for fix in fixes {
             let _ = writeln!(s, "What would have stopped it: {fix}.");

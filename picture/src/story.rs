@@ -160,6 +160,9 @@ pub struct Story {
     pub violating: BTreeSet<u64>,
     /// The last instant of the history.
     pub end: Millis,
+    /// A simulation run's liveness, when it failed: why, in words (the caller judges it: the
+    /// checkers judge safety only, and a history alone does not say when the faults healed).
+    pub liveness: Option<String>,
 }
 
 fn is_holder(h: &Holder) -> bool {
@@ -408,6 +411,7 @@ impl Story {
             violations: report.violations.clone(),
             violating,
             end,
+            liveness: None,
         }
     }
 

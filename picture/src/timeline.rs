@@ -76,9 +76,12 @@ fn pad(s: &str, n: usize) -> String {
 
 /// The one-line verdict under a picture.
 pub fn verdict_line(story: &Story) -> String {
-    match story.violations.first() {
-        None => "✓ I1 I2 I3 acceptance final all hold".to_string(),
-        Some(v) => {
+    match (story.violations.first(), &story.liveness) {
+        (None, None) => "✓ I1 I2 I3 acceptance final all hold".to_string(),
+        (None, Some(why)) => {
+            format!("✓ I1 I2 I3 acceptance final all hold; ✗ liveness broke: {why}")
+        }
+        (Some(v), liveness) => {
             let mut names: Vec<String> = Vec::new();
             for x in &story.violations {
                 let n = x.check.to_string();
@@ -87,6 +90,9 @@ pub fn verdict_line(story: &Story) -> String {
                 }
             }
             let ev: Vec<String> = v.events.iter().map(|e| format!("#{e}")).collect();
+            if liveness.is_some() {
+                names.push("liveness".to_string());
+            }
             format!(
                 "✗ {} broken; the first: {} between events {}",
                 names.join(", "),
