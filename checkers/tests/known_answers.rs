@@ -325,8 +325,12 @@ fn impossible_input_is_refused_with_its_line_and_field() {
     let ok = |time: u64, token: &str, expires: &str| {
         format!("{{\"type\":\"ok\",\"process\":\"a\",\"time\":{time},\"op\":\"acquire\",\"token\":{token},\"expires\":{expires}}}\n")
     };
+    // One `now` of `p` at `t` (its invoke, then its answer), `extra` added to the invoke.
+    let now = |p: &str, t: u64, extra: &str| {
+        format!("{{\"type\":\"invoke\",\"process\":\"{p}\",\"time\":{t},\"op\":\"now\",\"db\":\"lease\"{extra}}}\n{{\"type\":\"ok\",\"process\":\"{p}\",\"time\":{t},\"op\":\"now\",\"value\":{t}}}\n")
+    };
     let other = "{\"type\":\"invoke\",\"process\":\"b\",\"time\":10,\"op\":\"now\",\"db\":\"lease\"}\n{\"type\":\"ok\",\"process\":\"b\",\"time\":10,\"op\":\"now\",\"value\":10}\n";
-    let cases: [(&str, String, &str); 15] = [
+    let cases: [(&str, String, &str); 17] = [
         (
             "completion before invoke",
             format!("{head}{}{}", inv(10, ""), ok(5, "1", "20")),
@@ -401,6 +405,20 @@ fn impossible_input_is_refused_with_its_line_and_field() {
             ":3: field `isolation`: \"repeatable-read\" here, but the default in its invoke (line 2)",
         ),
         // Lines come in the order things happened, across processes too.
+        // Each remembered line, not only the last: r's `now` at 18 comes after p's line at
+        // 20 and q's, whose server time (25 ± 10) may have been 15.
+        (
+            "earlier than a line before the last",
+            format!("{{\"format\":\"leaselab-history\",\"version\":1,\"clock_bounds_ms\":{{\"q\":10}}}}\n{}{}{}", now("p", 20, ""), now("q", 25, ""), now("r", 18, "")),
+            ":6: field `time`: out of order: the server's clock read at most 18 at this line of process `r`, but at least 20 at line 2 of process `p` before it",
+        ),
+        // A process's own server time going back (beyond its bound: a warning) still may not
+        // go before another process's line.
+        (
+            "a process's server time back before another's line",
+            format!("{head}{}{}{}{}", now("r", 10, ""), now("p", 20, ""), now("p", 30, ""), now("p", 31, ",\"server_time\":5")),
+            ":8: field `time`: out of order: the server's clock read at most 5 at this line of process `p`, but at least 10 at line 2 of process `r` before it",
+        ),
         (
             "another process's line earlier than one before it",
             format!("{head}{}{}{{\"type\":\"invoke\",\"process\":\"b\",\"time\":11,\"op\":\"now\",\"db\":\"lease\"}}\n", inv(10, ""), ok(12, "1", "22")),
