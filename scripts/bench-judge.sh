@@ -8,13 +8,13 @@ cd "$(dirname "$0")/.."
 n="${1:-1000000}"
 shift || true
 shapes=("$@")
-[ "${#shapes[@]}" -gt 0 ] || shapes=(default read-heavy many-parts many-unknowns many-leases)
+[ "${#shapes[@]}" -gt 0 ] || shapes=(default read-heavy many-parts many-unknowns many-leases settled-then-unknown mix)
 cargo build --release -q -p leaselab --bin leaselab --example bench_judge
 echo "events=$n machine: $(nproc) cores, $(uname -m)"
 for s in "${shapes[@]}"; do
   echo "== $s"
   target/release/examples/bench_judge "$n" "$s" 2>/dev/null | tail -1
-  /usr/bin/time -f "leaselab judge: %e s, %M KiB peak" \
+  /usr/bin/time -f "leaselab judge: %e s wall, %U s user, %M KiB peak" \
     target/release/leaselab judge "target/bench-judge/$s-$n.jsonl" >/dev/null 2>/tmp/bench-judge-time.$$ || true
   tail -1 /tmp/bench-judge-time.$$
   rm -f /tmp/bench-judge-time.$$

@@ -330,7 +330,7 @@ fn impossible_input_is_refused_with_its_line_and_field() {
         format!("{{\"type\":\"invoke\",\"process\":\"{p}\",\"time\":{t},\"op\":\"now\",\"db\":\"lease\"{extra}}}\n{{\"type\":\"ok\",\"process\":\"{p}\",\"time\":{t},\"op\":\"now\",\"value\":{t}}}\n")
     };
     let other = "{\"type\":\"invoke\",\"process\":\"b\",\"time\":10,\"op\":\"now\",\"db\":\"lease\"}\n{\"type\":\"ok\",\"process\":\"b\",\"time\":10,\"op\":\"now\",\"value\":10}\n";
-    let cases: [(&str, String, &str); 18] = [
+    let cases: [(&str, String, &str); 19] = [
         (
             "completion before invoke",
             format!("{head}{}{}", inv(10, ""), ok(5, "1", "20")),
@@ -425,6 +425,12 @@ fn impossible_input_is_refused_with_its_line_and_field() {
             "before the latest of the other processes",
             format!("{{\"format\":\"leaselab-history\",\"version\":1,\"clock_bounds_ms\":{{\"q\":10,\"r\":10}}}}\n{}{}{}{}", now("p", 20, ""), now("q", 25, ""), now("r", 28, ""), now("p", 40, ",\"server_time\":16")),
             ":8: field `time`: out of order: the server's clock read at most 16 at this line of process `p`, but at least 18 at line 6 of process `r` before it",
+        ),
+        // ... whichever of them came last: here r's, then q's earlier one.
+        (
+            "before the latest of the other processes, not the last",
+            format!("{{\"format\":\"leaselab-history\",\"version\":1,\"clock_bounds_ms\":{{\"q\":10,\"r\":10}}}}\n{}{}{}{}", now("p", 20, ""), now("r", 28, ""), now("q", 25, ""), now("p", 40, ",\"server_time\":16")),
+            ":8: field `time`: out of order: the server's clock read at most 16 at this line of process `p`, but at least 18 at line 4 of process `r` before it",
         ),
         (
             "another process's line earlier than one before it",
