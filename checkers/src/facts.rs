@@ -933,11 +933,7 @@ impl Deriver {
             );
         for (i, w) in new {
             let v = w.version();
-            if let Some(a) = self
-                .attempted
-                .get(&v.hash())
-                .and_then(|same| same.iter().copied().find(|a| f.attempts[*a].version() == v))
-            {
+            if let Some(a) = attempt_of(&self.attempted, &f.attempts, &v) {
                 let a = &mut f.attempts[a];
                 a.reach = a.reach.max(w.window.latest);
             }
@@ -1030,6 +1026,30 @@ impl Deriver {
     }
 }
 
+/// Where in `attempts` the first attempt of row version `v` is, by the index of hashes.
+fn attempt_of(
+    attempted: &BTreeMap<u64, Vec<usize>>,
+    attempts: &[Attempt],
+    v: &RowVersion<'_>,
+) -> Option<usize> {
+    attempted
+        .get(&v.hash())?
+        .iter()
+        .copied()
+        .find(|i| attempts[*i].version() == *v)
+}
+
+/// The row version a part read shows, if it shows one.
+fn shown<'r>(scope: &'r Scope, part: &'r Part, x: &'r leaselab_model::PartRow) -> RowVersion<'r> {
+    RowVersion {
+        scope,
+        part,
+        token: x.token,
+        writer: &x.writer,
+        content: &x.content,
+    }
+}
+
 /// A committed read of a part, definitely after the commit window of a write nobody heard back
 /// from, that shows another row version (or none) which no write after that window can have
 /// put there: the write did not take effect ([`Excluded`]). Decided when the read arrives —
@@ -1058,18 +1078,8 @@ fn exclude(
     let reach = match row {
         None => 0,
         Some(x) => {
-            let v = RowVersion {
-                scope,
-                part,
-                token: x.token,
-                writer: &x.writer,
-                content: &x.content,
-            };
-            let a = attempted.get(&v.hash()).and_then(|same| {
-                same.iter()
-                    .map(|i| &f.attempts[*i])
-                    .find(|a| a.version() == v)
-            });
+            let v = shown(scope, part, x);
+            let a = attempt_of(attempted, &f.attempts, &v).map(|i| &f.attempts[i]);
             let waiting = blocked
                 .values()
                 .any(|p| RowVersion::written(&p.op, &p.actor) == Some(v));
@@ -1123,20 +1133,9 @@ fn matters(
             if max.is_some_and(|m| *m > x.token) {
                 return true;
             }
-            let v = RowVersion {
-                scope,
-                part,
-                token: x.token,
-                writer: &x.writer,
-                content: &x.content,
-            };
+            let v = shown(scope, part, x);
             let hash = v.hash();
-            let first = attempted.get(&hash).and_then(|same| {
-                same.iter()
-                    .map(|i| &f.attempts[*i])
-                    .find(|a| a.version() == v)
-                    .map(|a| a.seq)
-            });
+            let first = attempt_of(attempted, &f.attempts, &v).map(|i| f.attempts[i].seq);
             if first.is_none_or(|seq| seq >= snap.latest) {
                 return true;
             }

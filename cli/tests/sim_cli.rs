@@ -775,6 +775,28 @@ fn a_sweep_killed_and_resumed_in_any_order_lists_each_failure_once() {
     }
 }
 
+/// The arguments of a slow sweep into `out`: the turmoil driver, `safety_ms` of virtual time a
+/// seed (200,000: about two seconds of real time).
+#[cfg(unix)]
+fn slow_sweep<'a>(safety_ms: &'a str, out: &'a str) -> [&'a str; 14] {
+    [
+        "sim",
+        "--seeds",
+        "0..50",
+        "--fence",
+        "off",
+        "--no-shrink",
+        "--jobs",
+        "1",
+        "--driver",
+        "turmoil",
+        "--safety-ms",
+        safety_ms,
+        "--out",
+        out,
+    ]
+}
+
 /// A slow sweep (the turmoil driver, minutes of virtual time a seed: seconds each) started in a
 /// process group of its own, the group signalled by `send` once it runs; its exit code, its
 /// output and its MANIFEST.
@@ -788,22 +810,7 @@ fn slow_sweep_signalled(
     let dir = tmp(name);
     let d = dir.to_string_lossy().into_owned();
     let child = Command::new(env!("CARGO_BIN_EXE_leaselab"))
-        .args([
-            "sim",
-            "--seeds",
-            "0..50",
-            "--fence",
-            "off",
-            "--no-shrink",
-            "--jobs",
-            "1",
-            "--driver",
-            "turmoil",
-            "--safety-ms",
-            safety_ms,
-            "--out",
-            &d,
-        ])
+        .args(slow_sweep(safety_ms, &d))
         .stdout(std::process::Stdio::piped())
         .process_group(0)
         .spawn()
@@ -882,22 +889,7 @@ fn timeout_s_int_is_one_interrupt() {
             "1",
             env!("CARGO_BIN_EXE_leaselab"),
         ])
-        .args([
-            "sim",
-            "--seeds",
-            "0..50",
-            "--fence",
-            "off",
-            "--no-shrink",
-            "--jobs",
-            "1",
-            "--driver",
-            "turmoil",
-            "--safety-ms",
-            "200000",
-            "--out",
-            &d,
-        ])
+        .args(slow_sweep("200000", &d))
         .output()
         .expect("runs");
     let text = String::from_utf8_lossy(&out.stdout);
