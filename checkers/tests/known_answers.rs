@@ -30,7 +30,7 @@ type Known = (
 
 use Check::{Acceptance, Final, I1, I3};
 
-const KNOWN: [Known; 38] = [
+const KNOWN: [Known; 40] = [
     // The renewal's reply was lost; either way holder-a held the lease at holder-b's grant
     // (its old expiry 1000, or 1500 to 1600 renewed).
     (
@@ -193,6 +193,23 @@ const KNOWN: [Known; 38] = [
     ("refused-renewal-read-back", &[I1], &[], &[], (1, 0)),
     // Answered `fail`, yet the row shows `-infinity`: released, and holder-b's grant is clean.
     ("refused-release-read-back", &[], &[], &[], (1, 0)),
+    // Answered `fail`, and the row still shows the old expiry: nothing to settle, clean.
+    (
+        "refused-renewal-then-the-old-expiry-read",
+        &[],
+        &[],
+        &[],
+        (0, 0),
+    ),
+    // The read still shows the old expiry after the unknown renewal: it did not take effect —
+    // the refused one beside it changes nothing (it is not applied by its answer).
+    (
+        "unknown-renewal-ruled-out-beside-a-refused-one",
+        &[],
+        &[],
+        &[],
+        (0, 1),
+    ),
     // The first renewal's expiry would be 1300–1350: only the second, answered `fail`, can
     // have set 1400. Applied, whatever the first did: held at 1200.
     (
@@ -301,6 +318,14 @@ fn verdicts_name_what_they_rest_on() {
         ),
         "{}",
         r.violations[0].message
+    );
+    let r = judged("refused-renewal-read-back");
+    assert!(
+        r.settled[0]
+            .message
+            .contains("'s renewal, answered `fail`, of lease report-job"),
+        "{}",
+        r.settled[0].message
     );
     let r = judged("publish-never-answered");
     let c = &r.possible[0].conditions;
