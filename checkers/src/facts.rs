@@ -328,7 +328,7 @@ pub struct UnknownLease {
 }
 
 /// A row version: where, with which token, as whom, what.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct RowVersion<'a> {
     /// Scope.
     pub scope: &'a Scope,
@@ -342,7 +342,18 @@ pub struct RowVersion<'a> {
     pub content: &'a str,
 }
 
-impl RowVersion<'_> {
+impl<'a> RowVersion<'a> {
+    /// The version a read of `scope`/`part` shows as `row`.
+    pub fn shown(scope: &'a Scope, part: &'a Part, row: &'a leaselab_model::PartRow) -> Self {
+        RowVersion {
+            scope,
+            part,
+            token: row.token,
+            writer: &row.writer,
+            content: &row.content,
+        }
+    }
+
     /// std's SipHash with its fixed keys: the same in every process.
     fn hash(&self) -> u64 {
         use std::hash::{Hash, Hasher};
@@ -360,7 +371,7 @@ impl RowVersion<'_> {
     }
 
     /// The version `op` writes as `writer`, if it is a write or an upsert.
-    fn written<'a>(op: &'a Op, writer: &'a Holder) -> Option<RowVersion<'a>> {
+    fn written(op: &'a Op, writer: &'a Holder) -> Option<RowVersion<'a>> {
         match op {
             Op::Write {
                 scope,
@@ -1039,17 +1050,6 @@ fn attempt_of(
         .find(|i| attempts[*i].version() == *v)
 }
 
-/// The row version a part read shows, if it shows one.
-fn shown<'r>(scope: &'r Scope, part: &'r Part, x: &'r leaselab_model::PartRow) -> RowVersion<'r> {
-    RowVersion {
-        scope,
-        part,
-        token: x.token,
-        writer: &x.writer,
-        content: &x.content,
-    }
-}
-
 /// A committed read of a part, definitely after the commit window of a write nobody heard back
 /// from, that shows another row version (or none) which no write after that window can have
 /// put there: the write did not take effect ([`Excluded`]). Decided when the read arrives —
@@ -1078,7 +1078,7 @@ fn exclude(
     let reach = match row {
         None => 0,
         Some(x) => {
-            let v = shown(scope, part, x);
+            let v = RowVersion::shown(scope, part, x);
             let a = attempt_of(attempted, &f.attempts, &v).map(|i| &f.attempts[i]);
             let waiting = blocked
                 .values()
@@ -1133,7 +1133,7 @@ fn matters(
             if max.is_some_and(|m| *m > x.token) {
                 return true;
             }
-            let v = shown(scope, part, x);
+            let v = RowVersion::shown(scope, part, x);
             let hash = v.hash();
             let first = attempt_of(attempted, &f.attempts, &v).map(|i| f.attempts[i].seq);
             if first.is_none_or(|seq| seq >= snap.latest) {
@@ -1216,11 +1216,11 @@ fn lost(f: &mut Facts, db: DbName, p: &Pending, until: Until) {
             unknown_lease(f, &p.op, p.since, w, p.at, until.1);
         }
         Op::Write { .. } => {
-            let before = f.writes.len();
-            push_write(f, &p.op, &p.actor, w, p.at, Certainty::Maybe, p.since);
-            if let Some(x) = f.writes.get_mut(before) {
-                x.unanswered = true;
-            }
+            let fact = write_fact(&p.op, &p.actor, w, p.at, Certainty::Maybe, p.since);
+            f.writes.extend(fact.map(|x| WriteFact {
+                unanswered: true,
+                ..x
+            }));
         }
         Op::Publish { .. } => unknown_publish(f, &p.op, &p.actor, w, p.at, p.since),
         _ => {}
@@ -1375,9 +1375,8 @@ fn record(
             Op::Write { .. } | Op::Upsert { .. },
             Outcome::Rejected | Outcome::Failed | Outcome::Error(_) | Outcome::Unavailable,
         ) => {
-            let before = f.writes.len();
-            push_write(f, op, actor, w, at, Certainty::Accepted, issued.0);
-            f.refused.extend(f.writes.drain(before..));
+            let fact = write_fact(op, actor, w, at, Certainty::Accepted, issued.0);
+            f.refused.extend(fact);
         }
         (Op::Publish { .. }, Outcome::Indeterminate(_)) => {
             unknown_publish(f, op, actor, w, at, issued.0)
@@ -1418,21 +1417,31 @@ fn push_write(
     c: Certainty,
     issued: u64,
 ) {
-    if let Some(v) = RowVersion::written(op, actor) {
-        f.writes.push(WriteFact {
-            scope: v.scope.clone(),
-            part: v.part.clone(),
-            content: v.content.to_string(),
-            writer: actor.clone(),
-            token: v.token,
-            window: w,
-            at,
-            certainty: c,
-            issued,
-            unanswered: false,
-            kept_after_fail: None,
-        });
-    }
+    f.writes.extend(write_fact(op, actor, w, at, c, issued));
+}
+
+/// The fact of a write or upsert `op` by `actor`, committed in `w` (none for other ops).
+fn write_fact(
+    op: &Op,
+    actor: &Holder,
+    w: Window,
+    at: Millis,
+    c: Certainty,
+    issued: u64,
+) -> Option<WriteFact> {
+    RowVersion::written(op, actor).map(|v| WriteFact {
+        scope: v.scope.clone(),
+        part: v.part.clone(),
+        content: v.content.to_string(),
+        writer: actor.clone(),
+        token: v.token,
+        window: w,
+        at,
+        certainty: c,
+        issued,
+        unanswered: false,
+        kept_after_fail: None,
+    })
 }
 
 /// The row a statement writes when it takes effect (a fence writes the floor, an upsert its

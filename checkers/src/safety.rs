@@ -857,13 +857,7 @@ pub(crate) fn final_content(f: &Facts, out: &mut Vec<Violation>) {
         else {
             continue;
         };
-        let version = crate::facts::RowVersion {
-            scope,
-            part,
-            token: x.token,
-            writer: &x.writer,
-            content: &x.content,
-        };
+        let version = crate::facts::RowVersion::shown(scope, part, x);
         if f.attempted(&version).is_some_and(|seq| seq < snap.latest) {
             continue;
         }

@@ -34,7 +34,7 @@
 //! was lost is not resolved: its holder does not know its token and cannot act on it), the
 //! floor's regressions, and a final read of a value no statement wrote.
 
-use crate::facts::{Certainty, Facts, LeaseChange, LeaseFact, ReadKey, Window};
+use crate::facts::{Certainty, Facts, LeaseChange, LeaseFact, ReadKey, RowVersion, Window};
 use crate::safety::{self, Counted, WriteViolation};
 use crate::verdict::{Condition, Findings, Possible, Settled, Violation};
 use leaselab_model::{Expiry, History, LeaseName, Outcome, Token};
@@ -212,29 +212,25 @@ enum Candidate {
 /// now have been, and the read.
 fn settle_writes(f: &Facts, settled: &mut Vec<Settled>) -> Vec<(Candidate, u64, u64)> {
     let mut found = Vec::new();
-    type Key<'f> = (
-        &'f leaselab_model::Scope,
-        &'f leaselab_model::Part,
-        Token,
-        &'f leaselab_model::Holder,
-        &'f str,
-    );
     // The writes of every row version some unknown or refused write carries.
-    let mut versions: BTreeMap<Key, Vec<Candidate>> = BTreeMap::new();
+    let mut versions: BTreeMap<RowVersion, Vec<Candidate>> = BTreeMap::new();
     for (i, w) in f.writes.iter().enumerate() {
         if w.certainty == Certainty::Maybe {
-            let k = (&w.scope, &w.part, w.token, &w.writer, w.content.as_str());
-            versions.entry(k).or_default().push(Candidate::Write(i));
+            versions
+                .entry(w.version())
+                .or_default()
+                .push(Candidate::Write(i));
         }
     }
     for (i, w) in f.refused.iter().enumerate() {
-        let k = (&w.scope, &w.part, w.token, &w.writer, w.content.as_str());
-        versions.entry(k).or_default().push(Candidate::Refused(i));
+        versions
+            .entry(w.version())
+            .or_default()
+            .push(Candidate::Refused(i));
     }
     for (i, w) in f.writes.iter().enumerate() {
         if w.certainty == Certainty::Accepted {
-            let k = (&w.scope, &w.part, w.token, &w.writer, w.content.as_str());
-            if let Some(v) = versions.get_mut(&k) {
+            if let Some(v) = versions.get_mut(&w.version()) {
                 v.push(Candidate::Write(i));
             }
         }
@@ -250,8 +246,9 @@ fn settle_writes(f: &Facts, settled: &mut Vec<Settled>) -> Vec<(Candidate, u64, 
         else {
             continue;
         };
-        let k = (scope, part, x.token, &x.writer, x.content.as_str());
-        let Some(v) = versions.get(&k) else { continue };
+        let Some(v) = versions.get(&RowVersion::shown(scope, part, x)) else {
+            continue;
+        };
         // A statement that waited from event k (its window begins at k + 1) may be what a read
         // at k + 1 shows: a recorder's invoke, then another process's read, then its answer —
         // the write may have committed before the read. (In the model a read at k + 1 cannot

@@ -483,16 +483,16 @@ fn every_command_audit_prints_runs_as_printed() {
     // What an earlier run of this test found would take the names this one checks.
     let _ = std::fs::remove_dir_all(&out);
     let s = |p: &Path| p.display().to_string();
-    let (code, text, err) = leaselab(&[
-        "audit",
-        &s(&spec),
-        "--gen",
-        "50",
-        "--out",
-        &s(&out),
-        "--pg-dir",
-        &s(&pg),
-    ]);
+    // The audit this test runs, with `extra` arguments.
+    let audit = |extra: &[&str]| {
+        let (spec, out, pg) = (s(&spec), s(&out), s(&pg));
+        let mut args = vec![
+            "audit", &spec, "--gen", "50", "--out", &out, "--pg-dir", &pg,
+        ];
+        args.extend(extra);
+        leaselab(&args)
+    };
+    let (code, text, err) = audit(&[]);
     assert_eq!(code, Some(1), "{text}{err}");
     assert!(text.contains("VIOLATION I3"), "{text}");
     let mut ran = 0;
@@ -540,18 +540,7 @@ fn every_command_audit_prints_runs_as_printed() {
     // first one's files and writes its own beside them.
     assert!(trace.ends_with("audit-unfenced-write-1.trace"), "{trace}");
     let json = dir.join("summary.json");
-    let (code, second, err) = leaselab(&[
-        "audit",
-        &s(&spec),
-        "--gen",
-        "50",
-        "--out",
-        &s(&out),
-        "--pg-dir",
-        &s(&pg),
-        "--json",
-        &s(&json),
-    ]);
+    let (code, second, err) = audit(&["--json", &s(&json)]);
     assert_eq!(code, Some(1), "{second}{err}");
     assert!(
         second.contains("audit-unfenced-write-1-2.trace"),
