@@ -81,16 +81,51 @@ enum Cmd {
 
 /// Output piped into `head` or `grep -m1` ends the process quietly, as for any Unix tool
 /// (Rust ignores SIGPIPE by default, which turns a closed pipe into a panic in `println!`).
-fn die_quietly_on_closed_pipe() {
+/// Only a closed *output* does: a write into the stdin of a holder process this process just
+/// killed, or into the socket of a server it just stopped (an abandoned run does both while its
+/// main thread goes on), must come back as an error, not end the process by a signal with its
+/// cleanup half done. So SIGPIPE gets a handler that restores the default action and raises it
+/// again only when standard output or error has lost its reader.
+fn die_quietly_on_closed_output() {
     #[cfg(unix)]
-    // SAFETY: restoring the default disposition of one signal before any thread starts.
+    // SAFETY: installs a handler for one signal before any thread starts; the handler makes
+    // only async-signal-safe calls (poll, signal, raise) and restores errno.
     unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        libc::signal(
+            libc::SIGPIPE,
+            on_sigpipe as extern "C" fn(libc::c_int) as libc::sighandler_t,
+        );
+    }
+}
+
+/// A pipe's write end polls as POLLERR once no reader is left (a socket's as POLLHUP): then the
+/// signal came from, or at least finds, an output nobody reads, and the process ends by it as
+/// it would by default (the signal is blocked while this runs and is delivered on return).
+#[cfg(unix)]
+extern "C" fn on_sigpipe(_: libc::c_int) {
+    // SAFETY: async-signal-safe calls on this thread's errno and two standard descriptors.
+    unsafe {
+        let errno = *libc::__errno_location();
+        let mut out = [1, 2].map(|fd| libc::pollfd {
+            fd,
+            events: 0,
+            revents: 0,
+        });
+        let ready = libc::poll(out.as_mut_ptr(), out.len() as libc::nfds_t, 0);
+        if ready > 0
+            && out
+                .iter()
+                .any(|p| p.revents & (libc::POLLERR | libc::POLLHUP) != 0)
+        {
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+            libc::raise(libc::SIGPIPE);
+        }
+        *libc::__errno_location() = errno;
     }
 }
 
 fn main() -> ExitCode {
-    die_quietly_on_closed_pipe();
+    die_quietly_on_closed_output();
     leaselab::interrupt::install();
     let words: Vec<String> = std::env::args().skip(1).collect();
     let cli = Cli::parse();

@@ -5,6 +5,7 @@
 //! nothing either: its watchdog stops what it started.
 
 use leaselab_pg::cluster::postgres_for_test;
+use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -377,11 +378,21 @@ fn holders_under(dir: &Path) -> Vec<HolderProcess> {
     found
 }
 
+/// When a signal of [`lab_with_a_stopped_holder`] is sent.
+#[derive(Clone, Copy)]
+enum When {
+    /// [`APART`] after the one before (the first: as soon as holder-a is stopped).
+    Apart,
+    /// Once holder-b has started (its record file exists), and at least [`APART`] after the one
+    /// before: the lab's main thread then talks to holder-b, and next to holder-a's stdin.
+    HolderBRuns,
+}
+
 /// Runs F4 of the lab until holder-a is stopped with SIGSTOP, sends `signals`, and returns the
 /// lab's exit status once it ended, after checking that no holder process and no server of it
 /// is left (a killed process may take a moment to be reaped by init, a killed owner's watchdog
 /// a moment to stop its servers).
-fn lab_with_a_stopped_holder(name: &str, signals: &[&str]) -> std::process::ExitStatus {
+fn lab_with_a_stopped_holder(name: &str, signals: &[(&str, When)]) -> std::process::ExitStatus {
     let dir = scratch(name);
     let d = dir.display().to_string();
     let mut child = start(
@@ -400,9 +411,24 @@ fn lab_with_a_stopped_holder(name: &str, signals: &[&str]) -> std::process::Exit
         );
         std::thread::sleep(Duration::from_millis(20));
     }
-    for s in signals {
+    let holder_b = dir.join("records/F4/holder-b.jsonl");
+    let mut last: Option<Instant> = None;
+    for (s, when) in signals {
+        if let Some(last) = last {
+            std::thread::sleep(APART.saturating_sub(last.elapsed()));
+        }
+        if let When::HolderBRuns = when {
+            let t0 = Instant::now();
+            while !holder_b.exists() {
+                assert!(
+                    t0.elapsed() < Duration::from_secs(60),
+                    "holder-b never started"
+                );
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
         signal(&child, s);
-        std::thread::sleep(APART);
+        last = Some(Instant::now());
     }
     // Not `wait_with_output`: a holder left behind keeps the inherited stderr open.
     let t0 = Instant::now();
@@ -438,8 +464,26 @@ fn abandoning_the_lab_while_a_holder_is_stopped_leaves_no_process() {
     if !postgres_for_test("cli::abandoning_the_lab_while_a_holder_is_stopped") {
         return;
     }
-    let status = lab_with_a_stopped_holder("lab-stopped-holder", &["-TERM", "-TERM"]);
-    assert_eq!(status.code(), Some(5));
+    let status = lab_with_a_stopped_holder(
+        "lab-stopped-holder",
+        &[("-TERM", When::Apart), ("-TERM", When::Apart)],
+    );
+    assert_eq!((status.code(), status.signal()), (Some(5), None));
+}
+
+/// Abandoned once holder-b runs: the handler kills both holders while the lab's main thread
+/// goes on to tell holder-a (dead now) to release. That write into a closed pipe is an error
+/// the run reports, not a SIGPIPE that ends the lab by a signal before it exits 5.
+#[test]
+fn abandoning_the_lab_while_holder_b_runs_exits_5() {
+    if !postgres_for_test("cli::abandoning_the_lab_while_holder_b_runs") {
+        return;
+    }
+    let status = lab_with_a_stopped_holder(
+        "lab-holder-b",
+        &[("-TERM", When::Apart), ("-TERM", When::HolderBRuns)],
+    );
+    assert_eq!((status.code(), status.signal()), (Some(5), None));
 }
 
 /// The same lab killed outright: its watchdog kills the holders and stops the servers.
@@ -448,7 +492,7 @@ fn a_killed_lab_leaves_no_holder_and_no_server() {
     if !postgres_for_test("cli::a_killed_lab_leaves_no_holder_and_no_server") {
         return;
     }
-    let status = lab_with_a_stopped_holder("lab-killed", &["-KILL"]);
+    let status = lab_with_a_stopped_holder("lab-killed", &[("-KILL", When::Apart)]);
     assert_eq!(status.code(), None, "killed by the signal");
 }
 
@@ -501,4 +545,27 @@ fn ctrl_c_at_the_terminal_during_f4_finishes_the_case() {
     );
     assert_eq!(servers_under(&dir), Vec::<String>::new());
     assert!(holders_under(&dir).is_empty());
+}
+
+/// Output into a pipe nobody reads any more (`leaselab lab | head -1` once `head` is done) ends
+/// the process by SIGPIPE, quietly, as any Unix tool — and only that: a closed pipe to a killed
+/// holder is an error the run reports (`abandoning_the_lab_while_holder_b_runs_exits_5`).
+#[test]
+fn output_nobody_reads_ends_the_process_quietly() {
+    let (reader, writer) = std::io::pipe().expect("a pipe");
+    drop(reader);
+    let out = Command::new(env!("CARGO_BIN_EXE_leaselab"))
+        .current_dir(common::root())
+        .arg("lab")
+        .stdout(writer)
+        .stderr(Stdio::piped())
+        .output()
+        .expect("leaselab lab runs");
+    assert_eq!(
+        (out.status.code(), out.status.signal()),
+        (None, Some(13)),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "");
 }
