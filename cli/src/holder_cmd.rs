@@ -1,5 +1,5 @@
-//! `leaselab holder`: one holder process of the real-time F4/F5 experiment, started by
-//! `lab --backend pg` ([`leaselab_pg::real`]).
+//! `leaselab holder`: one holder process, started by `lab --backend pg` for F4/F5
+//! ([`leaselab_pg::real`]) and by `live` ([`leaselab_live::run`]).
 
 use crate::args::Exit;
 use leaselab_model::names::defaults;
@@ -8,13 +8,23 @@ use std::path::PathBuf;
 /// `leaselab holder`'s arguments.
 #[derive(clap::Args, Debug)]
 pub struct HolderArgs {
-    /// a or b.
-    #[arg(long)]
+    /// a (waits for the parent after its first local check), b (straight through), or live
+    /// (jobs until --until-ms, waiting for the parent after every local check).
+    #[arg(long, value_parser = ["a", "b", "live"])]
     pub role: String,
+    /// Live: when the last job may start, ms of its own clock.
+    #[arg(long, default_value_t = 0)]
+    pub until_ms: u64,
+    /// Where the lease is kept: pg or redis.
+    #[arg(long, default_value = "pg", value_parser = ["pg", "redis"])]
+    pub store: String,
+    /// The Redis recipe (with --store redis).
+    #[arg(long, value_name = "FILE")]
+    pub recipe: Option<PathBuf>,
     /// Holder name.
     #[arg(long)]
     pub name: String,
-    /// lease26 connection string.
+    /// The lease service's address: a connection string (pg), or redis://HOST:PORT/.
     #[arg(long)]
     pub lease: String,
     /// res26 connection string.
@@ -46,10 +56,38 @@ pub struct HolderArgs {
 
 /// Runs the holder process.
 pub fn main(a: HolderArgs) -> Exit {
-    let args = leaselab_pg::real::HolderArgs {
-        role: a.role,
+    use leaselab_live::holder::{HolderArgs, Role};
+    use leaselab_live::store::{Store, StoreKind};
+    let role = match a.role.as_str() {
+        "a" => Role::A,
+        "b" => Role::B,
+        _ => Role::Live {
+            until_ms: a.until_ms,
+        },
+    };
+    let kind = StoreKind::parse(&a.store).unwrap_or(StoreKind::Pg);
+    let recipe = match (&a.recipe, kind) {
+        (Some(f), _) => match leaselab_live::redis::RedisRecipe::load(f) {
+            Ok(r) => Some(r),
+            Err(e) => {
+                eprintln!("leaselab holder: {e}");
+                return Exit::Usage;
+            }
+        },
+        (None, StoreKind::Redis) => {
+            eprintln!("leaselab holder: --store redis needs --recipe FILE");
+            return Exit::Usage;
+        }
+        (None, StoreKind::Pg) => None,
+    };
+    let args = HolderArgs {
+        role,
         name: a.name,
-        lease: a.lease,
+        store: Store {
+            kind,
+            addr: a.lease,
+            recipe,
+        },
         res: a.res,
         fenced: a.fence != "off",
         ttl_ms: a.ttl_ms,
@@ -58,7 +96,7 @@ pub fn main(a: HolderArgs) -> Exit {
         record: a.record,
         clock_origin_ms: a.clock_origin_ms,
     };
-    match leaselab_pg::real::holder_main(&args) {
+    match leaselab_live::holder::holder_main(&args) {
         Ok(()) => Exit::Clean,
         Err(e) => {
             eprintln!("leaselab holder: {e}");

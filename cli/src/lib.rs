@@ -35,6 +35,7 @@ pub mod interrupt;
 pub mod judge_cmd;
 pub mod lab;
 pub mod lab_cmd;
+pub mod live_cmd;
 pub mod picture_cmd;
 pub mod progress;
 pub mod replay;

@@ -39,7 +39,12 @@ enum Cmd {
     /// `:token`, `:scope`, `:part`, `:content`, `:key`); see docs/lease-spec.md and
     /// examples/leases/.
     Audit(leaselab::audit_cmd::AuditArgs),
-    /// One holder process of the real-time F4/F5 experiment (started by `lab --backend pg`).
+    /// A live run on a real lease service (PostgreSQL or Redis): holder processes in real
+    /// time under a nemesis (pauses after the local check), their records judged by the
+    /// checkers; the verdict, the history, and the commands to judge it and to run it again.
+    /// Starts its own throwaway servers.
+    Live(leaselab::live_cmd::LiveArgs),
+    /// One holder process of the real-time F4/F5 experiment and of `live` (started by them).
     #[command(hide = true)]
     Holder(leaselab::holder_cmd::HolderArgs),
     /// Draw a trace: a terminal timeline (default), a Mermaid sequenceDiagram (--mermaid), or
@@ -153,6 +158,7 @@ fn dispatch(cmd: Cmd) -> Exit {
         Cmd::Sim(a) => leaselab::sim_cmd::main(a),
         Cmd::Diff(a) => leaselab::diff_cmd::main(a),
         Cmd::Audit(a) => leaselab::audit_cmd::main(a),
+        Cmd::Live(a) => leaselab::live_cmd::main(a),
         Cmd::Holder(a) => leaselab::holder_cmd::main(a),
         Cmd::Diagram(a) => leaselab::picture_cmd::diagram_main(a),
         Cmd::Judge(a) => leaselab::judge_cmd::main(a),
@@ -179,6 +185,7 @@ fn configure_interrupt(cmd: &Cmd) {
         Cmd::Check(a) if a.serve.is_some() => ("check", OnFirst::Exit),
         Cmd::Check(_) => ("check", OnFirst::Finish("search")),
         Cmd::Replay(_) => ("replay", OnFirst::Exit),
+        Cmd::Live(_) => ("live", OnFirst::Finish("jobs")),
         Cmd::Holder(_) => ("holder", OnFirst::Exit),
         Cmd::Diagram(_) => ("diagram", OnFirst::Exit),
         Cmd::Judge(_) => ("judge", OnFirst::Exit),

@@ -5,20 +5,14 @@
 
 use crate::recording::{epoch_ms, Recording};
 use crate::sql;
-use leaselab_model::client::LocalDeadline;
-use leaselab_model::holder::{Effect, HolderCfg, HolderMachine, Point};
 use leaselab_model::names::defaults;
-use leaselab_model::{
-    ConnId, DbName, Holder, LeaseName, Millis, Op, Outcome, Part, PartRow, Scope, Token,
-};
-use std::collections::BTreeMap;
+use leaselab_model::{Op, Outcome, PartRow, Token};
 use std::future::Future;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdout, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::sync::mpsc;
 use tokio_postgres::{Client, NoTls};
 
 /// Why a real-time experiment could not run (not an outcome of it).
@@ -69,14 +63,16 @@ impl<T> Context<T> for Result<T, std::io::Error> {
     }
 }
 
-fn runtime() -> Result<tokio::runtime::Runtime, RealError> {
+/// A current-thread runtime with time and IO, as every real-time process here runs.
+pub fn runtime() -> Result<tokio::runtime::Runtime, RealError> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .ctx("runtime")
 }
 
-async fn connect(info: &str) -> Result<Client, RealError> {
+/// A connection to `info`, its driver task spawned on the current runtime.
+pub async fn connect(info: &str) -> Result<Client, RealError> {
     let (c, conn) = tokio_postgres::connect(info, NoTls).await.ctx("connect")?;
     tokio::spawn(async move {
         let _ = conn.await;
@@ -95,34 +91,54 @@ const RENEW_REAL: &str =
 WHERE name = $2 AND holder = $3 AND token = $4 AND expires_at > now()
 RETURNING floor(extract(epoch FROM expires_at) * 1000)::int8";
 
-/// Arguments of `leaselab holder`.
-#[derive(Clone, Debug)]
-pub struct HolderArgs {
-    /// `a` (stops at the point after its local check until the parent writes a line, renewing
-    /// meanwhile) or `b` (runs its job straight through).
-    pub role: String,
-    /// Holder name.
-    pub name: String,
-    /// Connection string of lease26.
-    pub lease: String,
-    /// Connection string of res26.
-    pub res: String,
-    /// Fenced (scope) or not (off).
-    pub fenced: bool,
-    /// TTL.
-    pub ttl_ms: u64,
-    /// Renew period.
-    pub renew_ms: u64,
-    /// Local margin.
-    pub margin_ms: u64,
-    /// Record this process's calls to this file (JSON lines).
-    pub record: Option<PathBuf>,
-    /// The recording's time 0, in ms since the epoch (the parent's, shared by every process).
-    pub clock_origin_ms: u64,
+/// The source design's acquire on the lease table: the new token and the expiry it set (ms
+/// since the epoch, by the server's `now()`), or `None` while another holder's lease is valid.
+pub async fn acquire(
+    client: &Client,
+    lease: &str,
+    holder: &str,
+    ttl_ms: u64,
+) -> Result<Option<(Token, i64)>, RealError> {
+    let args: [&(dyn tokio_postgres::types::ToSql + Sync); 3] = [&lease, &holder, &(ttl_ms as f64)];
+    Ok(client
+        .query_opt(ACQUIRE_REAL, &args)
+        .await
+        .ctx("acquire")?
+        .map(|r| (Token(r.get::<_, i64>(0) as u64), r.get(1))))
+}
+
+/// The source design's renew: the new expiry (ms since the epoch), or `None` when the lease is
+/// no longer this holder's under this token, or has expired.
+pub async fn renew(
+    client: &Client,
+    lease: &str,
+    holder: &str,
+    token: Token,
+    ttl_ms: u64,
+) -> Result<Option<i64>, RealError> {
+    let args: [&(dyn tokio_postgres::types::ToSql + Sync); 4] =
+        [&(ttl_ms as f64), &lease, &holder, &(token.0 as i64)];
+    Ok(client
+        .query_opt(RENEW_REAL, &args)
+        .await
+        .ctx("renew")?
+        .map(|r| r.get(0)))
+}
+
+/// The source design's release: whether the lease was still this holder's to end.
+pub async fn release(
+    client: &Client,
+    lease: &str,
+    holder: &str,
+    token: Token,
+) -> Result<bool, RealError> {
+    let args: [&(dyn tokio_postgres::types::ToSql + Sync); 3] =
+        [&lease, &holder, &(token.0 as i64)];
+    Ok(client.execute(sql::RELEASE, &args).await.ctx("release")? == 1)
 }
 
 /// Runs `call` recorded as `op` on `rec` (see [`Recording::around`]).
-async fn recorded<T>(
+pub async fn recorded<T>(
     rec: &Recording,
     conn: Option<&str>,
     op: &Op,
@@ -132,85 +148,10 @@ async fn recorded<T>(
     rec.around(conn, op, call, outcome).await.ctx("record")?
 }
 
-/// Runs one request of holder `writer` as real SQL on `client` (the connection the holder
-/// named `conn`), recorded: its outcome, or `Indeterminate` when the call failed (the holder
-/// then abandons the connection, as it does a timed-out one).
-async fn exec(
-    client: &Client,
-    rec: &Recording,
-    (writer, conn): (&str, &str),
-    op: &Op,
-    fenced: bool,
-) -> Outcome {
-    let call = async {
-        Ok(match op {
-            Op::Acquire {
-                lease,
-                holder,
-                ttl_ms,
-            } => {
-                let args: [&(dyn tokio_postgres::types::ToSql + Sync); 3] =
-                    [&lease.as_str(), &holder.as_str(), &(*ttl_ms as f64)];
-                match client.query_opt(ACQUIRE_REAL, &args).await.ctx("acquire")? {
-                    Some(r) => Outcome::Granted {
-                        token: Token(r.get::<_, i64>(0) as u64),
-                        expires: rec.at(r.get(1)),
-                    },
-                    None => Outcome::Refused,
-                }
-            }
-            Op::Renew {
-                lease,
-                holder,
-                token,
-                ttl_ms,
-            } => {
-                let args: [&(dyn tokio_postgres::types::ToSql + Sync); 4] = [
-                    &(*ttl_ms as f64),
-                    &lease.as_str(),
-                    &holder.as_str(),
-                    &(token.0 as i64),
-                ];
-                match client.query_opt(RENEW_REAL, &args).await.ctx("renew")? {
-                    Some(r) => Outcome::Renewed {
-                        expires: rec.at(r.get(0)),
-                    },
-                    None => Outcome::Refused,
-                }
-            }
-            Op::Release {
-                lease,
-                holder,
-                token,
-            } => {
-                let args: [&(dyn tokio_postgres::types::ToSql + Sync); 3] =
-                    [&lease.as_str(), &holder.as_str(), &(token.0 as i64)];
-                match client.execute(sql::RELEASE, &args).await.ctx("release")? {
-                    1 => Outcome::Released,
-                    _ => Outcome::Refused,
-                }
-            }
-            Op::Write { content, token, .. } => {
-                if write(client, fenced, writer, token.0 as i64, content).await? {
-                    Outcome::Accepted
-                } else {
-                    Outcome::Rejected
-                }
-            }
-            other => {
-                return Err(RealError::Unexpected(format!(
-                    "the real holder has no statement for `{other}`"
-                )))
-            }
-        })
-    };
-    match recorded(rec, Some(conn), op, call, Outcome::clone).await {
-        Ok(o) => o,
-        Err(e) => Outcome::Indeterminate(e.to_string()),
-    }
-}
-
-async fn write(
+/// The source design's write of the summary part as holder `name` with `token`: with the scope
+/// fence, BEGIN, the fence, the upsert, COMMIT (or ROLLBACK when the fence refuses); unfenced,
+/// the upsert alone; then the attempt log. Whether the write was accepted.
+pub async fn write(
     res: &Client,
     fenced: bool,
     name: &str,
@@ -252,224 +193,6 @@ async fn write(
     .await
     .ctx("write")?;
     Ok(ok)
-}
-
-/// The line the process prints for a reply, for the parent to read.
-fn reply_line(op: &Op, o: &Outcome) -> Option<String> {
-    let ok = |yes: bool| if yes { "true" } else { "false" };
-    Some(match (op, o) {
-        (Op::Acquire { .. }, Outcome::Granted { token, .. }) => format!("ACQUIRED token={token}"),
-        (Op::Acquire { .. }, Outcome::Refused) => return None, // the holder tries again
-        (Op::Write { token, .. }, Outcome::Accepted | Outcome::Rejected) => format!(
-            "WRITE accepted={} token={token}",
-            ok(*o == Outcome::Accepted)
-        ),
-        (Op::Renew { .. }, Outcome::Renewed { .. } | Outcome::Refused) => {
-            format!("RENEW ok={}", ok(*o != Outcome::Refused))
-        }
-        (Op::Release { .. }, Outcome::Released | Outcome::Refused) => {
-            format!("RELEASE ok={}", ok(*o == Outcome::Released))
-        }
-        (op, o) => format!("ERROR {op} => {o}"),
-    })
-}
-
-/// The holder process of F4/F5: the one holder of the model crate
-/// ([`leaselab_model::holder`]) — the machine the simulation and the exhaustive checker run —
-/// driven in real time. Its requests run as real statements (real `now()`) on real
-/// connections, one per connection it names; its clock is this process's monotonic clock; it
-/// runs one job (acquire, local check, the fenced write, release, the renewer beside it) and
-/// exits once every call it began is answered. Role `a` stops at the code point after its
-/// local check ([`Point::AfterCheck`]) and goes on only when the parent writes a line — the
-/// parent stops the whole process with SIGSTOP right there — while its renewer keeps renewing
-/// until then; role `b` runs straight through. It prints one line per step for the parent;
-/// with `record`, every call is also written to that file as it happens (JSON lines,
-/// `leaselab judge`).
-pub fn holder_main(a: &HolderArgs) -> Result<(), RealError> {
-    let rt = runtime()?;
-    let rec = Arc::new(
-        Recording::open(a.record.as_deref(), &a.name, a.clock_origin_ms)
-            .ctx("open the record file")?,
-    );
-    let cfg = HolderCfg {
-        name: Holder::new(a.name.as_str()),
-        lease: LeaseName::new(defaults::LEASE),
-        scope: Scope::new(defaults::SCOPE),
-        parts: vec![Part::new(defaults::SUMMARY)],
-        ttl_ms: a.ttl_ms,
-        renew_ms: a.renew_ms,
-        margin_ms: a.margin_ms,
-        // Longer than the experiment: no statement of it is given up.
-        rpc_timeout_ms: 60_000,
-        retry_ms: 50,
-        job_gap_ms: 60_000,
-        start_ms: 0,
-        // The fenced write as the source's one call (BEGIN, fence, upsert, COMMIT or ROLLBACK,
-        // and the attempt log), recorded as one `write`.
-        whole_writes: true,
-    };
-    rt.block_on(RealHolder::new(a, cfg, rec).run())
-}
-
-/// A request's id and its outcome, from the task that ran it.
-type Reply = (u64, Outcome);
-
-/// The driver of [`holder_main`].
-struct RealHolder<'a> {
-    a: &'a HolderArgs,
-    m: HolderMachine,
-    rec: Arc<Recording>,
-    /// The holder's clock: time 0 is its start, on the monotonic clock and on the recording's.
-    start: Instant,
-    start_rec: Millis,
-    clients: BTreeMap<ConnId, Arc<Client>>,
-    /// What each awaited request asked, to print its reply.
-    asked: BTreeMap<u64, Op>,
-    replies: (mpsc::UnboundedSender<Reply>, mpsc::UnboundedReceiver<Reply>),
-    /// The effects after the stop point, carried out once the parent says so.
-    held: Option<Vec<Effect>>,
-}
-
-impl<'a> RealHolder<'a> {
-    fn new(a: &'a HolderArgs, cfg: HolderCfg, rec: Arc<Recording>) -> Self {
-        let start = Instant::now();
-        RealHolder {
-            a,
-            m: HolderMachine::new(cfg),
-            start_rec: rec.now(),
-            rec,
-            start,
-            clients: BTreeMap::new(),
-            asked: BTreeMap::new(),
-            replies: mpsc::unbounded_channel(),
-            held: None,
-        }
-    }
-
-    fn local(&self) -> Millis {
-        Millis(self.start.elapsed().as_millis() as u64)
-    }
-
-    fn say(&self, line: &str) {
-        println!("{line}");
-        let _ = std::io::stdout().flush();
-    }
-
-    async fn run(mut self) -> Result<(), RealError> {
-        // The parent's lines, read on a thread of their own (a blocking read).
-        let (line_tx, mut lines) = mpsc::unbounded_channel::<()>();
-        std::thread::spawn(move || {
-            for l in std::io::stdin().lock().lines() {
-                if l.is_err() || line_tx.send(()).is_err() {
-                    break;
-                }
-            }
-        });
-        // A bound on a hang, not a measure of speed: a busy machine runs the job slowly.
-        let give_up = Duration::from_secs(120);
-        let mut effects = Vec::new();
-        self.m.on_timer(self.local(), &mut effects);
-        self.carry(effects).await?;
-        loop {
-            let s = self.m.stats;
-            if s.jobs + s.aborts >= 1 && !self.m.awaits_reply() && self.held.is_none() {
-                return Ok(());
-            }
-            if self.start.elapsed() > give_up {
-                return Err(RealError::Unexpected(format!(
-                    "{}: the job did not end within {} s",
-                    self.a.name,
-                    give_up.as_secs()
-                )));
-            }
-            let now = self.local();
-            let wake = self
-                .m
-                .next_timer()
-                .map_or(1_000, |t| t.since(now).min(1_000));
-            let held = self.held.is_some();
-            let mut effects = Vec::new();
-            tokio::select! {
-                Some((req, o)) = self.replies.1.recv() => {
-                    if let Some(line) = self.asked.remove(&req).and_then(|op| reply_line(&op, &o)) {
-                        self.say(&line);
-                    }
-                    self.m.on_reply(self.local(), req, &o, &mut effects);
-                    self.carry(effects).await?;
-                }
-                Some(()) = lines.recv(), if held => {
-                    // Resumed: what fell due while the process was stopped runs first (the
-                    // renewer's overdue renew), then the write it was stopped before.
-                    self.m.on_timer(self.local(), &mut effects);
-                    self.carry(effects).await?;
-                    let rest = self.held.take().unwrap_or_default();
-                    self.carry(rest).await?;
-                }
-                _ = tokio::time::sleep(Duration::from_millis(wake)) => {
-                    self.m.on_timer(self.local(), &mut effects);
-                    self.carry(effects).await?;
-                }
-            }
-        }
-    }
-
-    /// Carries out the holder's effects in order; role `a` holds the ones after its check.
-    async fn carry(&mut self, effects: Vec<Effect>) -> Result<(), RealError> {
-        let mut it = effects.into_iter();
-        while let Some(e) = it.next() {
-            match e {
-                Effect::Send { req, db, conn, op } => {
-                    let client = match self.clients.get(&conn) {
-                        Some(c) => c.clone(),
-                        None => {
-                            let info = match db {
-                                DbName::Lease => &self.a.lease,
-                                DbName::Res => &self.a.res,
-                            };
-                            let c = Arc::new(connect(info).await?);
-                            self.clients.insert(conn.clone(), c.clone());
-                            c
-                        }
-                    };
-                    self.asked.insert(req, op.clone());
-                    let (rec, tx, fenced) =
-                        (self.rec.clone(), self.replies.0.clone(), self.a.fenced);
-                    let writer = self.a.name.clone();
-                    tokio::spawn(async move {
-                        let o = exec(&client, &rec, (&writer, conn.as_str()), &op, fenced).await;
-                        let _ = tx.send((req, o));
-                    });
-                }
-                Effect::Abandon { conn, .. } => {
-                    // Closed once its last statement's task lets go of it.
-                    self.clients.remove(&conn);
-                }
-                Effect::Record(Op::Check { deadline }) => {
-                    let valid = LocalDeadline { deadline }.allows(self.local());
-                    // On the recording's clock, as every other time in the file.
-                    let check = Op::check(Millis(self.start_rec.0 + deadline.0));
-                    let verdict = if valid {
-                        Outcome::Valid
-                    } else {
-                        Outcome::Expired
-                    };
-                    self.rec.local(&check, &verdict).ctx("record")?;
-                    self.say(&format!("CHECK valid={valid}"));
-                }
-                Effect::Record(op) => {
-                    self.rec.local(&op, &Outcome::Ok).ctx("record")?;
-                    self.say(&op.to_string().to_uppercase());
-                }
-                Effect::Point(Point::AfterCheck) if self.a.role == "a" => {
-                    self.say("READY");
-                    self.held = Some(it.collect());
-                    return Ok(());
-                }
-                Effect::Point(_) => {}
-            }
-        }
-        Ok(())
-    }
 }
 
 /// What the parent observed in F4/F5.
@@ -592,16 +315,38 @@ pub fn kill_holders() {
 
 /// A running holder process: reaped by [`HolderProc::wait`], killed and reaped when dropped
 /// first (an error part-way, with the process perhaps stopped).
-struct HolderProc(Child);
+pub struct HolderProc(Child);
 
 impl HolderProc {
-    fn id(&self) -> u32 {
+    /// Starts `cmd` (this binary's `holder` command) as a holder process: in a process group
+    /// of its own, listed for [`kill_holders`] and guarded by the watchdog.
+    pub fn spawn(cmd: Command) -> Result<Spawned, RealError> {
+        let mut child = spawn_listed(cmd)?;
+        let (stdin, stdout) = (child.stdin.take(), child.stdout.take());
+        let proc = HolderProc(child);
+        match (stdin, stdout) {
+            (Some(stdin), Some(stdout)) => Ok(Spawned {
+                proc,
+                stdin,
+                stdout,
+            }),
+            _ => Err(RealError::Unexpected("a holder without its pipes".into())),
+        }
+    }
+
+    /// Its pid.
+    pub fn id(&self) -> u32 {
         self.0.id()
+    }
+
+    /// Stops (SIGSTOP) or resumes (SIGCONT) it, `sig` as `kill` spells it.
+    pub fn signal(&self, sig: &str) -> Result<(), RealError> {
+        signal(self.id(), sig)
     }
 
     /// Waits for a holder that runs to its end (not stopped). Unregistered first: once reaped,
     /// its pid may belong to another process, which [`kill_holders`] must never signal.
-    fn wait(mut self) {
+    pub fn wait(mut self) {
         unlist(self.0.id());
         let _ = self.0.wait();
     }
@@ -637,8 +382,13 @@ fn spawn_holder(
             .arg(r.file(name))
             .args(["--clock-origin-ms", &r.origin_ms.to_string()]);
     }
-    // A process group of its own: a Ctrl-C at the terminal reaches the lab alone, which
-    // decides what becomes of its holders (killed when it abandons the run).
+    spawn_listed(cmd)
+}
+
+/// Starts a holder process (`cmd`, its standard input and output piped) in a process group of
+/// its own — a Ctrl-C at the terminal reaches the parent alone, which decides what becomes of
+/// its holders (killed when it abandons the run) — listed for [`kill_holders`] and the watchdog.
+fn spawn_listed(mut cmd: Command) -> Result<Child, RealError> {
     use std::os::unix::process::CommandExt;
     // Started and listed under the list's lock: [`kill_holders`] either sees it or has already
     // closed the list, and then it is not started.
@@ -653,13 +403,23 @@ fn spawn_holder(
         .stdout(Stdio::piped())
         .process_group(0)
         .spawn()
-        .ctx(&format!("spawn {}", exe.display()))?;
+        .ctx(&format!("spawn {}", cmd.get_program().to_string_lossy()))?;
     let watched = crate::watchdog::guard(
         crate::watchdog::Order::Holder,
         format!("kill -KILL {} 2>/dev/null", child.id()),
     );
     listed.push((child.id(), watched));
     Ok(child)
+}
+
+/// A holder process started by [`HolderProc::spawn`], with its pipes.
+pub struct Spawned {
+    /// The process: killed and reaped when dropped before [`HolderProc::wait`].
+    pub proc: HolderProc,
+    /// Its standard input (the parent's lines).
+    pub stdin: std::process::ChildStdin,
+    /// Its standard output (one line per step).
+    pub stdout: ChildStdout,
 }
 
 fn next_line(r: &mut BufReader<ChildStdout>) -> Result<String, RealError> {

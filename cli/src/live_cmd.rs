@@ -1,0 +1,224 @@
+//! `leaselab live`: a live run on a real lease service ([`leaselab_live::run`]), its records
+//! judged by the checkers alone — what `judge --merge` says of them — and the commands that
+//! judge, draw and run it again.
+
+use crate::args::Exit;
+use leaselab_live::run::{live, LiveCfg, LiveReport, Nemesis};
+use leaselab_live::store::StoreKind;
+use leaselab_model::{FenceMode, Op, Outcome};
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+/// `leaselab live`'s arguments.
+#[derive(clap::Args, Debug)]
+pub struct LiveArgs {
+    /// Where the lease is kept: pg (the source design's lease table) or redis (a recipe of Lua
+    /// scripts, docs/store-redis.md).
+    #[arg(long, value_parser = ["pg", "redis"])]
+    pub store: String,
+    /// The Redis recipe (TOML: `persistence`, `[scripts]` acquire, renew, release); default
+    /// the built-in examples/stores/redis-counter.toml.
+    #[arg(long, value_name = "FILE")]
+    pub recipe: Option<PathBuf>,
+    /// The resource's fence: scope (the source design) or off.
+    #[arg(long, default_value = "scope", value_parser = ["scope", "off"])]
+    pub fence: String,
+    /// Holder processes, 1 to 26.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..=26))]
+    pub holders: u64,
+    /// How long the holders start jobs: 20s, 1500ms, 2m (1 s to 1 h).
+    #[arg(long, default_value = "20s", value_parser = duration_ms)]
+    pub time: u64,
+    /// The faults: pause (holders stopped with SIGSTOP right after their local check, for up
+    /// to three TTLs) or none.
+    #[arg(long, default_value = "pause", value_parser = ["pause", "none"])]
+    pub nemesis: String,
+    /// The fault schedule's seed.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Where the servers and the records go (made anew).
+    #[arg(long, default_value = "target/leaselab-live", value_name = "DIR")]
+    pub dir: PathBuf,
+}
+
+/// `20s`, `1500ms`, `2m` in milliseconds, 1 s to 1 h.
+fn duration_ms(s: &str) -> Result<u64, String> {
+    let (n, unit) = match s.find(|c: char| !c.is_ascii_digit()) {
+        Some(i) => s.split_at(i),
+        None => (s, ""),
+    };
+    let n: u64 = n
+        .parse()
+        .map_err(|_| format!("`{s}` is not a duration (20s, 1500ms, 2m)"))?;
+    let ms = match unit {
+        "ms" => Some(n),
+        "s" => n.checked_mul(1_000),
+        "m" => n.checked_mul(60_000),
+        _ => return Err(format!("`{s}`: a duration needs a unit: ms, s or m")),
+    };
+    match ms {
+        Some(ms) if (1_000..=3_600_000).contains(&ms) => Ok(ms),
+        _ => Err(format!("`{s}` is out of range: 1s to 60m")),
+    }
+}
+
+/// The run's settings in the command's own words, to run it again.
+fn again(a: &LiveArgs) -> String {
+    let mut c = format!("leaselab live --store {}", a.store);
+    if let Some(r) = &a.recipe {
+        let _ = write!(c, " --recipe {}", r.display());
+    }
+    let _ = write!(
+        c,
+        " --fence {} --holders {} --time {}ms --nemesis {} --seed {} --dir {}",
+        a.fence,
+        a.holders,
+        a.time,
+        a.nemesis,
+        a.seed,
+        a.dir.display()
+    );
+    c
+}
+
+/// Runs `leaselab live`.
+pub fn main(a: LiveArgs) -> Exit {
+    let store = StoreKind::parse(&a.store).unwrap_or(StoreKind::Pg);
+    if a.recipe.is_some() && store != StoreKind::Redis {
+        eprintln!("leaselab live: --recipe applies only to --store redis");
+        return Exit::Usage;
+    }
+    let Ok(exe) = std::env::current_exe() else {
+        eprintln!("leaselab live: cannot find this program to start holder processes");
+        return Exit::Usage;
+    };
+    let cfg = LiveCfg {
+        store,
+        recipe: a.recipe.clone(),
+        fence: if a.fence == "off" {
+            FenceMode::Off
+        } else {
+            FenceMode::Scope
+        },
+        holders: a.holders as usize,
+        time_ms: a.time,
+        nemesis: if a.nemesis == "none" {
+            Nemesis::None
+        } else {
+            Nemesis::Pause
+        },
+        seed: a.seed,
+        dir: a.dir.clone(),
+        exe,
+    };
+    eprintln!(
+        "leaselab live: {} holders on {} for {} ms, nemesis {} (seed {}), fence {} …",
+        cfg.holders,
+        store.as_str(),
+        cfg.time_ms,
+        cfg.nemesis.as_str(),
+        cfg.seed,
+        a.fence
+    );
+    let report = match live(&cfg, crate::interrupt::flag()) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("leaselab live: {e}");
+            return Exit::Usage;
+        }
+    };
+    let (text, exit) = judged(&a, &report);
+    print!("{text}");
+    if crate::interrupt::requested() {
+        return Exit::Interrupted;
+    }
+    exit
+}
+
+/// The run's report: the judgement of its records, its counts, and the commands.
+fn judged(a: &LiveArgs, r: &LiveReport) -> (String, Exit) {
+    let judged = crate::judge_cmd::judge(&r.records, true);
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "live: store {}, fence {}, {} holders, {} ms, nemesis {} (seed {})",
+        r.store, a.fence, a.holders, a.time, a.nemesis, a.seed
+    );
+    for h in &r.holders {
+        let paused: u64 = h.pauses.iter().sum();
+        let _ = writeln!(
+            out,
+            "  {}: {} grants, {} writes accepted, {} refused; paused {} times ({} ms in all)",
+            h.name,
+            h.acquired,
+            h.accepted,
+            h.refused,
+            h.pauses.len(),
+            paused
+        );
+    }
+    match counts(&r.records) {
+        Some((ops, stale)) => {
+            let _ = writeln!(
+                out,
+                "  operations {ops}; stale writes attempted {stale} (a write whose token is below one already granted)"
+            );
+            crate::summary::count("operations", ops);
+            crate::summary::count("stale-writes", stale);
+        }
+        None => {
+            let _ = writeln!(out, "  (the records could not be read back to count)");
+        }
+    }
+    for line in judged.text.lines() {
+        let _ = writeln!(out, "  {line}");
+    }
+    for e in &judged.errors {
+        let _ = writeln!(out, "  record: {e}");
+    }
+    let files: Vec<String> = r.records.iter().map(|f| f.display().to_string()).collect();
+    let _ = writeln!(out, "history: {}", files.join(" "));
+    let _ = writeln!(out, "judge:   leaselab judge --merge {}", files.join(" "));
+    let _ = writeln!(
+        out,
+        "again:   {} (the same fault schedule; the servers' timing is real, so the run can differ)",
+        again(a)
+    );
+    (out, judged.exit)
+}
+
+/// Operations in the merged history, and the writes sent with a token below the highest
+/// granted before them (in the merged order: the server's clock).
+fn counts(files: &[PathBuf]) -> Option<(u64, u64)> {
+    let mut read = Vec::new();
+    for f in files {
+        read.push(crate::judge_cmd::read_recorded(f).ok()?);
+    }
+    let merged = leaselab_record::merge::merge(read).ok()?;
+    let mut granted = 0u64;
+    let mut stale = 0u64;
+    for e in &merged.history.events {
+        match (&e.op, &e.outcome) {
+            (Op::Acquire { .. }, Outcome::Granted { token, .. }) => granted = granted.max(token.0),
+            (Op::Write { token, .. }, _) if token.0 < granted => stale += 1,
+            _ => {}
+        }
+    }
+    Some((merged.history.events.len() as u64, stale))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::duration_ms;
+
+    #[test]
+    fn durations_read_with_their_unit_and_range() {
+        assert_eq!(duration_ms("20s"), Ok(20_000));
+        assert_eq!(duration_ms("1500ms"), Ok(1_500));
+        assert_eq!(duration_ms("2m"), Ok(120_000));
+        assert!(duration_ms("20").is_err());
+        assert!(duration_ms("500ms").is_err());
+        assert!(duration_ms("2h").is_err());
+        assert!(duration_ms("s").is_err());
+    }
+}

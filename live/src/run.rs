@@ -1,0 +1,310 @@
+//! A live run: throwaway servers under one folder (PostgreSQL for the fenced resource, and for
+//! the lease when it is the store; `redis-server` for a Redis lease), one OS process per
+//! holder running jobs for the run's time, and a nemesis whose schedule derives from the seed.
+//! Every holder records its calls, and this process its final read of the resource, each to a
+//! file of its own under `records/`: `leaselab judge --merge` judges them together.
+//!
+//! The pause nemesis acts where a pause hurts: every holder waits for this process right
+//! after each local check (`READY`), and the nemesis then either lets it go at once or stops
+//! it (SIGSTOP) for a while — up to several TTLs — and resumes it (SIGCONT). Whether and how
+//! long is drawn for each holder from its own stream of the seed, so the schedule is the
+//! seed's: the k-th check of holder-b is paused as long in every run of that seed. The servers'
+//! timing is real, so the interleaving around it is not: a run again can differ.
+
+use crate::redis::{RedisRecipe, RedisServer};
+use crate::store::StoreKind;
+use crate::LiveError;
+use leaselab_model::names::defaults;
+use leaselab_model::{Config, DbName, FenceMode, Op, Outcome, PartRow, Token};
+use leaselab_pg::adapter::PgBackend;
+use leaselab_pg::real::{HolderProc, Spawned};
+use leaselab_pg::recording::{epoch_ms, Recording};
+use rand::{Rng, SeedableRng};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+/// What the nemesis does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Nemesis {
+    /// Nothing: the holders contend, no fault.
+    None,
+    /// Pauses holders right after their local check (SIGSTOP, SIGCONT).
+    Pause,
+}
+
+impl Nemesis {
+    /// Spelling on the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Nemesis::None => "none",
+            Nemesis::Pause => "pause",
+        }
+    }
+}
+
+/// A live run's settings.
+#[derive(Clone, Debug)]
+pub struct LiveCfg {
+    /// The lease service.
+    pub store: StoreKind,
+    /// The Redis recipe (a file); `None`: the built-in one, `examples/stores/redis-counter.toml`.
+    pub recipe: Option<PathBuf>,
+    /// The resource's fence: `Scope` (the source design) or `Off`.
+    pub fence: FenceMode,
+    /// Holder processes.
+    pub holders: usize,
+    /// How long the holders start jobs, ms.
+    pub time_ms: u64,
+    /// The fault schedule's kind.
+    pub nemesis: Nemesis,
+    /// The fault schedule's seed.
+    pub seed: u64,
+    /// The folder for the servers and the records (made anew).
+    pub dir: PathBuf,
+    /// This program, to start holder processes with (`leaselab holder`).
+    pub exe: PathBuf,
+}
+
+/// The built-in Redis recipe.
+pub const REDIS_COUNTER: &str = include_str!("../../examples/stores/redis-counter.toml");
+
+/// What one holder process did, from the lines it printed.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct HolderSummary {
+    /// Its name.
+    pub name: String,
+    /// Grants it got.
+    pub acquired: u64,
+    /// Writes the resource accepted.
+    pub accepted: u64,
+    /// Writes the resource refused (the fence).
+    pub refused: u64,
+    /// Pauses the nemesis gave it: (ms).
+    pub pauses: Vec<u64>,
+}
+
+/// What a live run leaves: where its records are and what each holder did.
+#[derive(Clone, Debug)]
+pub struct LiveReport {
+    /// The record files: one per holder, then the observer's final read.
+    pub records: Vec<PathBuf>,
+    /// Each holder, in order.
+    pub holders: Vec<HolderSummary>,
+    /// The store as run: `pg`, or `redis (recipe FILE, persistence P)`.
+    pub store: String,
+}
+
+/// The holders' names: holder-a, holder-b, …
+pub fn holder_name(i: usize) -> String {
+    let letters = "abcdefghijklmnopqrstuvwxyz";
+    match letters.get(i..=i) {
+        Some(l) => format!("holder-{l}"),
+        None => format!("holder-{}", i + 1),
+    }
+}
+
+/// How long the nemesis pauses a holder at its `k`-th check: drawn from the holder's own
+/// stream of the seed — a third of the checks, each for half a TTL to three TTLs.
+struct Schedule(rand_chacha::ChaCha8Rng);
+
+impl Schedule {
+    fn new(seed: u64, holder: usize) -> Schedule {
+        let mut key = [0u8; 32];
+        key[..8].copy_from_slice(&seed.to_le_bytes());
+        key[8..16].copy_from_slice(&(holder as u64).to_le_bytes());
+        Schedule(rand_chacha::ChaCha8Rng::from_seed(key))
+    }
+
+    fn next_pause(&mut self, nemesis: Nemesis, ttl_ms: u64) -> Option<u64> {
+        match nemesis {
+            Nemesis::None => None,
+            Nemesis::Pause => {
+                // Both drawn every time, so that one decision never shifts the next.
+                let pause = self.0.random_ratio(1, 3);
+                let ms = self.0.random_range(ttl_ms / 2..=ttl_ms * 3);
+                pause.then_some(ms)
+            }
+        }
+    }
+}
+
+/// Runs a live run; `stop` (a first Ctrl-C) ends it early: no more pauses, and every holder
+/// finishes the job it is in and exits.
+pub fn live(cfg: &LiveCfg, stop: &'static AtomicBool) -> Result<LiveReport, LiveError> {
+    let _ = std::fs::remove_dir_all(&cfg.dir);
+    let records = cfg.dir.join("records");
+    std::fs::create_dir_all(&records)
+        .map_err(|e| LiveError::io(&format!("create {}", records.display()), e))?;
+    let mut pg =
+        PgBackend::throwaway(&cfg.dir.join("pg")).map_err(|e| LiveError::Pg(e.to_string()))?;
+    pg.reset(&Config::with_fence(cfg.fence))
+        .map_err(|e| LiveError::Pg(e.to_string()))?;
+    let res = pg.conninfo(DbName::Res);
+    // The Redis server, kept until the holders are done.
+    let mut _redis = None;
+    let (lease, recipe_file, store) = match cfg.store {
+        StoreKind::Pg => (pg.conninfo(DbName::Lease), None, "pg".to_string()),
+        StoreKind::Redis => {
+            let file = match &cfg.recipe {
+                Some(f) => f.clone(),
+                None => {
+                    let f = cfg.dir.join("redis-counter.toml");
+                    std::fs::write(&f, REDIS_COUNTER)
+                        .map_err(|e| LiveError::io(&format!("write {}", f.display()), e))?;
+                    f
+                }
+            };
+            let recipe = RedisRecipe::load(&file)?;
+            let server = RedisServer::start(&cfg.dir, "redis", recipe.persistence)?;
+            let url = server.url();
+            _redis = Some(server);
+            let store = format!(
+                "redis (recipe {}, persistence {})",
+                file.display(),
+                recipe.persistence.as_str()
+            );
+            (url, Some(file), store)
+        }
+    };
+    let origin = epoch_ms();
+    let fenced = cfg.fence != FenceMode::Off;
+    let mut threads = Vec::new();
+    for i in 0..cfg.holders {
+        let name = holder_name(i);
+        let mut cmd = std::process::Command::new(&cfg.exe);
+        cmd.args(["holder", "--role", "live", "--name", &name])
+            .args(["--until-ms", &cfg.time_ms.to_string()])
+            .args([
+                "--store",
+                cfg.store.as_str(),
+                "--lease",
+                &lease,
+                "--res",
+                &res,
+            ])
+            .args(["--fence", if fenced { "scope" } else { "off" }])
+            .arg("--record")
+            .arg(records.join(format!("{name}.jsonl")))
+            .args(["--clock-origin-ms", &origin.to_string()]);
+        if let Some(f) = &recipe_file {
+            cmd.arg("--recipe").arg(f);
+        }
+        let spawned = HolderProc::spawn(cmd)?;
+        let schedule = Schedule::new(cfg.seed, i);
+        let nemesis = cfg.nemesis;
+        threads.push(std::thread::spawn(move || {
+            drive(name, spawned, schedule, nemesis, stop)
+        }));
+    }
+    let mut holders = Vec::new();
+    let mut failed = None;
+    for t in threads {
+        match t.join() {
+            Ok(Ok(h)) => holders.push(h),
+            Ok(Err(e)) => failed = failed.or(Some(e)),
+            Err(_) => {
+                failed = failed.or(Some(LiveError::Unexpected(
+                    "a holder's thread panicked".into(),
+                )))
+            }
+        }
+    }
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    let mut files: Vec<PathBuf> = holders
+        .iter()
+        .map(|h| records.join(format!("{}.jsonl", h.name)))
+        .collect();
+    let observer = records.join("observer.jsonl");
+    observe(&res, &observer, origin)?;
+    files.push(observer);
+    Ok(LiveReport {
+        records: files,
+        holders,
+        store,
+    })
+}
+
+/// Reads a holder's lines, answers each `READY` (after a pause when the schedule says so),
+/// and waits for the process to end.
+fn drive(
+    name: String,
+    s: Spawned,
+    mut schedule: Schedule,
+    nemesis: Nemesis,
+    stop: &AtomicBool,
+) -> Result<HolderSummary, LiveError> {
+    let Spawned {
+        proc,
+        mut stdin,
+        stdout,
+    } = s;
+    let mut sum = HolderSummary {
+        name,
+        ..HolderSummary::default()
+    };
+    let ttl = defaults::TTL_MS;
+    for line in BufReader::new(stdout).lines() {
+        let line = line.map_err(|e| LiveError::io("read a holder's line", e))?;
+        if line == "READY" {
+            let pause = schedule.next_pause(nemesis, ttl);
+            let answer = if stop.load(Ordering::SeqCst) {
+                "stop"
+            } else {
+                if let Some(ms) = pause {
+                    proc.signal("-STOP")?;
+                    std::thread::sleep(Duration::from_millis(ms));
+                    proc.signal("-CONT")?;
+                    sum.pauses.push(ms);
+                }
+                "go"
+            };
+            // A holder that died (killed by an abandoning Ctrl-C) reads nothing: its end of
+            // the pipe is gone, and this write fails; the loop then ends at its last line.
+            let _ = writeln!(stdin, "{answer}");
+        } else if line.starts_with("ACQUIRED ") {
+            sum.acquired += 1;
+        } else if line.starts_with("WRITE accepted=true") {
+            sum.accepted += 1;
+        } else if line.starts_with("WRITE accepted=false") {
+            sum.refused += 1;
+        }
+    }
+    drop(stdin);
+    proc.wait();
+    Ok(sum)
+}
+
+/// The final read of the resource, recorded as an observer process of its own.
+fn observe(res: &str, file: &Path, origin: u64) -> Result<(), LiveError> {
+    let rt = leaselab_pg::real::runtime()?;
+    let rec = Recording::open(Some(file), "observer", origin)
+        .map_err(|e| LiveError::io("open the record file", e))?;
+    rt.block_on(async {
+        let c = leaselab_pg::real::connect(res).await?;
+        let read = async {
+            c.query_opt(
+                leaselab_pg::sql::READ_PART,
+                &[&defaults::SCOPE, &defaults::SUMMARY],
+            )
+            .await
+            .map(|r| {
+                r.map(|r| PartRow {
+                    content: r.get::<_, String>(0),
+                    writer: r.get::<_, String>(1).as_str().into(),
+                    token: Token(r.get::<_, i64>(2) as u64),
+                })
+            })
+        };
+        rec.around(None, &Op::read_part(defaults::SUMMARY), read, |p| {
+            Outcome::Part(p.clone())
+        })
+        .await
+        .map_err(|e| LiveError::io("record", e))?
+        .map_err(|e| LiveError::Pg(format!("the final read: {e}")))?;
+        Ok(())
+    })
+}
