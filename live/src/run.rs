@@ -137,15 +137,9 @@ pub fn live(cfg: &LiveCfg, stop: &'static AtomicBool) -> Result<LiveReport, Live
     let records = cfg.dir.join("records");
     std::fs::create_dir_all(&records)
         .map_err(|e| LiveError::io(&format!("create {}", records.display()), e))?;
-    let mut pg =
-        PgBackend::throwaway(&cfg.dir.join("pg")).map_err(|e| LiveError::Pg(e.to_string()))?;
-    pg.reset(&Config::with_fence(cfg.fence))
-        .map_err(|e| LiveError::Pg(e.to_string()))?;
-    let res = pg.conninfo(DbName::Res);
-    // The Redis server, kept until the holders are done.
-    let mut _redis = None;
-    let (lease, recipe_file, store) = match cfg.store {
-        StoreKind::Pg => (pg.conninfo(DbName::Lease), None, "pg".to_string()),
+    // The recipe first: a bad one is named before any server starts.
+    let recipe = match cfg.store {
+        StoreKind::Pg => None,
         StoreKind::Redis => {
             let file = match &cfg.recipe {
                 Some(f) => f.clone(),
@@ -156,7 +150,19 @@ pub fn live(cfg: &LiveCfg, stop: &'static AtomicBool) -> Result<LiveReport, Live
                     f
                 }
             };
-            let recipe = RedisRecipe::load(&file)?;
+            Some((RedisRecipe::load(&file)?, file))
+        }
+    };
+    let mut pg =
+        PgBackend::throwaway(&cfg.dir.join("pg")).map_err(|e| LiveError::Pg(e.to_string()))?;
+    pg.reset(&Config::with_fence(cfg.fence))
+        .map_err(|e| LiveError::Pg(e.to_string()))?;
+    let res = pg.conninfo(DbName::Res);
+    // The Redis server, kept until the holders are done.
+    let mut _redis = None;
+    let (lease, recipe_file, store) = match recipe {
+        None => (pg.conninfo(DbName::Lease), None, "pg".to_string()),
+        Some((recipe, file)) => {
             let server = RedisServer::start(&cfg.dir, "redis", recipe.persistence)?;
             let url = server.url();
             _redis = Some(server);

@@ -1,0 +1,202 @@
+//! Live runs (`leaselab live`) as their known results: on each store, the scope fence keeps
+//! every check under the pause nemesis, and without it a holder paused past its TTL writes
+//! stale data that the resource keeps (I3, acceptance). The records a run writes are judged by
+//! `judge --merge` to the verdict the run printed, and no server of the run is left.
+
+mod common;
+
+use leaselab_live::redis::redis_for_test;
+use leaselab_pg::cluster::postgres_for_test;
+use std::path::{Path, PathBuf};
+
+fn scratch(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("live-{name}"))
+}
+
+/// Processes whose command line names `dir` or that run in it (a `redis-server` runs in its
+/// `--dir`; a postmaster names its data directory).
+fn processes_under(dir: &Path) -> Vec<String> {
+    let needle = format!("{}/", dir.display());
+    let mut found = Vec::new();
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        if e.file_name().to_string_lossy().parse::<u32>().is_err() {
+            continue;
+        }
+        let cmd = std::fs::read(e.path().join("cmdline"))
+            .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+            .unwrap_or_default();
+        let cwd = std::fs::read_link(e.path().join("cwd"))
+            .map(|p| format!("{}/", p.display()))
+            .unwrap_or_default();
+        if cmd.contains(&needle) || cwd.starts_with(&needle) {
+            found.push(format!("{}: {cmd}", e.file_name().to_string_lossy()));
+        }
+    }
+    found
+}
+
+/// Runs `leaselab live` with `args` in a folder of its own; its exit status and output. Then
+/// checks that `judge --merge` of its records gives the verdict it printed, with the same exit
+/// status, and that none of its servers or holders is left running.
+fn live(name: &str, args: &[&str]) -> (i32, String) {
+    let dir = scratch(name);
+    let d = dir.display().to_string();
+    let mut all = vec!["live", "--dir", &d];
+    all.extend_from_slice(args);
+    let (code, out) = common::leaselab(&all);
+    let verdict = |text: &str| {
+        text.lines()
+            .find_map(|l| l.trim_start().strip_prefix("verdict: "))
+            .map(str::to_string)
+    };
+    let printed = verdict(&out).unwrap_or_else(|| panic!("no verdict:\n{out}"));
+    let judge = out
+        .lines()
+        .find_map(|l| l.strip_prefix("judge:   leaselab "))
+        .unwrap_or_else(|| panic!("no judge command:\n{out}"));
+    let words: Vec<&str> = judge.split(' ').collect();
+    let (jcode, jout) = common::leaselab(&words);
+    assert_eq!(
+        (jcode, verdict(&jout)),
+        (code, Some(printed)),
+        "judge --merge of the run's records:\n{jout}\nthe run:\n{out}"
+    );
+    let t0 = std::time::Instant::now();
+    while !processes_under(&dir).is_empty() && t0.elapsed() < std::time::Duration::from_secs(30) {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_eq!(processes_under(&dir), Vec::<String>::new(), "left running");
+    (code, out)
+}
+
+fn clean(out: &str) -> bool {
+    out.contains("verdict: every check holds (I1, I2, I3, acceptance, final)")
+}
+
+#[test]
+fn redis_with_the_scope_fence_holds_under_pauses() {
+    if !postgres_for_test("cli::live::redis_scope") || !redis_for_test("cli::live::redis_scope") {
+        return;
+    }
+    let (code, out) = live(
+        "redis-scope",
+        &["--store", "redis", "--time", "6s", "--seed", "1"],
+    );
+    assert!(clean(&out), "{out}");
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("persistence always"), "{out}");
+}
+
+#[test]
+fn redis_unfenced_keeps_a_paused_holders_stale_write() {
+    if !postgres_for_test("cli::live::redis_off") || !redis_for_test("cli::live::redis_off") {
+        return;
+    }
+    let (code, out) = live(
+        "redis-off",
+        &[
+            "--store", "redis", "--fence", "off", "--time", "10s", "--seed", "1",
+        ],
+    );
+    assert!(out.contains("VIOLATION I3"), "{out}");
+    assert!(out.contains("VIOLATION acceptance"), "{out}");
+    assert_eq!(code, 1, "{out}");
+}
+
+#[test]
+fn pg_with_the_scope_fence_holds_under_pauses() {
+    if !postgres_for_test("cli::live::pg_scope") {
+        return;
+    }
+    let (code, out) = live(
+        "pg-scope",
+        &["--store", "pg", "--time", "6s", "--seed", "2"],
+    );
+    assert!(clean(&out), "{out}");
+    assert_eq!(code, 0, "{out}");
+}
+
+#[test]
+fn pg_unfenced_keeps_a_paused_holders_stale_write() {
+    if !postgres_for_test("cli::live::pg_off") {
+        return;
+    }
+    let (code, out) = live(
+        "pg-off",
+        &[
+            "--store", "pg", "--fence", "off", "--time", "10s", "--seed", "2",
+        ],
+    );
+    assert!(out.contains("VIOLATION I3"), "{out}");
+    assert_eq!(code, 1, "{out}");
+}
+
+#[test]
+fn a_bad_recipe_is_named_with_its_line() {
+    let dir = scratch("bad-recipe");
+    let _ = std::fs::create_dir_all(&dir);
+    let recipe = dir.join("r.toml");
+    std::fs::write(&recipe, "persistence = \"sometimes\"\n").expect("write");
+    let r = recipe.display().to_string();
+    let d = dir.join("run").display().to_string();
+    let (code, out) = common::leaselab(&[
+        "live", "--store", "redis", "--recipe", &r, "--dir", &d, "--time", "1s",
+    ]);
+    assert_eq!(code, 2, "{out}");
+    assert!(
+        out.contains(&format!("{r}:1: persistence: must be")),
+        "{out}"
+    );
+    let (code, out) = common::leaselab(&["live", "--store", "pg", "--recipe", &r]);
+    assert_eq!(code, 2, "{out}");
+    assert!(
+        out.contains("--recipe applies only to --store redis"),
+        "{out}"
+    );
+}
+
+/// Abandoned (two SIGTERMs, more than a second apart) while holders run and the nemesis may
+/// hold one stopped: every holder, the Redis server and the clusters are gone, and the run
+/// exits 5.
+#[test]
+fn an_abandoned_live_run_leaves_no_process() {
+    if !postgres_for_test("cli::live::abandoned") || !redis_for_test("cli::live::abandoned") {
+        return;
+    }
+    let dir = scratch("abandoned");
+    let d = dir.display().to_string();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_leaselab"))
+        .current_dir(common::root())
+        .args(["live", "--store", "redis", "--time", "60s", "--dir", &d])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("leaselab live");
+    // Once the holders have recorded something, the run is under way.
+    let first = dir.join("records/holder-a.jsonl");
+    let t0 = std::time::Instant::now();
+    while std::fs::metadata(&first).map_or(true, |m| m.len() == 0) {
+        assert!(
+            t0.elapsed() < std::time::Duration::from_secs(60),
+            "the run never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let term = || {
+        std::process::Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status()
+            .expect("kill")
+    };
+    term();
+    std::thread::sleep(std::time::Duration::from_millis(1300));
+    term();
+    let status = child.wait().expect("wait");
+    let t0 = std::time::Instant::now();
+    while !processes_under(&dir).is_empty() && t0.elapsed() < std::time::Duration::from_secs(30)
+    {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_eq!(processes_under(&dir), Vec::<String>::new(), "left running");
+    assert_eq!(status.code(), Some(5));
+}
