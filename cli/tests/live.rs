@@ -193,8 +193,7 @@ fn an_abandoned_live_run_leaves_no_process() {
     term();
     let status = child.wait().expect("wait");
     let t0 = std::time::Instant::now();
-    while !processes_under(&dir).is_empty() && t0.elapsed() < std::time::Duration::from_secs(30)
-    {
+    while !processes_under(&dir).is_empty() && t0.elapsed() < std::time::Duration::from_secs(30) {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
     assert_eq!(processes_under(&dir), Vec::<String>::new(), "left running");

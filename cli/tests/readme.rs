@@ -55,10 +55,15 @@ fn every_readme_command_runs_as_written() {
         std::env::var("PATH").unwrap_or_default()
     );
     let pg = leaselab_pg::cluster::postgres_for_test("cli::every_readme_command_runs_as_written");
+    let redis = leaselab_live::redis::redis_for_test("cli::every_readme_command_runs_as_written");
     let mut report = Vec::new();
     for cmd in &cmds {
         if !pg
-            && (cmd.contains("--backend pg") || cmd.starts_with("diff") || cmd.starts_with("audit"))
+            && (cmd.contains("--backend pg")
+                || cmd.starts_with("diff")
+                || cmd.starts_with("audit")
+                || cmd.starts_with("live"))
+            || (!redis && cmd.contains("--store redis"))
         {
             continue;
         }
