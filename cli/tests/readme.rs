@@ -78,6 +78,28 @@ fn every_readme_command_runs_as_written() {
             .stderr(Stdio::piped())
             .spawn()
             .expect("bash");
+        // Read as it comes, so that what it printed is at hand even if it never ends.
+        let printed = std::sync::Arc::new(std::sync::Mutex::new(Vec::<u8>::new()));
+        if let Some(mut e) = child.stderr.take() {
+            let printed = printed.clone();
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 4096];
+                while let Ok(n) = std::io::Read::read(&mut e, &mut buf) {
+                    if n == 0 {
+                        break;
+                    }
+                    if let Ok(mut p) = printed.lock() {
+                        p.extend_from_slice(&buf[..n]);
+                    }
+                }
+            });
+        }
+        let stderr_now = || {
+            printed
+                .lock()
+                .map(|p| String::from_utf8_lossy(&p).into_owned())
+                .unwrap_or_default()
+        };
         let mut signalled = false;
         let status = loop {
             if let Some(st) = child.try_wait().expect("wait") {
@@ -89,16 +111,37 @@ fn every_readme_command_runs_as_written() {
                     .status();
                 signalled = true;
             }
-            assert!(
-                t0.elapsed() < Duration::from_secs(180),
-                "`{cmd}` did not end within 3 minutes of Ctrl-C"
-            );
+            if t0.elapsed() >= Duration::from_secs(180) {
+                // What it was doing, for the next look: its processes and what it printed.
+                let ps = Command::new("ps")
+                    .args(["-eo", "pid,ppid,stat,etime,wchan:20,args"])
+                    .output()
+                    .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+                    .unwrap_or_default();
+                let ps: Vec<&str> = ps
+                    .lines()
+                    .filter(|l| l.contains("leaselab") || l.contains("postgres"))
+                    .collect();
+                let _ = child.kill();
+                let _ = child.wait();
+                let err = stderr_now();
+                panic!(
+                    "`{cmd}` did not end within 3 minutes of its start (Ctrl-C after {} s)\nits stderr:\n{err}\nprocesses:\n{}",
+                    BUDGET.as_secs(),
+                    ps.join("\n")
+                );
+            }
             std::thread::sleep(Duration::from_millis(50));
         };
-        let mut err = String::new();
-        if let Some(mut e) = child.stderr.take() {
-            let _ = std::io::Read::read_to_string(&mut e, &mut err);
-        }
+        // Its stderr is whole once the reader saw its end (a second at most after the exit).
+        let t_end = Instant::now();
+        let err = loop {
+            let done = std::sync::Arc::strong_count(&printed) == 1;
+            if done || t_end.elapsed() > Duration::from_secs(5) {
+                break stderr_now();
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        };
         let code = status.code();
         // The Explorer's port taken by something else on this machine is not the README's fault.
         let port_taken = err.contains("--serve") && err.contains("cannot listen there");
