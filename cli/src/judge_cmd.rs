@@ -83,7 +83,7 @@ pub fn judge(files: &[PathBuf], merge: bool) -> Judged {
     if merge {
         let mut read = Vec::new();
         for path in files {
-            match read_recorded(path) {
+            match read::read_file_for_merge(path) {
                 Ok(r) => read.push(r),
                 Err(e) => errors.push(e.to_string()),
             }

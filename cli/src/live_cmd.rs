@@ -29,16 +29,23 @@ pub struct LiveArgs {
     /// How long the holders start jobs: 20s, 1500ms, 2m (1 s to 1 h).
     #[arg(long, default_value = "20s", value_parser = duration_ms)]
     pub time: u64,
-    /// The faults: pause (holders stopped with SIGSTOP right after their local check, for up
-    /// to three TTLs) or none.
-    #[arg(long, default_value = "pause", value_parser = ["pause", "none"])]
-    pub nemesis: String,
+    /// The faults, joined by commas: pause (holders stopped with SIGSTOP right after their
+    /// local check, for up to three TTLs), kill (the Redis server killed with SIGKILL every two
+    /// to six TTLs, and started again on its folder); or none.
+    #[arg(long, default_value = "pause", value_parser = nemesis)]
+    pub nemesis: Nemesis,
     /// The fault schedule's seed.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
     /// Where the servers and the records go (made anew).
     #[arg(long, default_value = "target/leaselab-live", value_name = "DIR")]
     pub dir: PathBuf,
+}
+
+fn nemesis(s: &str) -> Result<Nemesis, String> {
+    Nemesis::parse(s).ok_or_else(|| {
+        format!("`{s}`: the faults are pause and kill, joined by commas (pause,kill), or none")
+    })
 }
 
 /// `20s`, `1500ms`, `2m` in milliseconds, 1 s to 1 h.
@@ -74,7 +81,7 @@ fn again(a: &LiveArgs) -> String {
         a.fence,
         a.holders,
         a.time,
-        a.nemesis,
+        a.nemesis.as_str(),
         a.seed,
         a.dir.display()
     );
@@ -86,6 +93,10 @@ pub fn main(a: LiveArgs) -> Exit {
     let store = StoreKind::parse(&a.store).unwrap_or(StoreKind::Pg);
     if a.recipe.is_some() && store != StoreKind::Redis {
         eprintln!("leaselab live: --recipe applies only to --store redis");
+        return Exit::Usage;
+    }
+    if a.nemesis.kill && store != StoreKind::Redis {
+        eprintln!("leaselab live: --nemesis kill kills the Redis server: it applies only to --store redis so far");
         return Exit::Usage;
     }
     let Ok(exe) = std::env::current_exe() else {
@@ -102,11 +113,7 @@ pub fn main(a: LiveArgs) -> Exit {
         },
         holders: a.holders as usize,
         time_ms: a.time,
-        nemesis: if a.nemesis == "none" {
-            Nemesis::None
-        } else {
-            Nemesis::Pause
-        },
+        nemesis: a.nemesis,
         seed: a.seed,
         dir: a.dir.clone(),
         exe,
@@ -142,8 +149,21 @@ fn judged(a: &LiveArgs, r: &LiveReport) -> (String, Exit) {
     let _ = writeln!(
         out,
         "live: store {}, fence {}, {} holders, {} ms, nemesis {} (seed {})",
-        r.store, a.fence, a.holders, a.time, a.nemesis, a.seed
+        r.store,
+        a.fence,
+        a.holders,
+        a.time,
+        a.nemesis.as_str(),
+        a.seed
     );
+    if a.nemesis.kill {
+        let _ = writeln!(
+            out,
+            "  the lease server: killed {} times ({} ms down in all)",
+            r.kills.len(),
+            r.kills.iter().sum::<u64>()
+        );
+    }
     for h in &r.holders {
         let paused: u64 = h.pauses.iter().sum();
         let _ = writeln!(
@@ -192,19 +212,26 @@ fn judged(a: &LiveArgs, r: &LiveReport) -> (String, Exit) {
 fn counts(files: &[PathBuf]) -> Option<(u64, u64)> {
     let mut read = Vec::new();
     for f in files {
-        read.push(crate::judge_cmd::read_recorded(f).ok()?);
+        read.push(leaselab_record::read::read_file_for_merge(f).ok()?);
     }
     let merged = leaselab_record::merge::merge(read).ok()?;
     let mut granted = 0u64;
     let mut stale = 0u64;
     for e in &merged.history.events {
         match (&e.op, &e.outcome) {
-            (Op::Acquire { .. }, Outcome::Granted { token, .. }) => granted = granted.max(token.0),
+            // A grant is answered on its own `await` (the merge keeps every call's window).
+            (_, Outcome::Granted { token, .. }) => granted = granted.max(token.0),
             (Op::Write { token, .. }, _) if token.0 < granted => stale += 1,
             _ => {}
         }
     }
-    Some((merged.history.events.len() as u64, stale))
+    let ops = merged
+        .history
+        .events
+        .iter()
+        .filter(|e| !matches!(e.op, Op::Await { .. }))
+        .count();
+    Some((ops as u64, stale))
 }
 
 #[cfg(test)]

@@ -96,7 +96,7 @@ fn read_all(paths: &[std::path::PathBuf]) -> Result<(Trace, Option<String>), Cli
                         p.display()
                     )));
                 }
-                parts.push(leaselab_record::read::read_file(p)?);
+                parts.push(leaselab_record::read::read_file_for_merge(p)?);
             }
             let r = leaselab_record::merge::merge(parts)?;
             let title = format!("the recorded histories of {} processes, merged", many.len());
@@ -164,7 +164,9 @@ fn title(t: &Trace) -> String {
 pub fn diagram(paths: &[std::path::PathBuf], form: &Form) -> Result<String, CliError> {
     let (t, recorded) = read_all(paths)?;
     let mut s = story(&t.history, &t.config);
-    s.recorded = recorded;
+    if let Some(name) = recorded {
+        s.recorded_from(name);
+    }
     s.liveness = liveness_note(paths, &t, &s);
     match form {
         Form::Timeline => Ok(timeline::render(&s)),
@@ -238,7 +240,9 @@ pub fn explain(paths: &[std::path::PathBuf]) -> Result<String, CliError> {
     let (t, recorded) = read_all(paths)?;
     let mut s = story(&t.history, &t.config);
     s.spec = t.spec.clone();
-    s.recorded = recorded;
+    if let Some(name) = recorded {
+        s.recorded_from(name);
+    }
     s.liveness = liveness_note(paths, &t, &s);
     Ok(format!(
         "{}\n{}",

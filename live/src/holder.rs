@@ -185,8 +185,8 @@ struct RealHolder<'a> {
     waited: u64,
     /// The parent said `stop`: no job starts after this one.
     stopping: bool,
-    /// What each awaited request asked, to print its reply.
-    asked: BTreeMap<u64, Op>,
+    /// What each awaited request asked and on which connection, to print its reply.
+    asked: BTreeMap<u64, (Op, ConnId)>,
     replies: (mpsc::UnboundedSender<Reply>, mpsc::UnboundedReceiver<Reply>),
     /// The effects after the stop point, carried out once the parent says so.
     held: Option<Vec<Effect>>,
@@ -268,8 +268,15 @@ impl<'a> RealHolder<'a> {
             let mut effects = Vec::new();
             tokio::select! {
                 Some((req, o)) = self.replies.1.recv() => {
-                    if let Some(line) = self.asked.remove(&req).and_then(|op| reply_line(&op, &o)) {
-                        self.say(&line);
+                    if let Some((op, conn)) = self.asked.remove(&req) {
+                        if let Some(line) = reply_line(&op, &o) {
+                            self.say(&line);
+                        }
+                        // A call that failed on its way leaves its connection in doubt (a killed
+                        // server, a broken socket): the next call on it opens a new one.
+                        if matches!(o, Outcome::Indeterminate(_)) {
+                            self.conns.remove(&conn);
+                        }
                     }
                     self.m.on_reply(self.local(), req, &o, &mut effects);
                     self.carry(effects).await?;
@@ -310,7 +317,7 @@ impl<'a> RealHolder<'a> {
                         Some(c) => Ok(c.clone()),
                         None => self.open(db).await,
                     };
-                    self.asked.insert(req, op.clone());
+                    self.asked.insert(req, (op.clone(), conn.clone()));
                     let (rec, tx, fenced) =
                         (self.rec.clone(), self.replies.0.clone(), self.a.fenced);
                     let writer = self.a.name.clone();
@@ -322,16 +329,15 @@ impl<'a> RealHolder<'a> {
                                 let _ = tx.send((req, o));
                             });
                         }
-                        Err(e) => {
-                            // Never sent: the call did not take effect, and the holder hears
-                            // of it as of a call that failed on its way.
-                            let failed = async { Err::<Outcome, _>(e) };
+                        Err(_) => {
+                            // Never sent (the server is down): definitely not applied.
+                            let refused = async { Ok::<_, LiveError>(Outcome::Unavailable) };
                             let o = match rec
-                                .around(Some(conn.as_str()), &op, failed, Outcome::clone)
+                                .around(Some(conn.as_str()), &op, refused, Outcome::clone)
                                 .await
                             {
-                                Ok(Err(e)) => Outcome::Indeterminate(e.to_string()),
                                 Ok(Ok(o)) => o,
+                                Ok(Err(e)) => Outcome::Indeterminate(e.to_string()),
                                 Err(e) => Outcome::Indeterminate(format!("record: {e}")),
                             };
                             let _ = tx.send((req, o));

@@ -25,21 +25,39 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-/// What the nemesis does.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Nemesis {
-    /// Nothing: the holders contend, no fault.
-    None,
+/// What the nemesis does: any of pausing holders and killing the lease server.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Nemesis {
     /// Pauses holders right after their local check (SIGSTOP, SIGCONT).
-    Pause,
+    pub pause: bool,
+    /// Kills the lease server (kill -9) every few TTLs and starts it again on its folder (Redis).
+    pub kill: bool,
 }
 
 impl Nemesis {
-    /// Spelling on the command line.
+    /// From its spelling: `none`, or faults joined by commas (`pause`, `kill`, `pause,kill`).
+    pub fn parse(s: &str) -> Option<Nemesis> {
+        let mut n = Nemesis::default();
+        if s == "none" {
+            return Some(n);
+        }
+        for f in s.split(',') {
+            match f {
+                "pause" => n.pause = true,
+                "kill" => n.kill = true,
+                _ => return None,
+            }
+        }
+        Some(n)
+    }
+
+    /// Its spelling.
     pub fn as_str(self) -> &'static str {
-        match self {
-            Nemesis::None => "none",
-            Nemesis::Pause => "pause",
+        match (self.pause, self.kill) {
+            (false, false) => "none",
+            (true, false) => "pause",
+            (false, true) => "kill",
+            (true, true) => "pause,kill",
         }
     }
 }
@@ -88,6 +106,8 @@ pub struct HolderSummary {
 /// What a live run leaves: where its records are and what each holder did.
 #[derive(Clone, Debug)]
 pub struct LiveReport {
+    /// How long the lease server was down each time the nemesis killed it (ms).
+    pub kills: Vec<u64>,
     /// The record files: one per holder, then the observer's final read.
     pub records: Vec<PathBuf>,
     /// Each holder, in order.
@@ -105,28 +125,35 @@ pub fn holder_name(i: usize) -> String {
     }
 }
 
-/// How long the nemesis pauses a holder at its `k`-th check: drawn from the holder's own
-/// stream of the seed — a third of the checks, each for half a TTL to three TTLs.
+/// One stream of the fault schedule, drawn from the seed: one per holder (its pauses), one for
+/// the server (its kills), so that one decision never shifts another stream's.
 struct Schedule(rand_chacha::ChaCha8Rng);
 
+/// The server's stream (a holder's is its index).
+const SERVER_STREAM: u64 = u64::MAX;
+
 impl Schedule {
-    fn new(seed: u64, holder: usize) -> Schedule {
+    fn new(seed: u64, stream: u64) -> Schedule {
         let mut key = [0u8; 32];
         key[..8].copy_from_slice(&seed.to_le_bytes());
-        key[8..16].copy_from_slice(&(holder as u64).to_le_bytes());
+        key[8..16].copy_from_slice(&stream.to_le_bytes());
         Schedule(rand_chacha::ChaCha8Rng::from_seed(key))
     }
 
+    /// Whether and how long to pause a holder at its next check: a third of the checks, each
+    /// for half a TTL to three TTLs (both drawn every time, so one answer never shifts the next).
     fn next_pause(&mut self, nemesis: Nemesis, ttl_ms: u64) -> Option<u64> {
-        match nemesis {
-            Nemesis::None => None,
-            Nemesis::Pause => {
-                // Both drawn every time, so that one decision never shifts the next.
-                let pause = self.0.random_ratio(1, 3);
-                let ms = self.0.random_range(ttl_ms / 2..=ttl_ms * 3);
-                pause.then_some(ms)
-            }
-        }
+        let pause = self.0.random_ratio(1, 3);
+        let ms = self.0.random_range(ttl_ms / 2..=ttl_ms * 3);
+        (nemesis.pause && pause).then_some(ms)
+    }
+
+    /// When to kill the server next (ms after it came up: two to six TTLs) and how long it
+    /// stays down (a tenth of a TTL to one TTL).
+    fn next_kill(&mut self, ttl_ms: u64) -> (u64, u64) {
+        let up = self.0.random_range(ttl_ms * 2..=ttl_ms * 6);
+        let down = self.0.random_range(ttl_ms / 10..=ttl_ms);
+        (up, down)
     }
 }
 
@@ -158,14 +185,14 @@ pub fn live(cfg: &LiveCfg, stop: &'static AtomicBool) -> Result<LiveReport, Live
     pg.reset(&Config::with_fence(cfg.fence))
         .map_err(|e| LiveError::Pg(e.to_string()))?;
     let res = pg.conninfo(DbName::Res);
-    // The Redis server, kept until the holders are done.
-    let mut _redis = None;
+    // The Redis server, kept until the holders are done (the killer holds it meanwhile).
+    let mut redis_server = None;
     let (lease, recipe_file, store) = match recipe {
         None => (pg.conninfo(DbName::Lease), None, "pg".to_string()),
         Some((recipe, file)) => {
             let server = RedisServer::start(&cfg.dir, "redis", recipe.persistence)?;
             let url = server.url();
-            _redis = Some(server);
+            redis_server = Some(server);
             let store = format!(
                 "redis (recipe {}, persistence {})",
                 file.display(),
@@ -198,12 +225,26 @@ pub fn live(cfg: &LiveCfg, stop: &'static AtomicBool) -> Result<LiveReport, Live
             cmd.arg("--recipe").arg(f);
         }
         let spawned = HolderProc::spawn(cmd)?;
-        let schedule = Schedule::new(cfg.seed, i);
+        let schedule = Schedule::new(cfg.seed, i as u64);
         let nemesis = cfg.nemesis;
         threads.push(std::thread::spawn(move || {
             drive(name, spawned, schedule, nemesis, stop)
         }));
     }
+    // The server killer, while the holders run.
+    let mut kills = Vec::new();
+    let killer = match (redis_server.take(), cfg.nemesis.kill) {
+        (Some(server), true) => {
+            let (seed, time_ms) = (cfg.seed, cfg.time_ms);
+            Some(std::thread::spawn(move || {
+                kill_now_and_then(server, Schedule::new(seed, SERVER_STREAM), time_ms, stop)
+            }))
+        }
+        (server, _) => {
+            redis_server = server;
+            None
+        }
+    };
     let mut holders = Vec::new();
     let mut failed = None;
     for t in threads {
@@ -213,6 +254,22 @@ pub fn live(cfg: &LiveCfg, stop: &'static AtomicBool) -> Result<LiveReport, Live
             Err(_) => {
                 failed = failed.or(Some(LiveError::Unexpected(
                     "a holder's thread panicked".into(),
+                )))
+            }
+        }
+    }
+    if let Some(k) = killer {
+        match k.join() {
+            Ok((server, downs, up)) => {
+                redis_server = Some(server);
+                kills = downs;
+                if let Err(e) = up {
+                    failed = failed.or(Some(e));
+                }
+            }
+            Err(_) => {
+                failed = failed.or(Some(LiveError::Unexpected(
+                    "the server killer's thread panicked".into(),
                 )))
             }
         }
@@ -227,11 +284,50 @@ pub fn live(cfg: &LiveCfg, stop: &'static AtomicBool) -> Result<LiveReport, Live
     let observer = records.join("observer.jsonl");
     observe(&res, &observer, origin)?;
     files.push(observer);
+    // Stopped only now: the holders are done.
+    drop(redis_server);
     Ok(LiveReport {
+        kills,
         records: files,
         holders,
         store,
     })
+}
+
+/// Kills the server (kill -9) and starts it again as the schedule says, until the run's time
+/// is up or it is stopped; the server back, how long it was down each time, and whether it
+/// came up again every time.
+fn kill_now_and_then(
+    mut server: RedisServer,
+    mut schedule: Schedule,
+    time_ms: u64,
+    stop: &AtomicBool,
+) -> (RedisServer, Vec<u64>, Result<(), LiveError>) {
+    let start = std::time::Instant::now();
+    let over = |extra: u64| {
+        stop.load(Ordering::SeqCst)
+            || start.elapsed() + Duration::from_millis(extra) >= Duration::from_millis(time_ms)
+    };
+    let mut downs = Vec::new();
+    loop {
+        let (up, down) = schedule.next_kill(defaults::TTL_MS);
+        let t = std::time::Instant::now();
+        while t.elapsed() < Duration::from_millis(up) {
+            if over(0) {
+                return (server, downs, Ok(()));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        if over(down) {
+            return (server, downs, Ok(()));
+        }
+        server.kill();
+        std::thread::sleep(Duration::from_millis(down));
+        downs.push(down);
+        if let Err(e) = server.boot() {
+            return (server, downs, Err(e));
+        }
+    }
 }
 
 /// Reads a holder's lines, answers each `READY` (after a pause when the schedule says so),

@@ -170,6 +170,14 @@ fn is_holder(h: &Holder) -> bool {
 }
 
 impl Story {
+    /// This story told of the recorded history `name` (`leaselab judge`'s format). A call there
+    /// shown `blocked` was only in flight — sent, its answer to come (a merge keeps every call's
+    /// window) — not waiting on a row lock the history cannot see: no mark says it did.
+    pub fn recorded_from(&mut self, name: String) {
+        self.recorded = Some(name);
+        self.moments.retain(|m| !matches!(m.mark, Mark::Waits(_)));
+    }
+
     /// Reads the story of `history` run under `config`, judged as `report`.
     pub fn new(history: &History, config: &Config, report: &Report) -> Story {
         let f = facts::derive(history);

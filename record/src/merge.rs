@@ -9,7 +9,7 @@
 //! file named first goes first, so the same files give the same history.
 
 use crate::read::{ReadError, Recorded};
-use leaselab_model::{History, Millis};
+use leaselab_model::{History, Millis, Outcome};
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
 
@@ -81,15 +81,27 @@ pub fn merge(parts: Vec<Recorded>) -> Result<Recorded, ReadError> {
         warnings: parts.iter().flat_map(|p| p.warnings.clone()).collect(),
     };
     out.history.events.reserve(total);
-    // Each file's next event, keyed by (server time, file): the smallest comes first, the
-    // file named first on a tie. O(n log k) for n events in k files.
-    let mut next = vec![0usize; parts.len()];
-    let mut heads: BinaryHeap<Reverse<(Millis, usize)>> = parts
+    // Each file's next event, keyed by (server time, rank, file): the smallest comes first, the
+    // file named first on a tie. At one time t, the invokes (`blocked` events) go before the
+    // answers, as far as each file's own order allows ([`ranks`]): so that two operations whose times touch — one
+    // answered at t, the other invoked at t, in different files — overlap in the history too,
+    // neither placed wholly before the other (the server may have taken them in either order).
+    // A millisecond clock cannot always give that: two files that each answer and then invoke
+    // at t cannot both have their invoke before the other's answer. O(n log k) for n events in
+    // k files.
+    let ranks: Vec<Vec<u32>> = parts.iter().map(|p| ranks(&p.history.events)).collect();
+    let key = |i: usize, j: usize| {
+        let e = &parts[i].history.events[j];
+        Reverse((e.at, ranks[i][j], i))
+    };
+    let mut heads: BinaryHeap<Reverse<(Millis, u32, usize)>> = parts
         .iter()
         .enumerate()
-        .filter_map(|(i, p)| p.history.events.first().map(|e| Reverse((e.at, i))))
+        .filter(|(_, p)| !p.history.events.is_empty())
+        .map(|(i, _)| key(i, 0))
         .collect();
-    while let Some(Reverse((_, i))) = heads.pop() {
+    let mut next = vec![0usize; parts.len()];
+    while let Some(Reverse((_, _, i))) = heads.pop() {
         let e = &parts[i].history.events[next[i]];
         out.history.push(
             e.at,
@@ -102,9 +114,42 @@ pub fn merge(parts: Vec<Recorded>) -> Result<Recorded, ReadError> {
         out.lines.push(parts[i].lines[next[i]]);
         out.file_of.push(i as u32);
         next[i] += 1;
-        if let Some(e) = parts[i].history.events.get(next[i]) {
-            heads.push(Reverse((e.at, i)));
+        if next[i] < parts[i].history.events.len() {
+            heads.push(key(i, next[i]));
         }
     }
     Ok(out)
+}
+
+/// Each event's rank among its file's run of events at one time: the run cut after each
+/// invoke (`blocked`) into chunks — the answers before an invoke, and the invoke — numbered
+/// from 0; the answers after the run's last invoke last. The merge takes every file's chunk 0
+/// at a time before any chunk 1, and every chunk before the last answers: one invoke of each
+/// file at a time, each after as few answers as its own file makes it wait for.
+fn ranks(events: &[leaselab_model::Event]) -> Vec<u32> {
+    let mut ranks = vec![u32::MAX; events.len()];
+    let mut start = 0;
+    while start < events.len() {
+        let at = events[start].at;
+        let end = events[start..]
+            .iter()
+            .position(|e| e.at != at)
+            .map_or(events.len(), |n| start + n);
+        let mut chunk = 0u32;
+        for j in start..end {
+            ranks[j] = chunk;
+            if matches!(events[j].outcome, Outcome::Blocked) {
+                chunk += 1;
+            }
+        }
+        // After the run's last invoke: answers only.
+        for j in (start..end).rev() {
+            if matches!(events[j].outcome, Outcome::Blocked) {
+                break;
+            }
+            ranks[j] = u32::MAX;
+        }
+        start = end;
+    }
+    ranks
 }

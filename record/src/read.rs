@@ -119,14 +119,37 @@ pub fn read_file(path: &std::path::Path) -> Result<Recorded, ReadError> {
     parse_lines(open(path)?, &path.display().to_string())
 }
 
+/// [`read_file`] for a merge with other processes' files ([`crate::merge`]): every call that
+/// changes the lease or the resource (acquire, renew, release, write, publish) keeps its
+/// window — `blocked` at its invoke, then its answer — even when answered on the next line. Alone in its file, an operation answered on the next line can be taken
+/// to act at its answer: nothing of its process happened in between. Beside other processes
+/// it cannot: their calls answered at the same millisecond, or between its invoke and its
+/// answer, may have reached the server before or after it.
+pub fn read_file_for_merge(path: &std::path::Path) -> Result<Recorded, ReadError> {
+    parse_with(open(path)?, &path.display().to_string(), true)
+}
+
+/// [`parse`] for a merge ([`read_file_for_merge`]).
+pub fn parse_for_merge(text: &str, file: &str) -> Result<Recorded, ReadError> {
+    parse_with(text.lines().map(|l| Ok(l.to_string())), file, true)
+}
+
 /// Parses lines as they come.
 pub fn parse_lines(
     lines: impl Iterator<Item = std::io::Result<String>>,
     file: &str,
 ) -> Result<Recorded, ReadError> {
+    parse_with(lines, file, false)
+}
+
+fn parse_with(
+    lines: impl Iterator<Item = std::io::Result<String>>,
+    file: &str,
+    windows: bool,
+) -> Result<Recorded, ReadError> {
     let mut history = History::default();
     let mut at = Vec::new();
-    let meta = stream_lines(lines, file, &mut |e, l| {
+    let meta = stream_with(lines, file, windows, &mut |e, l| {
         history.events.push(e);
         at.push(l);
     })?;
@@ -166,8 +189,18 @@ pub fn stream_lines(
     file: &str,
     sink: &mut dyn FnMut(Event, [usize; 2]),
 ) -> Result<Streamed, ReadError> {
+    stream_with(lines, file, false, sink)
+}
+
+fn stream_with(
+    lines: impl Iterator<Item = std::io::Result<String>>,
+    file: &str,
+    windows: bool,
+    sink: &mut dyn FnMut(Event, [usize; 2]),
+) -> Result<Streamed, ReadError> {
     let mut r = Reader {
         file,
+        windows,
         meta: Streamed::default(),
         sink,
         pending: std::collections::VecDeque::new(),
@@ -319,6 +352,8 @@ struct Held {
 
 struct Reader<'f, 's> {
     file: &'f str,
+    /// Every database operation keeps its window ([`read_file_for_merge`]).
+    windows: bool,
     /// One shared copy of each name (process, lease, scope, part, connection): a long history
     /// repeats a few names millions of times.
     names: Names,
@@ -815,7 +850,18 @@ impl Reader<'_, '_> {
                     // An `info` answer says nothing of when the operation took effect, if it
                     // did: anywhere from its invoke to its answer, as for one that waited.
                     let unknown = matches!(outcome, Outcome::Indeterminate(_));
-                    if key(&h.rec) == key(&rec) && !unknown {
+                    // The calls that change the lease or the resource; a read still shows
+                    // what it read at its answer, as in a file read alone.
+                    let window = self.windows
+                        && matches!(
+                            h.op,
+                            Op::Acquire { .. }
+                                | Op::Renew { .. }
+                                | Op::Release { .. }
+                                | Op::Write { .. }
+                                | Op::Publish { .. }
+                        );
+                    if key(&h.rec) == key(&rec) && !unknown && !window {
                         check_word(self, &rec, word, &h.op)?;
                         self.same_args(&rec, args, &h.op, h.rec.line)?;
                         let invoke = Waiting {
