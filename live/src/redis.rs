@@ -194,19 +194,7 @@ pub fn redis_for_test(test: &str) -> bool {
         Ok(_) => return true,
         Err(why) => why,
     };
-    println!("{why}");
-    assert!(std::env::var("LEASELAB_REQUIRE_REDIS").is_err(), "{why}");
-    if let Ok(log) = std::env::var("LEASELAB_SKIP_LOG") {
-        use std::io::Write as _;
-        if let Ok(mut f) = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(log)
-        {
-            let _ = writeln!(f, "{test}: skipped: {why}");
-        }
-    }
-    false
+    leaselab_pg::cluster::skipped(test, &why, "LEASELAB_REQUIRE_REDIS")
 }
 
 /// A throwaway `redis-server` on a loopback port, its files in a folder of its own; killed and

@@ -95,136 +95,138 @@ impl LeaseConn {
     /// Runs a lease call (`acquire`, `renew`, `release`); its outcome, with expiries on `rec`'s
     /// clock. Any other operation is not the lease service's.
     pub async fn call(&self, op: &Op, rec: &Recording) -> Result<Outcome, LiveError> {
-        match self {
-            LeaseConn::Pg(c) => pg_call(c, op, rec).await,
-            LeaseConn::Redis(c, s) => redis_call(c.clone(), s, op, rec).await,
-        }
-    }
-}
-
-async fn pg_call(
-    c: &tokio_postgres::Client,
-    op: &Op,
-    rec: &Recording,
-) -> Result<Outcome, LiveError> {
-    use leaselab_pg::real;
-    Ok(match op {
-        Op::Acquire {
-            lease,
-            holder,
-            ttl_ms,
-        } => match real::acquire(c, lease.as_str(), holder.as_str(), *ttl_ms).await? {
-            Some((token, expires)) => Outcome::Granted {
+        Ok(match op {
+            Op::Acquire {
+                lease,
+                holder,
+                ttl_ms,
+            } => match self
+                .acquire(lease.as_str(), holder.as_str(), *ttl_ms)
+                .await?
+            {
+                Some((token, expires)) => Outcome::Granted {
+                    token,
+                    expires: rec.at(expires),
+                },
+                None => Outcome::Refused,
+            },
+            Op::Renew {
+                lease,
+                holder,
                 token,
-                expires: rec.at(expires),
+                ttl_ms,
+            } => match self
+                .renew(lease.as_str(), holder.as_str(), *token, *ttl_ms)
+                .await?
+            {
+                Some(expires) => Outcome::Renewed {
+                    expires: rec.at(expires),
+                },
+                None => Outcome::Refused,
             },
-            None => Outcome::Refused,
-        },
-        Op::Renew {
-            lease,
-            holder,
-            token,
-            ttl_ms,
-        } => match real::renew(c, lease.as_str(), holder.as_str(), *token, *ttl_ms).await? {
-            Some(expires) => Outcome::Renewed {
-                expires: rec.at(expires),
-            },
-            None => Outcome::Refused,
-        },
-        Op::Release {
-            lease,
-            holder,
-            token,
-        } => {
-            if real::release(c, lease.as_str(), holder.as_str(), *token).await? {
-                Outcome::Released
-            } else {
-                Outcome::Refused
+            Op::Release {
+                lease,
+                holder,
+                token,
+            } => {
+                if self
+                    .release(lease.as_str(), holder.as_str(), *token)
+                    .await?
+                {
+                    Outcome::Released
+                } else {
+                    Outcome::Refused
+                }
+            }
+            other => return Err(not_a_lease_call(other)),
+        })
+    }
+
+    /// The grant — its token and expiry (ms since the epoch, the server's clock) — or `None`
+    /// while another holder's lease is valid.
+    pub async fn acquire(
+        &self,
+        lease: &str,
+        holder: &str,
+        ttl_ms: u64,
+    ) -> Result<Option<(Token, i64)>, LiveError> {
+        match self {
+            LeaseConn::Pg(c) => Ok(leaselab_pg::real::acquire(c, lease, holder, ttl_ms).await?),
+            LeaseConn::Redis(c, s) => {
+                let answer: Option<(i64, i64)> = s
+                    .acquire
+                    .key(&keys(lease))
+                    .arg(holder)
+                    .arg(ttl_ms)
+                    .invoke_async(&mut c.clone())
+                    .await
+                    .map_err(|e| LiveError::redis("acquire", e))?;
+                answer
+                    .map(|(token, expires)| {
+                        u64::try_from(token)
+                            .map(|t| (Token(t), expires))
+                            .map_err(|_| {
+                                LiveError::Unexpected(format!("acquire answered token {token}"))
+                            })
+                    })
+                    .transpose()
             }
         }
-        other => return Err(not_a_lease_call(other)),
-    })
+    }
+
+    /// The new expiry (ms since the epoch), or `None` when the lease is no longer this holder's
+    /// under this token.
+    pub async fn renew(
+        &self,
+        lease: &str,
+        holder: &str,
+        token: Token,
+        ttl_ms: u64,
+    ) -> Result<Option<i64>, LiveError> {
+        match self {
+            LeaseConn::Pg(c) => {
+                Ok(leaselab_pg::real::renew(c, lease, holder, token, ttl_ms).await?)
+            }
+            LeaseConn::Redis(c, s) => s
+                .renew
+                .key(&keys(lease))
+                .arg(holder)
+                .arg(ttl_ms)
+                .arg(token.0)
+                .invoke_async(&mut c.clone())
+                .await
+                .map_err(|e| LiveError::redis("renew", e)),
+        }
+    }
+
+    /// Whether the lease was still this holder's under this token, and is ended.
+    pub async fn release(
+        &self,
+        lease: &str,
+        holder: &str,
+        token: Token,
+    ) -> Result<bool, LiveError> {
+        match self {
+            LeaseConn::Pg(c) => Ok(leaselab_pg::real::release(c, lease, holder, token).await?),
+            LeaseConn::Redis(c, s) => {
+                let answer: i64 = s
+                    .release
+                    .key(&keys(lease))
+                    .arg(holder)
+                    .arg(0)
+                    .arg(token.0)
+                    .invoke_async(&mut c.clone())
+                    .await
+                    .map_err(|e| LiveError::redis("release", e))?;
+                Ok(answer == 1)
+            }
+        }
+    }
 }
 
 /// The lease's two keys: the lock itself and its token counter.
 fn keys(lease: &str) -> [String; 2] {
     [format!("lease:{lease}"), format!("lease:{lease}:token")]
-}
-
-async fn redis_call(
-    mut c: redis::aio::MultiplexedConnection,
-    s: &Scripts,
-    op: &Op,
-    rec: &Recording,
-) -> Result<Outcome, LiveError> {
-    Ok(match op {
-        Op::Acquire {
-            lease,
-            holder,
-            ttl_ms,
-        } => {
-            let answer: Option<(i64, i64)> = s
-                .acquire
-                .key(&keys(lease.as_str()))
-                .arg(holder.as_str())
-                .arg(*ttl_ms)
-                .invoke_async(&mut c)
-                .await
-                .map_err(|e| LiveError::redis("acquire", e))?;
-            match answer {
-                Some((token, expires)) => Outcome::Granted {
-                    token: Token(u64::try_from(token).map_err(|_| {
-                        LiveError::Unexpected(format!("acquire answered token {token}"))
-                    })?),
-                    expires: rec.at(expires),
-                },
-                None => Outcome::Refused,
-            }
-        }
-        Op::Renew {
-            lease,
-            holder,
-            token,
-            ttl_ms,
-        } => {
-            let answer: Option<i64> = s
-                .renew
-                .key(&keys(lease.as_str()))
-                .arg(holder.as_str())
-                .arg(*ttl_ms)
-                .arg(token.0)
-                .invoke_async(&mut c)
-                .await
-                .map_err(|e| LiveError::redis("renew", e))?;
-            match answer {
-                Some(expires) => Outcome::Renewed {
-                    expires: rec.at(expires),
-                },
-                None => Outcome::Refused,
-            }
-        }
-        Op::Release {
-            lease,
-            holder,
-            token,
-        } => {
-            let answer: i64 = s
-                .release
-                .key(&keys(lease.as_str()))
-                .arg(holder.as_str())
-                .arg(0)
-                .arg(token.0)
-                .invoke_async(&mut c)
-                .await
-                .map_err(|e| LiveError::redis("release", e))?;
-            if answer == 1 {
-                Outcome::Released
-            } else {
-                Outcome::Refused
-            }
-        }
-        other => return Err(not_a_lease_call(other)),
-    })
 }
 
 fn not_a_lease_call(op: &Op) -> LiveError {

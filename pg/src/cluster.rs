@@ -238,8 +238,15 @@ pub fn postgres_for_test(test: &str) -> bool {
         Err(_) if std::env::var("LEASELAB_PG_CONNINFO").is_ok() => return true,
         Err(why) => why,
     };
+    skipped(test, &why, "LEASELAB_REQUIRE_PG")
+}
+
+/// A test that cannot run for want of a server (`why`): says so in one line and records the
+/// skip in the file `LEASELAB_SKIP_LOG` names, or — with `required` (an environment variable)
+/// set, as CI sets it — fails (panics). Always `false`: the test does not run.
+pub fn skipped(test: &str, why: &str, required: &str) -> bool {
     println!("{why}");
-    assert!(std::env::var("LEASELAB_REQUIRE_PG").is_err(), "{why}");
+    assert!(std::env::var(required).is_err(), "{why}");
     if let Ok(log) = std::env::var("LEASELAB_SKIP_LOG") {
         use std::io::Write as _;
         if let Ok(mut f) = std::fs::OpenOptions::new()
