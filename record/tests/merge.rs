@@ -169,3 +169,45 @@ fn calls_answered_at_the_same_time_in_two_files_overlap() {
         }
     }
 }
+
+/// At one time, a file's second invoke (after an answer of its own) still goes before another
+/// file's answers at that time: holder-b renews and then releases at t=200 while holder-a is
+/// granted at t=200; named first, holder-a's grant must not be placed wholly before the release.
+#[test]
+fn a_second_invoke_at_one_time_goes_before_the_other_files_answers() {
+    use leaselab_record::read::parse_for_merge;
+    let line = |s: &str| format!("{s}\n");
+    let b = format!(
+        "{HEAD}{}{}{}{}{}{}",
+        line(
+            r#"{"type":"invoke","process":"holder-b","time":100,"op":"acquire","lease":"job","holder":"holder-b","ttl_ms":1500}"#
+        ),
+        line(
+            r#"{"type":"ok","process":"holder-b","time":100,"op":"acquire","token":1,"expires":1600}"#
+        ),
+        line(
+            r#"{"type":"invoke","process":"holder-b","time":200,"op":"renew","lease":"job","holder":"holder-b","token":1,"ttl_ms":1500}"#
+        ),
+        line(r#"{"type":"ok","process":"holder-b","time":200,"op":"renew","expires":1700}"#),
+        line(
+            r#"{"type":"invoke","process":"holder-b","time":200,"op":"release","lease":"job","holder":"holder-b","token":1}"#
+        ),
+        line(r#"{"type":"ok","process":"holder-b","time":200,"op":"release"}"#),
+    );
+    let a = format!(
+        "{HEAD}{}{}",
+        line(
+            r#"{"type":"invoke","process":"holder-a","time":200,"op":"acquire","lease":"job","holder":"holder-a","ttl_ms":1500}"#
+        ),
+        line(
+            r#"{"type":"ok","process":"holder-a","time":200,"op":"acquire","token":2,"expires":1700}"#
+        ),
+    );
+    let parts = [("a.jsonl", &a), ("b.jsonl", &b)]
+        .iter()
+        .map(|(n, t)| parse_for_merge(t, n).unwrap_or_else(|e| panic!("{e}")))
+        .collect();
+    let m = merge(parts).unwrap_or_else(|e| panic!("{e}"));
+    let r = leaselab_checkers::check(&m.history);
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
+}
