@@ -199,6 +199,13 @@ fn judged(a: &LiveArgs, r: &LiveReport) -> (String, Exit) {
     let files: Vec<String> = r.records.iter().map(|f| f.display().to_string()).collect();
     let _ = writeln!(out, "history: {}", files.join(" "));
     let _ = writeln!(out, "judge:   leaselab judge --merge {}", files.join(" "));
+    let page = a.dir.join("live.html");
+    let _ = writeln!(
+        out,
+        "picture: leaselab diagram --html {} {}",
+        page.display(),
+        files.join(" ")
+    );
     let _ = writeln!(
         out,
         "again:   {} (the same fault schedule; the servers' timing is real, so the run can differ)",

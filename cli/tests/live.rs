@@ -65,6 +65,16 @@ fn live(name: &str, args: &[&str]) -> (i32, String) {
         (code, Some(printed)),
         "judge --merge of the run's records:\n{jout}\nthe run:\n{out}"
     );
+    // The picture it promises: one offline page.
+    let picture = out
+        .lines()
+        .find_map(|l| l.strip_prefix("picture: leaselab "))
+        .unwrap_or_else(|| panic!("no picture command:\n{out}"));
+    let words: Vec<&str> = picture.split(' ').collect();
+    let (pcode, pout) = common::leaselab(&words);
+    assert_eq!(pcode, 0, "{pout}");
+    let page = std::fs::read_to_string(dir.join("live.html")).expect("the page");
+    assert!(page.contains("<html"), "not a page");
     let t0 = std::time::Instant::now();
     while !processes_under(&dir).is_empty() && t0.elapsed() < std::time::Duration::from_secs(60) {
         std::thread::sleep(std::time::Duration::from_millis(50));
