@@ -935,20 +935,15 @@ impl Deriver {
         let f = &mut self.f;
         let new = f.writes[self.writes_seen..]
             .iter()
-            .enumerate()
-            .map(|(k, w)| (self.writes_seen + k, w))
-            .chain(
-                f.refused[self.refused_seen..]
-                    .iter()
-                    .map(|w| (usize::MAX, w)),
-            );
-        for (i, w) in new {
-            let v = w.version();
-            if let Some(a) = attempt_of(&self.attempted, &f.attempts, &v) {
+            .chain(&f.refused[self.refused_seen..]);
+        for w in new {
+            if let Some(a) = attempt_of(&self.attempted, &f.attempts, &w.version()) {
                 let a = &mut f.attempts[a];
                 a.reach = a.reach.max(w.window.latest);
             }
-            if i != usize::MAX && w.certainty == Certainty::Maybe {
+        }
+        for (i, w) in f.writes.iter().enumerate().skip(self.writes_seen) {
+            if w.certainty == Certainty::Maybe {
                 self.maybe_open
                     .entry((w.scope.clone(), w.part.clone()))
                     .or_default()
