@@ -823,7 +823,7 @@ impl Deriver {
                 if let Some(c) = certainty {
                     for (op, actor, _) in ds {
                         let w = Window::at(e.seq);
-                        push_write(f, &op, &actor, w, e.at, c, e.seq);
+                        f.writes.extend(write_fact(&op, &actor, w, e.at, c, e.seq));
                     }
                 }
                 if certainty == Some(Certainty::Accepted) {
@@ -1358,12 +1358,13 @@ fn record(
         ) => f
             .lease_refused
             .extend(lease_op(op, issued.0, w, issued.1, at)),
-        (Op::Write { .. }, Outcome::Accepted) | (Op::Upsert { .. }, Outcome::Accepted) => {
-            push_write(f, op, actor, w, at, Certainty::Accepted, issued.0)
-        }
+        (Op::Write { .. }, Outcome::Accepted) | (Op::Upsert { .. }, Outcome::Accepted) => f
+            .writes
+            .extend(write_fact(op, actor, w, at, Certainty::Accepted, issued.0)),
         (Op::Write { .. }, Outcome::Indeterminate(_))
         | (Op::Upsert { .. }, Outcome::Indeterminate(_)) => {
-            push_write(f, op, actor, w, at, Certainty::Maybe, issued.0)
+            f.writes
+                .extend(write_fact(op, actor, w, at, Certainty::Maybe, issued.0))
         }
         // Answered with a definite failure: not counted, unless a read shows what it wrote.
         (
@@ -1400,19 +1401,6 @@ fn record(
         }
         _ => {}
     }
-}
-
-#[allow(clippy::too_many_arguments)]
-fn push_write(
-    f: &mut Facts,
-    op: &Op,
-    actor: &Holder,
-    w: Window,
-    at: Millis,
-    c: Certainty,
-    issued: u64,
-) {
-    f.writes.extend(write_fact(op, actor, w, at, c, issued));
 }
 
 /// The fact of a write or upsert `op` by `actor`, committed in `w` (none for other ops).
