@@ -16,7 +16,7 @@ pub struct HolderArgs {
     #[arg(long, default_value_t = 0)]
     pub until_ms: u64,
     /// Where the lease is kept: pg or redis.
-    #[arg(long, default_value = "pg", value_parser = ["pg", "redis"])]
+    #[arg(long, default_value = "pg", value_parser = ["pg", "redis", "etcd", "etcd-lease-id"])]
     pub store: String,
     /// The Redis recipe (with --store redis).
     #[arg(long, value_name = "FILE")]
@@ -65,7 +65,13 @@ pub fn main(a: HolderArgs) -> Exit {
             until_ms: a.until_ms,
         },
     };
-    let kind = StoreKind::parse(&a.store).unwrap_or(StoreKind::Pg);
+    let Some(kind) = StoreKind::parse(&a.store) else {
+        eprintln!(
+            "leaselab holder: --store {}: not a store (pg, redis, etcd, etcd-lease-id)",
+            a.store
+        );
+        return Exit::Usage;
+    };
     let recipe = match (&a.recipe, kind) {
         (Some(f), _) => match leaselab_live::redis::RedisRecipe::load(f) {
             Ok(r) => Some(r),
@@ -78,7 +84,7 @@ pub fn main(a: HolderArgs) -> Exit {
             eprintln!("leaselab holder: --store redis needs --recipe FILE");
             return Exit::Usage;
         }
-        (None, StoreKind::Pg) => None,
+        (None, StoreKind::Pg | StoreKind::Etcd | StoreKind::EtcdLeaseId) => None,
     };
     let args = HolderArgs {
         role,

@@ -123,7 +123,7 @@ fn abandon(command: &str) {
     eprintln!("\nleaselab {command}: interrupted");
     leaselab_pg::real::kill_holders();
     leaselab_pg::cluster::stop_all();
-    leaselab_live::redis::stop_all();
+    leaselab_live::server::stop_all();
     let hook = ON_ABANDON
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)

@@ -12,9 +12,11 @@ use std::path::PathBuf;
 /// `leaselab live`'s arguments.
 #[derive(clap::Args, Debug)]
 pub struct LiveArgs {
-    /// Where the lease is kept: pg (the source design's lease table) or redis (a recipe of Lua
-    /// scripts, docs/store-redis.md).
-    #[arg(long, value_parser = ["pg", "redis"])]
+    /// Where the lease is kept: pg (the source design's lease table), redis (a recipe of Lua
+    /// scripts, docs/store-redis.md), etcd (its lock recipe, token = the key's create
+    /// revision, docs/store-etcd.md) or etcd-lease-id (the same with the lease's ID as the
+    /// token: deliberately wrong).
+    #[arg(long, value_parser = ["pg", "redis", "etcd", "etcd-lease-id"])]
     pub store: String,
     /// The Redis recipe (TOML: `persistence`, `[scripts]` acquire, renew, release); default
     /// the built-in examples/stores/redis-counter.toml.
@@ -30,8 +32,8 @@ pub struct LiveArgs {
     #[arg(long, default_value = "20s", value_parser = duration_ms)]
     pub time: u64,
     /// The faults, joined by commas: pause (holders stopped with SIGSTOP right after their
-    /// local check, for up to three TTLs), kill (the Redis server killed with SIGKILL every two
-    /// to six TTLs, and started again on its folder); or none.
+    /// local check, for up to three TTLs), kill (the Redis or etcd server killed with SIGKILL
+    /// every two to six TTLs, and started again on its folder); or none.
     #[arg(long, default_value = "pause", value_parser = nemesis)]
     pub nemesis: Nemesis,
     /// The fault schedule's seed.
@@ -90,13 +92,16 @@ fn again(a: &LiveArgs) -> String {
 
 /// Runs `leaselab live`.
 pub fn main(a: LiveArgs) -> Exit {
-    let store = StoreKind::parse(&a.store).unwrap_or(StoreKind::Pg);
+    let Some(store) = StoreKind::parse(&a.store) else {
+        eprintln!("leaselab live: --store {}: not a store", a.store);
+        return Exit::Usage;
+    };
     if a.recipe.is_some() && store != StoreKind::Redis {
         eprintln!("leaselab live: --recipe applies only to --store redis");
         return Exit::Usage;
     }
-    if a.nemesis.kill && store != StoreKind::Redis {
-        eprintln!("leaselab live: --nemesis kill kills the Redis server: it applies only to --store redis so far");
+    if a.nemesis.kill && store == StoreKind::Pg {
+        eprintln!("leaselab live: --nemesis kill kills the lease server: it applies to --store redis and etcd so far (PostgreSQL keeps the resource too)");
         return Exit::Usage;
     }
     let Ok(exe) = std::env::current_exe() else {
@@ -159,7 +164,12 @@ fn judged(a: &LiveArgs, r: &LiveReport) -> (String, Exit) {
     if a.nemesis.kill {
         let _ = writeln!(
             out,
-            "  the lease server: killed {} times ({} ms down in all)",
+            "  the lease server{}: killed {} times ({} ms down in all)",
+            if r.store.starts_with("etcd") {
+                " (a member drawn each time)"
+            } else {
+                ""
+            },
             r.kills.len(),
             r.kills.iter().sum::<u64>()
         );

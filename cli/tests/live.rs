@@ -5,7 +5,7 @@
 
 mod common;
 
-use leaselab_live::redis::redis_for_test;
+use leaselab_live::server::{etcd_for_test, redis_for_test};
 use leaselab_pg::cluster::postgres_for_test;
 use std::path::{Path, PathBuf};
 
@@ -281,4 +281,79 @@ fn redis_with_persistence_survives_kills_and_pauses() {
     assert!(!out.contains("VIOLATION"), "{out}");
     assert!(!out.contains("POSSIBLE I2"), "{out}");
     assert!(code == 0 || code == 6, "{out}");
+}
+
+/// etcd's lock recipe with the key's create revision as the token: pauses and member kills
+/// break nothing certain (a call in flight when a member died may leave a possible violation:
+/// exit 6), and never I2.
+#[test]
+fn etcd_with_the_scope_fence_holds_under_pauses_and_kills() {
+    if !postgres_for_test("cli::live::etcd_scope") || !etcd_for_test("cli::live::etcd_scope") {
+        return;
+    }
+    let (code, out) = live(
+        "etcd-scope",
+        &[
+            "--store",
+            "etcd",
+            "--nemesis",
+            "pause,kill",
+            "--time",
+            "8s",
+            "--seed",
+            "2",
+        ],
+    );
+    assert!(
+        out.contains("the lease server (a member drawn each time): killed 1 times"),
+        "{out}"
+    );
+    assert!(
+        out.contains("3 members; token: the lock key's create revision"),
+        "{out}"
+    );
+    assert!(!out.contains("VIOLATION"), "{out}");
+    assert!(!out.contains("POSSIBLE I2"), "{out}");
+    assert!(code == 0 || code == 6, "{out}");
+}
+
+#[test]
+fn etcd_unfenced_keeps_a_paused_holders_stale_write() {
+    if !postgres_for_test("cli::live::etcd_off") || !etcd_for_test("cli::live::etcd_off") {
+        return;
+    }
+    let (code, out) = live(
+        "etcd-off",
+        &[
+            "--store", "etcd", "--fence", "off", "--time", "10s", "--seed", "1",
+        ],
+    );
+    assert!(out.contains("VIOLATION I3"), "{out}");
+    assert!(out.contains("VIOLATION acceptance"), "{out}");
+    assert_eq!(code, 1, "{out}");
+}
+
+/// The lease ID as the token: each member draws IDs under a prefix of its own member ID, so a
+/// grant by one member is below an earlier grant by another — I2, from the grants alone — and
+/// the fence then refuses the later holder's every write.
+#[test]
+fn etcd_lease_ids_are_no_tokens() {
+    if !postgres_for_test("cli::live::etcd_lease_id") || !etcd_for_test("cli::live::etcd_lease_id")
+    {
+        return;
+    }
+    let (code, out) = live(
+        "etcd-lease-id",
+        &[
+            "--store",
+            "etcd-lease-id",
+            "--nemesis",
+            "none",
+            "--time",
+            "5s",
+        ],
+    );
+    assert!(out.contains("VIOLATION I2"), "{out}");
+    assert!(!out.contains("VIOLATION I3"), "{out}");
+    assert_eq!(code, 1, "{out}");
 }

@@ -55,7 +55,8 @@ fn every_readme_command_runs_as_written() {
         std::env::var("PATH").unwrap_or_default()
     );
     let pg = leaselab_pg::cluster::postgres_for_test("cli::every_readme_command_runs_as_written");
-    let redis = leaselab_live::redis::redis_for_test("cli::every_readme_command_runs_as_written");
+    let redis = leaselab_live::server::redis_for_test("cli::every_readme_command_runs_as_written");
+    let etcd = leaselab_live::server::etcd_for_test("cli::every_readme_command_runs_as_written");
     let mut report = Vec::new();
     for cmd in &cmds {
         if !pg
@@ -64,6 +65,7 @@ fn every_readme_command_runs_as_written() {
                 || cmd.starts_with("audit")
                 || cmd.starts_with("live"))
             || (!redis && cmd.contains("--store redis"))
+            || (!etcd && cmd.contains("--store etcd"))
         {
             continue;
         }

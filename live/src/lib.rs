@@ -1,18 +1,23 @@
 //! Live runs on the lease services people use: holders as real OS processes, in real time,
-//! against a real lease service (the source design's PostgreSQL lease table, or Redis with a
-//! recipe of Lua scripts) and the source design's fenced PostgreSQL resource, under a nemesis
+//! against a real lease service (the source design's PostgreSQL lease table, Redis with a
+//! recipe of Lua scripts, or etcd's lock recipe) and the source design's fenced PostgreSQL resource, under a nemesis
 //! whose schedule derives from a seed. Every process records what it saw as a JSON-lines
 //! history, which the checkers judge alone (`leaselab judge`).
 //!
 //! - [`store`]: the seam — acquire, renew, release on whichever service keeps the lease;
-//! - [`redis`]: the Redis recipe (its file) and throwaway `redis-server`s;
+//! - [`redis`]: the Redis recipe (its file);
+//! - [`etcd`]: etcd's lock recipe, spoken through [`http`] to etcd's JSON gateway;
+//! - [`server`]: throwaway `redis-server`s and `etcd`s, killed and restarted by the nemesis;
 //! - [`holder`]: the holder process (`leaselab holder`), the model crate's one holder driven
 //!   in real time;
 //! - [`run`]: a live run — the servers, the holder processes, the nemesis, the records.
 
+pub mod etcd;
 pub mod holder;
+pub mod http;
 pub mod redis;
 pub mod run;
+pub mod server;
 pub mod store;
 
 /// Why a live run (or one of its holder processes) could not go on — not an outcome of it.

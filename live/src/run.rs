@@ -1,5 +1,5 @@
 //! A live run: throwaway servers under one folder (PostgreSQL for the fenced resource, and for
-//! the lease when it is the store; `redis-server` for a Redis lease), one OS process per
+//! the lease when it is the store; `redis-server` or `etcd` for theirs), one OS process per
 //! holder running jobs for the run's time, and a nemesis whose schedule derives from the seed.
 //! Every holder records its calls, and this process its final read of the resource, each to a
 //! file of its own under `records/`: `leaselab judge --merge` judges them together.
@@ -11,7 +11,8 @@
 //! seed's: the k-th check of holder-b is paused as long in every run of that seed. The servers'
 //! timing is real, so the interleaving around it is not: a run again can differ.
 
-use crate::redis::{RedisRecipe, RedisServer};
+use crate::redis::RedisRecipe;
+use crate::server::{Program, Server};
 use crate::store::StoreKind;
 use crate::LiveError;
 use leaselab_model::names::defaults;
@@ -30,7 +31,8 @@ use std::time::Duration;
 pub struct Nemesis {
     /// Pauses holders right after their local check (SIGSTOP, SIGCONT).
     pub pause: bool,
-    /// Kills the lease server (kill -9) every few TTLs and starts it again on its folder (Redis).
+    /// Kills the lease server (kill -9) every few TTLs and starts it again on its folder (Redis,
+    /// etcd).
     pub kill: bool,
 }
 
@@ -85,6 +87,9 @@ pub struct LiveCfg {
     pub exe: PathBuf,
 }
 
+/// The members of a live run's etcd cluster: a majority survives one killed.
+pub const ETCD_MEMBERS: usize = 3;
+
 /// The built-in Redis recipe.
 pub const REDIS_COUNTER: &str = include_str!("../../examples/stores/redis-counter.toml");
 
@@ -112,7 +117,7 @@ pub struct LiveReport {
     pub records: Vec<PathBuf>,
     /// Each holder, in order.
     pub holders: Vec<HolderSummary>,
-    /// The store as run: `pg`, or `redis (recipe FILE, persistence P)`.
+    /// The store as run: `pg`, `redis (recipe FILE, persistence P)`, `etcd (token: …)`.
     pub store: String,
 }
 
@@ -148,12 +153,14 @@ impl Schedule {
         (nemesis.pause && pause).then_some(ms)
     }
 
-    /// When to kill the server next (ms after it came up: two to six TTLs) and how long it
-    /// stays down (a tenth of a TTL to one TTL).
-    fn next_kill(&mut self, ttl_ms: u64) -> (u64, u64) {
+    /// When to kill a server next (ms after it came up: two to six TTLs), how long it stays
+    /// down (a tenth of a TTL to one TTL), and which of the `n` (drawn only when there is a
+    /// choice: one server's schedule is the same as before clusters were).
+    fn next_kill(&mut self, ttl_ms: u64, n: usize) -> (u64, u64, usize) {
         let up = self.0.random_range(ttl_ms * 2..=ttl_ms * 6);
         let down = self.0.random_range(ttl_ms / 10..=ttl_ms);
-        (up, down)
+        let which = if n > 1 { self.0.random_range(0..n) } else { 0 };
+        (up, down, which)
     }
 }
 
@@ -166,7 +173,6 @@ pub fn live(cfg: &LiveCfg, stop: &'static AtomicBool) -> Result<LiveReport, Live
         .map_err(|e| LiveError::io(&format!("create {}", records.display()), e))?;
     // The recipe first: a bad one is named before any server starts.
     let recipe = match cfg.store {
-        StoreKind::Pg => None,
         StoreKind::Redis => {
             let file = match &cfg.recipe {
                 Some(f) => f.clone(),
@@ -179,29 +185,50 @@ pub fn live(cfg: &LiveCfg, stop: &'static AtomicBool) -> Result<LiveReport, Live
             };
             Some((RedisRecipe::load(&file)?, file))
         }
+        StoreKind::Pg | StoreKind::Etcd | StoreKind::EtcdLeaseId => None,
     };
     let mut pg =
         PgBackend::throwaway(&cfg.dir.join("pg")).map_err(|e| LiveError::Pg(e.to_string()))?;
     pg.reset(&Config::with_fence(cfg.fence))
         .map_err(|e| LiveError::Pg(e.to_string()))?;
     let res = pg.conninfo(DbName::Res);
-    // The Redis server, kept until the holders are done (the killer holds it meanwhile).
-    let mut redis_server = None;
-    let (lease, recipe_file, store) = match recipe {
-        None => (pg.conninfo(DbName::Lease), None, "pg".to_string()),
-        Some((recipe, file)) => {
-            let server = RedisServer::start(&cfg.dir, "redis", recipe.persistence)?;
-            let url = server.url();
-            redis_server = Some(server);
-            let store = format!(
+    // The lease servers, kept until the holders are done (the killer holds them meanwhile).
+    let (servers, store) = match (&recipe, cfg.store) {
+        (Some((recipe, file)), _) => (
+            vec![Server::start(
+                &cfg.dir,
+                "redis",
+                Program::Redis(recipe.persistence),
+            )?],
+            format!(
                 "redis (recipe {}, persistence {})",
                 file.display(),
                 recipe.persistence.as_str()
-            );
-            (url, Some(file), store)
-        }
+            ),
+        ),
+        (None, StoreKind::Etcd) => (
+            Server::start_etcd(&cfg.dir, ETCD_MEMBERS)?,
+            format!("etcd ({ETCD_MEMBERS} members; token: the lock key's create revision)"),
+        ),
+        (None, StoreKind::EtcdLeaseId) => (
+            Server::start_etcd(&cfg.dir, ETCD_MEMBERS)?,
+            format!(
+                "etcd-lease-id ({ETCD_MEMBERS} members; token: the lease's ID — ordered by \
+                 grant on one member, not by lock)"
+            ),
+        ),
+        (None, _) => (Vec::new(), "pg".to_string()),
     };
+    // Holder i asks server i mod n: on etcd each member grants leases of its own.
+    let urls: Vec<String> = servers.iter().map(Server::url).collect();
+    let lease_of = |i: usize| match urls.get(i % urls.len().max(1)) {
+        Some(u) => u.clone(),
+        None => pg.conninfo(DbName::Lease),
+    };
+    let mut servers = Some(servers);
+    let recipe_file = recipe.map(|(_, f)| f);
     let origin = epoch_ms();
+    let ttl = cfg.store.ttl_ms();
     let fenced = cfg.fence != FenceMode::Off;
     let mut threads = Vec::new();
     for i in 0..cfg.holders {
@@ -209,11 +236,12 @@ pub fn live(cfg: &LiveCfg, stop: &'static AtomicBool) -> Result<LiveReport, Live
         let mut cmd = std::process::Command::new(&cfg.exe);
         cmd.args(["holder", "--role", "live", "--name", &name])
             .args(["--until-ms", &cfg.time_ms.to_string()])
+            .args(["--ttl-ms", &ttl.to_string()])
             .args([
                 "--store",
                 cfg.store.as_str(),
                 "--lease",
-                &lease,
+                &lease_of(i),
                 "--res",
                 &res,
             ])
@@ -228,20 +256,21 @@ pub fn live(cfg: &LiveCfg, stop: &'static AtomicBool) -> Result<LiveReport, Live
         let schedule = Schedule::new(cfg.seed, i as u64);
         let nemesis = cfg.nemesis;
         threads.push(std::thread::spawn(move || {
-            drive(name, spawned, schedule, nemesis, stop)
+            drive(name, spawned, schedule, (nemesis, ttl), stop)
         }));
     }
     // The server killer, while the holders run.
     let mut kills = Vec::new();
-    let killer = match (redis_server.take(), cfg.nemesis.kill) {
-        (Some(server), true) => {
+    let killer = match (servers.take(), cfg.nemesis.kill) {
+        (Some(all), true) if !all.is_empty() => {
             let (seed, time_ms) = (cfg.seed, cfg.time_ms);
             Some(std::thread::spawn(move || {
-                kill_now_and_then(server, Schedule::new(seed, SERVER_STREAM), time_ms, stop)
+                let schedule = Schedule::new(seed, SERVER_STREAM);
+                kill_now_and_then(all, schedule, (time_ms, ttl), stop)
             }))
         }
-        (server, _) => {
-            redis_server = server;
+        (kept, _) => {
+            servers = kept;
             None
         }
     };
@@ -260,8 +289,8 @@ pub fn live(cfg: &LiveCfg, stop: &'static AtomicBool) -> Result<LiveReport, Live
     }
     if let Some(k) = killer {
         match k.join() {
-            Ok((server, downs, up)) => {
-                redis_server = Some(server);
+            Ok((back, downs, up)) => {
+                servers = Some(back);
                 kills = downs;
                 if let Err(e) = up {
                     failed = failed.or(Some(e));
@@ -285,7 +314,7 @@ pub fn live(cfg: &LiveCfg, stop: &'static AtomicBool) -> Result<LiveReport, Live
     observe(&res, &observer, origin)?;
     files.push(observer);
     // Stopped only now: the holders are done.
-    drop(redis_server);
+    drop(servers);
     Ok(LiveReport {
         kills,
         records: files,
@@ -294,15 +323,15 @@ pub fn live(cfg: &LiveCfg, stop: &'static AtomicBool) -> Result<LiveReport, Live
     })
 }
 
-/// Kills the server (kill -9) and starts it again as the schedule says, until the run's time
-/// is up or it is stopped; the server back, how long it was down each time, and whether it
-/// came up again every time.
+/// Kills a server (kill -9; of a cluster, a member drawn from the schedule) and starts it
+/// again as the schedule says, until the run's time is up or it is stopped; the servers back,
+/// how long one was down each time, and whether it came up again every time.
 fn kill_now_and_then(
-    mut server: RedisServer,
+    mut servers: Vec<Server>,
     mut schedule: Schedule,
-    time_ms: u64,
+    (time_ms, ttl_ms): (u64, u64),
     stop: &AtomicBool,
-) -> (RedisServer, Vec<u64>, Result<(), LiveError>) {
+) -> (Vec<Server>, Vec<u64>, Result<(), LiveError>) {
     let start = std::time::Instant::now();
     let over = |extra: u64| {
         stop.load(Ordering::SeqCst)
@@ -310,22 +339,25 @@ fn kill_now_and_then(
     };
     let mut downs = Vec::new();
     loop {
-        let (up, down) = schedule.next_kill(defaults::TTL_MS);
+        let (up, down, which) = schedule.next_kill(ttl_ms, servers.len());
         let t = std::time::Instant::now();
         while t.elapsed() < Duration::from_millis(up) {
             if over(0) {
-                return (server, downs, Ok(()));
+                return (servers, downs, Ok(()));
             }
             std::thread::sleep(Duration::from_millis(20));
         }
         if over(down) {
-            return (server, downs, Ok(()));
+            return (servers, downs, Ok(()));
         }
+        let Some(server) = servers.get_mut(which) else {
+            return (servers, downs, Ok(()));
+        };
         server.kill();
         std::thread::sleep(Duration::from_millis(down));
         downs.push(down);
         if let Err(e) = server.boot() {
-            return (server, downs, Err(e));
+            return (servers, downs, Err(e));
         }
     }
 }
@@ -336,7 +368,7 @@ fn drive(
     name: String,
     s: Spawned,
     mut schedule: Schedule,
-    nemesis: Nemesis,
+    (nemesis, ttl): (Nemesis, u64),
     stop: &AtomicBool,
 ) -> Result<HolderSummary, LiveError> {
     let Spawned {
@@ -348,7 +380,6 @@ fn drive(
         name,
         ..HolderSummary::default()
     };
-    let ttl = defaults::TTL_MS;
     for line in BufReader::new(stdout).lines() {
         let line = line.map_err(|e| LiveError::io("read a holder's line", e))?;
         if line == "READY" {
@@ -376,8 +407,15 @@ fn drive(
         }
     }
     drop(stdin);
-    proc.wait();
-    Ok(sum)
+    match proc.wait() {
+        Some(status) if !status.success() && !stop.load(Ordering::SeqCst) => {
+            Err(LiveError::Unexpected(format!(
+                "{} ended with {status} before its time was up (what it said is above)",
+                sum.name
+            )))
+        }
+        _ => Ok(sum),
+    }
 }
 
 /// The final read of the resource, recorded as an observer process of its own.

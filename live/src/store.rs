@@ -2,8 +2,10 @@
 //! with what the history records — a token and the server's expiry, a refusal — whatever keeps
 //! the lease. The holder machine (`leaselab_model::holder`) asks for these three calls on its
 //! lease connections; [`LeaseConn`] carries them to PostgreSQL (the source design's lease
-//! table) or to Redis (a recipe's Lua scripts). The fenced resource is always PostgreSQL.
+//! table), to Redis (a recipe's Lua scripts) or to etcd (its lock recipe). The fenced resource
+//! is always PostgreSQL.
 
+use crate::etcd::{EtcdConn, TokenFrom};
 use crate::redis::RedisRecipe;
 use crate::LiveError;
 use leaselab_model::{Op, Outcome, Token};
@@ -17,6 +19,11 @@ pub enum StoreKind {
     Pg,
     /// A Redis key set by a recipe's scripts: token = a counter the acquire script INCRs.
     Redis,
+    /// etcd's lock recipe: token = the lock key's create revision.
+    Etcd,
+    /// etcd's lock recipe with the lease's ID as the token — deliberately wrong: lease IDs
+    /// are ordered by grant, not by lock (`docs/store-etcd.md`).
+    EtcdLeaseId,
 }
 
 impl StoreKind {
@@ -25,6 +32,18 @@ impl StoreKind {
         match self {
             StoreKind::Pg => "pg",
             StoreKind::Redis => "redis",
+            StoreKind::Etcd => "etcd",
+            StoreKind::EtcdLeaseId => "etcd-lease-id",
+        }
+    }
+
+    /// The TTL its holders ask for, ms: the source design's, except on etcd, which counts
+    /// leases in whole seconds and raises any TTL to its minimum (1.5 election timeouts: 2 s
+    /// with its defaults) — asked as granted, so a holder's deadline is the server's.
+    pub fn ttl_ms(self) -> u64 {
+        match self {
+            StoreKind::Pg | StoreKind::Redis => leaselab_model::names::defaults::TTL_MS,
+            StoreKind::Etcd | StoreKind::EtcdLeaseId => 2_000,
         }
     }
 
@@ -33,13 +52,15 @@ impl StoreKind {
         match s {
             "pg" => Some(StoreKind::Pg),
             "redis" => Some(StoreKind::Redis),
+            "etcd" => Some(StoreKind::Etcd),
+            "etcd-lease-id" => Some(StoreKind::EtcdLeaseId),
             _ => None,
         }
     }
 }
 
 /// Where a holder finds its lease service: the kind, its address (a libpq connection string,
-/// or `redis://host:port/`) and, for Redis, the recipe.
+/// `redis://host:port/`, or etcd's `http://host:port`) and, for Redis, the recipe.
 #[derive(Clone, Debug)]
 pub struct Store {
     /// The service.
@@ -63,6 +84,8 @@ pub enum LeaseConn {
     Pg(tokio_postgres::Client),
     /// A Redis connection and the recipe's scripts.
     Redis(redis::aio::MultiplexedConnection, Arc<Scripts>),
+    /// An etcd member's address (each call opens a connection of its own).
+    Etcd(EtcdConn),
 }
 
 impl LeaseConn {
@@ -89,6 +112,14 @@ impl LeaseConn {
                 };
                 Ok(LeaseConn::Redis(conn, Arc::new(scripts)))
             }
+            StoreKind::Etcd => Ok(LeaseConn::Etcd(EtcdConn::new(
+                &store.addr,
+                TokenFrom::Revision,
+            ))),
+            StoreKind::EtcdLeaseId => Ok(LeaseConn::Etcd(EtcdConn::new(
+                &store.addr,
+                TokenFrom::LeaseId,
+            ))),
         }
     }
 
@@ -171,6 +202,7 @@ impl LeaseConn {
                     })
                     .transpose()
             }
+            LeaseConn::Etcd(c) => c.acquire(lease, holder, ttl_ms).await,
         }
     }
 
@@ -196,6 +228,7 @@ impl LeaseConn {
                 .invoke_async(&mut c.clone())
                 .await
                 .map_err(|e| LiveError::redis("renew", e)),
+            LeaseConn::Etcd(c) => c.renew(lease, holder, token).await,
         }
     }
 
@@ -220,6 +253,7 @@ impl LeaseConn {
                     .map_err(|e| LiveError::redis("release", e))?;
                 Ok(answer == 1)
             }
+            LeaseConn::Etcd(c) => c.release(lease, holder, token).await,
         }
     }
 }

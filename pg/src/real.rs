@@ -344,11 +344,12 @@ impl HolderProc {
         signal(self.id(), sig)
     }
 
-    /// Waits for a holder that runs to its end (not stopped). Unregistered first: once reaped,
-    /// its pid may belong to another process, which [`kill_holders`] must never signal.
-    pub fn wait(mut self) {
+    /// Waits for a holder that runs to its end (not stopped): how it ended, if that could be
+    /// learnt. Unregistered first: once reaped, its pid may belong to another process, which
+    /// [`kill_holders`] must never signal.
+    pub fn wait(mut self) -> Option<std::process::ExitStatus> {
         unlist(self.0.id());
-        let _ = self.0.wait();
+        self.0.wait().ok()
     }
 }
 
@@ -519,14 +520,14 @@ pub fn pause_experiment(
     while let Ok(l) = next_line(&mut b_out) {
         rep.b_lines.push(l);
     }
-    b.wait();
+    let _ = b.wait();
     // Release line, then SIGCONT.
     writeln!(a_in, "release").ctx("stdin")?;
     signal(a.id(), "-CONT")?;
     while let Ok(l) = next_line(&mut a_out) {
         rep.a_after.push(l);
     }
-    a.wait();
+    let _ = a.wait();
     let observer = Recording::open(
         records.map(|r| r.file("observer")).as_deref(),
         "observer",
