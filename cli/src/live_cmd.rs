@@ -33,7 +33,8 @@ pub struct LiveArgs {
     pub time: u64,
     /// The faults, joined by commas: pause (holders stopped with SIGSTOP right after their
     /// local check, for up to three TTLs), kill (the Redis or etcd server killed with SIGKILL
-    /// every two to six TTLs, and started again on its folder); or none.
+    /// every two to six TTLs, and started again on its folder), clock (the Redis server's clock
+    /// jumped forward by half a TTL to two TTLs every one to four TTLs); or none.
     #[arg(long, default_value = "pause", value_parser = nemesis)]
     pub nemesis: Nemesis,
     /// The fault schedule's seed.
@@ -46,7 +47,9 @@ pub struct LiveArgs {
 
 fn nemesis(s: &str) -> Result<Nemesis, String> {
     Nemesis::parse(s).ok_or_else(|| {
-        format!("`{s}`: the faults are pause and kill, joined by commas (pause,kill), or none")
+        format!(
+            "`{s}`: the faults are pause, kill and clock, joined by commas (pause,kill), or none"
+        )
     })
 }
 
@@ -98,6 +101,10 @@ pub fn main(a: LiveArgs) -> Exit {
     };
     if a.recipe.is_some() && store != StoreKind::Redis {
         eprintln!("leaselab live: --recipe applies only to --store redis");
+        return Exit::Usage;
+    }
+    if a.nemesis.clock && store != StoreKind::Redis {
+        eprintln!("leaselab live: --nemesis clock jumps the Redis server's clock: it applies only to --store redis (etcd is a Go binary that reads the clock without libc; PostgreSQL keeps the resource too)");
         return Exit::Usage;
     }
     if a.nemesis.kill && store == StoreKind::Pg {
@@ -172,6 +179,14 @@ fn judged(a: &LiveArgs, r: &LiveReport) -> (String, Exit) {
             },
             r.kills.len(),
             r.kills.iter().sum::<u64>()
+        );
+    }
+    if a.nemesis.clock {
+        let _ = writeln!(
+            out,
+            "  the lease server's clock: jumped forward {} times ({} ms in all; every key's time to live cut by the jump — the history's times are the machine's real clock, the server's expiries fell that much earlier)",
+            r.jumps.len(),
+            r.jumps.iter().sum::<u64>()
         );
     }
     for h in &r.holders {

@@ -357,3 +357,39 @@ fn etcd_lease_ids_are_no_tokens() {
     assert!(!out.contains("VIOLATION I3"), "{out}");
     assert_eq!(code, 1, "{out}");
 }
+
+/// The Redis server's clock jumped forward while a paused holder holds the lease: its key
+/// expires early and another holder is granted the lease before the first one's expiry, by the
+/// history's real clock — I1 — yet the scope fence still keeps every stale write out (no I3,
+/// no acceptance violation).
+#[test]
+fn redis_clock_jumps_give_two_holders_at_once_and_the_fence_holds() {
+    if !postgres_for_test("cli::live::redis_clock") || !redis_for_test("cli::live::redis_clock") {
+        return;
+    }
+    let (code, out) = live(
+        "redis-clock",
+        &[
+            "--store",
+            "redis",
+            "--nemesis",
+            "pause,clock",
+            "--time",
+            "10s",
+            "--seed",
+            "1",
+        ],
+    );
+    assert!(
+        out.contains("the lease server's clock: jumped forward"),
+        "{out}"
+    );
+    assert!(out.contains("VIOLATION I1"), "{out}");
+    assert!(!out.contains("VIOLATION I3"), "{out}");
+    assert!(!out.contains("VIOLATION acceptance"), "{out}");
+    assert_eq!(code, 1, "{out}");
+    // Not on etcd: its clock is out of reach.
+    let (code, out) = common::leaselab(&["live", "--store", "etcd", "--nemesis", "clock"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("applies only to --store redis"), "{out}");
+}

@@ -26,7 +26,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-/// What the nemesis does: any of pausing holders and killing the lease server.
+/// What the nemesis does: any of pausing holders, killing the lease server and jumping its
+/// clock.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Nemesis {
     /// Pauses holders right after their local check (SIGSTOP, SIGCONT).
@@ -34,10 +35,13 @@ pub struct Nemesis {
     /// Kills the lease server (kill -9) every few TTLs and starts it again on its folder (Redis,
     /// etcd).
     pub kill: bool,
+    /// Jumps the lease server's clock forward every few TTLs (Redis; see [`crate::redis::jump`]).
+    pub clock: bool,
 }
 
 impl Nemesis {
-    /// From its spelling: `none`, or faults joined by commas (`pause`, `kill`, `pause,kill`).
+    /// From its spelling: `none`, or faults joined by commas (`pause`, `kill`, `clock`,
+    /// `pause,kill`, …).
     pub fn parse(s: &str) -> Option<Nemesis> {
         let mut n = Nemesis::default();
         if s == "none" {
@@ -47,6 +51,7 @@ impl Nemesis {
             match f {
                 "pause" => n.pause = true,
                 "kill" => n.kill = true,
+                "clock" => n.clock = true,
                 _ => return None,
             }
         }
@@ -54,12 +59,19 @@ impl Nemesis {
     }
 
     /// Its spelling.
-    pub fn as_str(self) -> &'static str {
-        match (self.pause, self.kill) {
-            (false, false) => "none",
-            (true, false) => "pause",
-            (false, true) => "kill",
-            (true, true) => "pause,kill",
+    pub fn as_str(self) -> String {
+        let on: Vec<&str> = [
+            (self.pause, "pause"),
+            (self.kill, "kill"),
+            (self.clock, "clock"),
+        ]
+        .into_iter()
+        .filter_map(|(on, name)| on.then_some(name))
+        .collect();
+        if on.is_empty() {
+            "none".to_string()
+        } else {
+            on.join(",")
         }
     }
 }
@@ -113,6 +125,8 @@ pub struct HolderSummary {
 pub struct LiveReport {
     /// How long the lease server was down each time the nemesis killed it (ms).
     pub kills: Vec<u64>,
+    /// How far the nemesis jumped the server's clock forward each time (ms).
+    pub jumps: Vec<u64>,
     /// The record files: one per holder, then the observer's final read.
     pub records: Vec<PathBuf>,
     /// Each holder, in order.
@@ -137,6 +151,9 @@ struct Schedule(rand_chacha::ChaCha8Rng);
 /// The server's stream (a holder's is its index).
 const SERVER_STREAM: u64 = u64::MAX;
 
+/// The server clock's stream.
+const CLOCK_STREAM: u64 = u64::MAX - 1;
+
 impl Schedule {
     fn new(seed: u64, stream: u64) -> Schedule {
         let mut key = [0u8; 32];
@@ -151,6 +168,14 @@ impl Schedule {
         let pause = self.0.random_ratio(1, 3);
         let ms = self.0.random_range(ttl_ms / 2..=ttl_ms * 3);
         (nemesis.pause && pause).then_some(ms)
+    }
+
+    /// When to jump the clock next (ms after the last jump: one to four TTLs) and by how much
+    /// (half a TTL to two TTLs).
+    fn next_jump(&mut self, ttl_ms: u64) -> (u64, u64) {
+        let wait = self.0.random_range(ttl_ms..=ttl_ms * 4);
+        let by = self.0.random_range(ttl_ms / 2..=ttl_ms * 2);
+        (wait, by)
     }
 
     /// When to kill a server next (ms after it came up: two to six TTLs), how long it stays
@@ -274,6 +299,17 @@ pub fn live(cfg: &LiveCfg, stop: &'static AtomicBool) -> Result<LiveReport, Live
             None
         }
     };
+    // The clock jumper, while the holders run (Redis only: the caller checks).
+    let jumper = match (cfg.nemesis.clock, urls.first()) {
+        (true, Some(url)) => {
+            let (seed, time_ms, url) = (cfg.seed, cfg.time_ms, url.clone());
+            Some(std::thread::spawn(move || {
+                let schedule = Schedule::new(seed, CLOCK_STREAM);
+                jump_now_and_then(&url, schedule, (time_ms, ttl), stop)
+            }))
+        }
+        _ => None,
+    };
     let mut holders = Vec::new();
     let mut failed = None;
     for t in threads {
@@ -303,6 +339,17 @@ pub fn live(cfg: &LiveCfg, stop: &'static AtomicBool) -> Result<LiveReport, Live
             }
         }
     }
+    let mut jumps = Vec::new();
+    if let Some(j) = jumper {
+        match j.join() {
+            Ok(done) => jumps = done,
+            Err(_) => {
+                failed = failed.or(Some(LiveError::Unexpected(
+                    "the clock jumper's thread panicked".into(),
+                )))
+            }
+        }
+    }
     if let Some(e) = failed {
         return Err(e);
     }
@@ -317,6 +364,7 @@ pub fn live(cfg: &LiveCfg, stop: &'static AtomicBool) -> Result<LiveReport, Live
     drop(servers);
     Ok(LiveReport {
         kills,
+        jumps,
         records: files,
         holders,
         store,
@@ -358,6 +406,32 @@ fn kill_now_and_then(
         downs.push(down);
         if let Err(e) = server.boot() {
             return (servers, downs, Err(e));
+        }
+    }
+}
+
+/// Jumps the Redis server's clock forward as the schedule says, until the run's time is up or
+/// it is stopped; how far each jump that reached the server went (a jump while the server is
+/// down is skipped).
+fn jump_now_and_then(
+    url: &str,
+    mut schedule: Schedule,
+    (time_ms, ttl_ms): (u64, u64),
+    stop: &AtomicBool,
+) -> Vec<u64> {
+    let start = std::time::Instant::now();
+    let mut jumps = Vec::new();
+    loop {
+        let (wait, by) = schedule.next_jump(ttl_ms);
+        let t = std::time::Instant::now();
+        while t.elapsed() < Duration::from_millis(wait) {
+            if stop.load(Ordering::SeqCst) || start.elapsed() >= Duration::from_millis(time_ms) {
+                return jumps;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        if crate::redis::jump(url, by).is_ok() {
+            jumps.push(by);
         }
     }
 }
