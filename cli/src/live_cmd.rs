@@ -34,7 +34,9 @@ pub struct LiveArgs {
     /// The faults, joined by commas: pause (holders stopped with SIGSTOP right after their
     /// local check, for up to three TTLs), kill (the Redis or etcd server killed with SIGKILL
     /// every two to six TTLs, and started again on its folder), clock (the Redis server's clock
-    /// jumped forward by half a TTL to two TTLs every one to four TTLs); or none.
+    /// jumped forward by half a TTL to two TTLs every one to four TTLs), partition (each holder
+    /// cut off from its lease server, Redis or etcd, for half a TTL to three TTLs every two to
+    /// six TTLs: nothing crosses until it heals); or none.
     #[arg(long, default_value = "pause", value_parser = nemesis)]
     pub nemesis: Nemesis,
     /// The fault schedule's seed.
@@ -48,7 +50,7 @@ pub struct LiveArgs {
 fn nemesis(s: &str) -> Result<Nemesis, String> {
     Nemesis::parse(s).ok_or_else(|| {
         format!(
-            "`{s}`: the faults are pause, kill and clock, joined by commas (pause,kill), or none"
+            "`{s}`: the faults are pause, kill, clock and partition, joined by commas (pause,kill), or none"
         )
     })
 }
@@ -105,6 +107,10 @@ pub fn main(a: LiveArgs) -> Exit {
     }
     if a.nemesis.clock && store != StoreKind::Redis {
         eprintln!("leaselab live: --nemesis clock jumps the Redis server's clock: it applies only to --store redis (etcd is a Go binary that reads the clock without libc; PostgreSQL keeps the resource too)");
+        return Exit::Usage;
+    }
+    if a.nemesis.partition && store == StoreKind::Pg {
+        eprintln!("leaselab live: --nemesis partition cuts holders off from the lease server: it applies to --store redis and etcd so far");
         return Exit::Usage;
     }
     if a.nemesis.kill && store == StoreKind::Pg {
@@ -191,7 +197,7 @@ fn judged(a: &LiveArgs, r: &LiveReport) -> (String, Exit) {
     }
     for h in &r.holders {
         let paused: u64 = h.pauses.iter().sum();
-        let _ = writeln!(
+        let _ = write!(
             out,
             "  {}: {} grants, {} writes accepted, {} refused; paused {} times ({} ms in all)",
             h.name,
@@ -201,6 +207,15 @@ fn judged(a: &LiveArgs, r: &LiveReport) -> (String, Exit) {
             h.pauses.len(),
             paused
         );
+        if a.nemesis.partition {
+            let _ = write!(
+                out,
+                "; cut off from its lease server {} times ({} ms in all)",
+                h.partitions.len(),
+                h.partitions.iter().sum::<u64>()
+            );
+        }
+        let _ = writeln!(out);
     }
     match counts(&r.records) {
         Some((ops, stale)) => {

@@ -253,12 +253,12 @@ fn redis_without_persistence_reuses_a_token_after_a_kill() {
     assert_eq!(code, 1, "{out}");
 }
 
-/// With the append-only file fsynced before each reply, kills and pauses break nothing: no
-/// check is certainly broken. A call in flight when the server died has an unknown outcome, and
+/// With the append-only file fsynced before each reply, kills, pauses and partitions break
+/// nothing: no check is certainly broken. A call in flight when the server died has an unknown outcome, and
 /// the judgement may say what would break if it took effect (exit 6) — never a certain
 /// violation, never I2.
 #[test]
-fn redis_with_persistence_survives_kills_and_pauses() {
+fn redis_with_persistence_survives_kills_pauses_and_partitions() {
     if !postgres_for_test("cli::live::redis_kill_always")
         || !redis_for_test("cli::live::redis_kill_always")
     {
@@ -270,7 +270,7 @@ fn redis_with_persistence_survives_kills_and_pauses() {
             "--store",
             "redis",
             "--nemesis",
-            "pause,kill",
+            "pause,kill,partition",
             "--time",
             "10s",
             "--seed",
@@ -278,16 +278,20 @@ fn redis_with_persistence_survives_kills_and_pauses() {
         ],
     );
     assert!(out.contains("the lease server: killed 2 times"), "{out}");
+    assert!(
+        out.contains("cut off from its lease server 1 times"),
+        "{out}"
+    );
     assert!(!out.contains("VIOLATION"), "{out}");
     assert!(!out.contains("POSSIBLE I2"), "{out}");
     assert!(code == 0 || code == 6, "{out}");
 }
 
-/// etcd's lock recipe with the key's create revision as the token: pauses and member kills
-/// break nothing certain (a call in flight when a member died may leave a possible violation:
-/// exit 6), and never I2.
+/// etcd's lock recipe with the key's create revision as the token: pauses, member kills and
+/// partitions break nothing certain (a call in flight when a member died may leave a possible
+/// violation: exit 6), and never I2.
 #[test]
-fn etcd_with_the_scope_fence_holds_under_pauses_and_kills() {
+fn etcd_with_the_scope_fence_holds_under_pauses_kills_and_partitions() {
     if !postgres_for_test("cli::live::etcd_scope") || !etcd_for_test("cli::live::etcd_scope") {
         return;
     }
@@ -297,7 +301,7 @@ fn etcd_with_the_scope_fence_holds_under_pauses_and_kills() {
             "--store",
             "etcd",
             "--nemesis",
-            "pause,kill",
+            "pause,kill,partition",
             "--time",
             "8s",
             "--seed",

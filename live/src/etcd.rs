@@ -18,9 +18,9 @@
 //!
 //! Times: etcd says how long a lease lives (whole seconds, raised to its minimum of
 //! `1.5 × election timeout`, 2 s by default), not when it ends. The expiry returned is the
-//! holder's clock when the request left plus the TTL granted: the server started its TTL
-//! later, and keeps the key until its lessor's next sweep (every 500 ms) — a bound on the
-//! early side, as a holder needs it.
+//! machine's clock when a keep-alive left plus the TTL: the server restarted the TTL later,
+//! and keeps the key until its lessor's next sweep (every 500 ms) — a bound on the early side,
+//! as a holder needs it. Why the acquire keeps the lease alive once more: [`EtcdConn::acquire`].
 
 use crate::http::{post, HttpError};
 use crate::LiveError;
@@ -103,10 +103,8 @@ impl EtcdConn {
         }
     }
 
-    /// Grants a lease of `ttl_ms` (whole seconds, rounded up); its ID and the expiry it
-    /// promises (ms since the epoch).
-    async fn grant(&self, ttl_ms: u64) -> Result<(i64, i64), LiveError> {
-        let sent = leaselab_pg::recording::epoch_ms() as i64;
+    /// Grants a lease of `ttl_ms` (whole seconds, rounded up); its ID.
+    async fn grant(&self, ttl_ms: u64) -> Result<i64, LiveError> {
         let ttl_s = ttl_ms.div_ceil(1000).max(1);
         let a = self
             .call("grant", "/v3/lease/grant", json!({ "TTL": ttl_s }))
@@ -115,7 +113,23 @@ impl EtcdConn {
         if id == 0 {
             return Err(LiveError::Unexpected(format!("etcd granted no lease: {a}")));
         }
-        Ok((id, sent + int(&a, "TTL")? * 1000))
+        Ok(id)
+    }
+
+    /// Keeps a lease alive: its expiry (ms since the epoch) from when the request left — the
+    /// server restarts the TTL later, when it gets there — or `None` when it has ended.
+    async fn keep_alive(&self, id: i64) -> Result<Option<i64>, LiveError> {
+        let sent = leaselab_pg::recording::epoch_ms() as i64;
+        let a = self
+            .call(
+                "keep-alive",
+                "/v3/lease/keepalive",
+                json!({ "ID": id.to_string() }),
+            )
+            .await?;
+        // One message per message sent, under `result`; a lease that has ended answers no TTL.
+        let ttl = int(a.get("result").unwrap_or(&a), "TTL")?;
+        Ok((ttl > 0).then_some(sent + ttl * 1000))
     }
 
     /// Revokes a lease (deleting the keys attached to it); a lease already gone is no error.
@@ -158,13 +172,22 @@ impl EtcdConn {
 
     /// The grant — its token and expiry — or `None` while the key exists (another holder's
     /// lease has not ended). A lease granted for a lock not taken is revoked.
+    ///
+    /// The lock taken, the lease is kept alive once more, and the expiry is the keep-alive's:
+    /// the history reads a grant's expiry minus its TTL as the moment the server decided
+    /// (exact on PostgreSQL and Redis, whose expiry is the server's `now` plus the TTL). Here
+    /// that moment is the transaction's, somewhere between its request and its answer; the
+    /// keep-alive leaves after the answer, so its time is no earlier than the decision, and
+    /// the lease lasts at least the TTL from it — the expiry is then safe both as the end of
+    /// this holding and as the time of this grant. (The grant's own time would put the
+    /// decision too early whenever the transaction was delayed: a false I1.)
     pub async fn acquire(
         &self,
         lease: &str,
         holder: &str,
         ttl_ms: u64,
     ) -> Result<Option<(Token, i64)>, LiveError> {
-        let (id, expires) = self.grant(ttl_ms).await?;
+        let id = self.grant(ttl_ms).await?;
         let k = key(lease);
         let a = self
             .call(
@@ -182,6 +205,10 @@ impl EtcdConn {
             return Ok(None);
         }
         let revision = a.get("header").map_or(Ok(0), |h| int(h, "revision"))?;
+        // Ended already (the transaction came late): the key went with it, nobody holds it.
+        let Some(expires) = self.keep_alive(id).await? else {
+            return Ok(None);
+        };
         let token = match self.token {
             TokenFrom::Revision => revision,
             TokenFrom::LeaseId => id,
@@ -207,17 +234,7 @@ impl EtcdConn {
         if h.holder != holder || self.token_of(&h) as u64 != token.0 {
             return Ok(None);
         }
-        let sent = leaselab_pg::recording::epoch_ms() as i64;
-        let a = self
-            .call(
-                "keep-alive",
-                "/v3/lease/keepalive",
-                json!({ "ID": h.lease.to_string() }),
-            )
-            .await?;
-        // One message per message sent, under `result`; a lease that has ended answers no TTL.
-        let ttl = int(a.get("result").unwrap_or(&a), "TTL")?;
-        Ok((ttl > 0).then_some(sent + ttl * 1000))
+        self.keep_alive(h.lease).await
     }
 
     /// Whether the key was this holder's under this token and is now deleted (its lease

@@ -7,6 +7,7 @@
 //! - [`store`]: the seam — acquire, renew, release on whichever service keeps the lease;
 //! - [`redis`]: the Redis recipe (its file);
 //! - [`etcd`]: etcd's lock recipe, spoken through [`http`] to etcd's JSON gateway;
+//! - [`proxy`]: a TCP proxy per holder that the partition nemesis cuts and heals;
 //! - [`server`]: throwaway `redis-server`s and `etcd`s, killed and restarted by the nemesis;
 //! - [`holder`]: the holder process (`leaselab holder`), the model crate's one holder driven
 //!   in real time;
@@ -15,6 +16,7 @@
 pub mod etcd;
 pub mod holder;
 pub mod http;
+pub mod proxy;
 pub mod redis;
 pub mod run;
 pub mod server;

@@ -37,6 +37,8 @@ pub struct Nemesis {
     pub kill: bool,
     /// Jumps the lease server's clock forward every few TTLs (Redis; see [`crate::redis::jump`]).
     pub clock: bool,
+    /// Partitions holders from the lease server now and then ([`crate::proxy`]; Redis, etcd).
+    pub partition: bool,
 }
 
 impl Nemesis {
@@ -52,6 +54,7 @@ impl Nemesis {
                 "pause" => n.pause = true,
                 "kill" => n.kill = true,
                 "clock" => n.clock = true,
+                "partition" => n.partition = true,
                 _ => return None,
             }
         }
@@ -118,6 +121,8 @@ pub struct HolderSummary {
     pub refused: u64,
     /// Pauses the nemesis gave it: (ms).
     pub pauses: Vec<u64>,
+    /// How long each partition from its lease server lasted (ms).
+    pub partitions: Vec<u64>,
 }
 
 /// What a live run leaves: where its records are and what each holder did.
@@ -154,6 +159,9 @@ const SERVER_STREAM: u64 = u64::MAX;
 /// The server clock's stream.
 const CLOCK_STREAM: u64 = u64::MAX - 1;
 
+/// Holder i's partitions come from stream `PARTITION_STREAMS + i`.
+const PARTITION_STREAMS: u64 = 1 << 32;
+
 impl Schedule {
     fn new(seed: u64, stream: u64) -> Schedule {
         let mut key = [0u8; 32];
@@ -168,6 +176,14 @@ impl Schedule {
         let pause = self.0.random_ratio(1, 3);
         let ms = self.0.random_range(ttl_ms / 2..=ttl_ms * 3);
         (nemesis.pause && pause).then_some(ms)
+    }
+
+    /// When to cut a holder off next (ms after the last heal: two to six TTLs) and for how
+    /// long (half a TTL to three TTLs).
+    fn next_partition(&mut self, ttl_ms: u64) -> (u64, u64) {
+        let wait = self.0.random_range(ttl_ms * 2..=ttl_ms * 6);
+        let cut = self.0.random_range(ttl_ms / 2..=ttl_ms * 3);
+        (wait, cut)
     }
 
     /// When to jump the clock next (ms after the last jump: one to four TTLs) and by how much
@@ -251,6 +267,23 @@ pub fn live(cfg: &LiveCfg, stop: &'static AtomicBool) -> Result<LiveReport, Live
         None => pg.conninfo(DbName::Lease),
     };
     let mut servers = Some(servers);
+    // Holder i's way to its server: straight, or through a proxy the nemesis cuts.
+    let proxies = match cfg.nemesis.partition {
+        true => {
+            let ups: Vec<String> = (0..cfg.holders)
+                .map(|i| host_port(&lease_of(i)).to_string())
+                .collect();
+            Some(crate::proxy::Proxies::start(&ups)?)
+        }
+        false => None,
+    };
+    let address = |i: usize| {
+        let direct = lease_of(i);
+        match proxies.as_ref().and_then(|p| p.port(i)) {
+            Some(port) => direct.replace(host_port(&direct), &format!("127.0.0.1:{port}")),
+            None => direct,
+        }
+    };
     let recipe_file = recipe.map(|(_, f)| f);
     let origin = epoch_ms();
     let ttl = cfg.store.ttl_ms();
@@ -266,7 +299,7 @@ pub fn live(cfg: &LiveCfg, stop: &'static AtomicBool) -> Result<LiveReport, Live
                 "--store",
                 cfg.store.as_str(),
                 "--lease",
-                &lease_of(i),
+                &address(i),
                 "--res",
                 &res,
             ])
@@ -299,6 +332,17 @@ pub fn live(cfg: &LiveCfg, stop: &'static AtomicBool) -> Result<LiveReport, Live
             None
         }
     };
+    // The partitions, one thread per holder.
+    let partitioners: Vec<_> = (0..cfg.holders)
+        .filter_map(|i| {
+            let cutter = proxies.as_ref()?.cutter(i)?;
+            let (seed, time_ms) = (cfg.seed, cfg.time_ms);
+            Some(std::thread::spawn(move || {
+                let schedule = Schedule::new(seed, PARTITION_STREAMS + i as u64);
+                partition_now_and_then(&cutter, schedule, (time_ms, ttl), stop)
+            }))
+        })
+        .collect();
     // The clock jumper, while the holders run (Redis only: the caller checks).
     let jumper = match (cfg.nemesis.clock, urls.first()) {
         (true, Some(url)) => {
@@ -339,6 +383,21 @@ pub fn live(cfg: &LiveCfg, stop: &'static AtomicBool) -> Result<LiveReport, Live
             }
         }
     }
+    for (i, p) in partitioners.into_iter().enumerate() {
+        match p.join() {
+            Ok(cuts) => {
+                if let Some(h) = holders.get_mut(i) {
+                    h.partitions = cuts;
+                }
+            }
+            Err(_) => {
+                failed = failed.or(Some(LiveError::Unexpected(
+                    "a partition thread panicked".into(),
+                )))
+            }
+        }
+    }
+    drop(proxies);
     let mut jumps = Vec::new();
     if let Some(j) = jumper {
         match j.join() {
@@ -408,6 +467,44 @@ fn kill_now_and_then(
             return (servers, downs, Err(e));
         }
     }
+}
+
+/// `host:port` of a server's address (`redis://host:port/`, `http://host:port`).
+fn host_port(url: &str) -> &str {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    rest.trim_end_matches('/')
+}
+
+/// Cuts a holder off from its server and heals it as the schedule says, until the run's time
+/// is up or it is stopped (then heals it for good); how long each cut lasted.
+fn partition_now_and_then(
+    cutter: &tokio::sync::watch::Sender<bool>,
+    mut schedule: Schedule,
+    (time_ms, ttl_ms): (u64, u64),
+    stop: &AtomicBool,
+) -> Vec<u64> {
+    let start = std::time::Instant::now();
+    let over = || stop.load(Ordering::SeqCst) || start.elapsed() >= Duration::from_millis(time_ms);
+    let mut cuts = Vec::new();
+    'run: loop {
+        let (wait, cut) = schedule.next_partition(ttl_ms);
+        let t = std::time::Instant::now();
+        while t.elapsed() < Duration::from_millis(wait) {
+            if over() {
+                break 'run;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = cutter.send(true);
+        let t = std::time::Instant::now();
+        while t.elapsed() < Duration::from_millis(cut) && !stop.load(Ordering::SeqCst) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let _ = cutter.send(false);
+        cuts.push(t.elapsed().as_millis() as u64);
+    }
+    let _ = cutter.send(false);
+    cuts
 }
 
 /// Jumps the Redis server's clock forward as the schedule says, until the run's time is up or
