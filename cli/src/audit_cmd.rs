@@ -7,12 +7,9 @@ use crate::diff_cmd::Search;
 use crate::error::{CliError, FileOp};
 use leaselab_checkers::Report;
 use leaselab_gen::WholeOps;
-use leaselab_model::History;
-use leaselab_pg::audit::Pauses;
 use leaselab_pg::spec::{OpKind, Spec};
 use leaselab_pg::{PgBackend, PgError};
 use leaselab_trace::Trace;
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// `leaselab audit`'s arguments.
@@ -221,28 +218,26 @@ pub fn run_gen(
     let ops = ops_of(spec);
     let mut counts = crate::diff_cmd::GenRuns::new(search.schedules, "violation", progress);
     let mut first: Option<u64> = None;
-    // Each failing run's history, by its schedule: the trace is what PostgreSQL answered when
-    // the schedule failed, not a run again (which may answer otherwise where the server's
-    // order is its own, e.g. which of two woken waiters takes a row first).
-    let failing: std::sync::Mutex<BTreeMap<Vec<String>, (History, Pauses)>> = Default::default();
     let result = leaselab_gen::search::search(
         pgs,
         &search.plan(),
         |pg, s| {
-            // Interrupted: the remaining schedules are not run.
+            // Interrupted: the remaining schedules are not run, and this one is no pass.
             if crate::interrupt::requested() {
-                return Ok::<_, PgError>(leaselab_gen::search::Case::default());
+                return Ok::<_, PgError>(leaselab_gen::search::Case::interrupted());
             }
             let (h, pauses) = leaselab_pg::audit::audit_schedule(pg, s, ops)?;
             let report = leaselab_checkers::check(&h);
             let steps = h.events.len() as u64;
-            let failure = (!report.violations.is_empty()).then(|| verdict_text(&report));
-            if failure.is_some() {
-                if let Ok(mut f) = failing.lock() {
-                    f.insert(s.setup_lines(), (h, pauses));
-                }
-            }
-            Ok(leaselab_gen::search::Case { steps, failure })
+            // The failing run itself: the trace is what PostgreSQL answered when the schedule
+            // failed, not a run again (which may answer otherwise where the server's order is
+            // its own, e.g. which of two woken waiters takes a row first).
+            let verdict = if report.violations.is_empty() {
+                leaselab_gen::search::Verdict::Pass
+            } else {
+                leaselab_gen::search::Verdict::Fail((h, pauses, report))
+            };
+            Ok(leaselab_gen::search::Case { steps, verdict })
         },
         |phase, case| {
             if let Some(i) = counts.observe(phase, case) {
@@ -253,23 +248,17 @@ pub fn run_gen(
     );
     counts.finish();
     let runs = counts;
-    let (found, pg) = crate::workers::settled(result, pgs)?;
+    let found = crate::workers::settled(result)?;
     let mut shrink_cut_short = false;
     let violation = match found {
         None => None,
         Some(leaselab_gen::search::Found {
-            minimal, cut_short, ..
+            minimal,
+            cut_short,
+            failure: (h, pauses, report),
+            ..
         }) => {
             shrink_cut_short = cut_short;
-            let kept = failing
-                .lock()
-                .ok()
-                .and_then(|mut f| f.remove(&minimal.setup_lines()));
-            let (h, pauses) = match kept {
-                Some(run) => run,
-                None => leaselab_pg::audit::audit_schedule(pg, &minimal, ops)?,
-            };
-            let report = leaselab_checkers::check(&h);
             let name = unused_name(out, &format!("audit-{}-{seed}", spec_stem(&spec.file)));
             let scripts = leaselab_pg::spec::psql::scripts(
                 spec,

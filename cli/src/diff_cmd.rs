@@ -335,13 +335,13 @@ impl GenRuns {
 
     /// A run the search reports: counted, and a drawn schedule's failure switches to
     /// shrinking. Returns that schedule's number (1-based) when it is one.
-    pub fn observe(
+    pub fn observe<F>(
         &mut self,
         phase: leaselab_gen::search::Phase,
-        case: &leaselab_gen::search::Case,
+        case: &leaselab_gen::search::Case<F>,
     ) -> Option<u64> {
         self.ran(case.steps);
-        match (phase, &case.failure) {
+        match (phase, case.failure()) {
             (leaselab_gen::search::Phase::Drawn(i), Some(_)) => {
                 self.failed();
                 Some(i)
@@ -419,6 +419,15 @@ impl Search {
     }
 }
 
+/// A schedule's run that diverged: what the trace of it needs.
+#[derive(Clone)]
+struct Diverged {
+    history: leaselab_model::History,
+    config: leaselab_model::Config,
+    /// What diverged (the comparison's description, or the facts' disagreement).
+    what: String,
+}
+
 /// Runs the search's generated schedules against the model (with `wrong`, if given) and PostgreSQL;
 /// shrinks the first divergence, writes it to `out/gen-<seed>.trace`.
 pub fn run_gen(
@@ -434,13 +443,25 @@ pub fn run_gen(
         pgs,
         &search.plan(),
         |pg, s| {
-            // Interrupted: the remaining schedules are not run.
+            // Interrupted: the remaining schedules are not run, and this one is no pass.
             if crate::interrupt::requested() {
-                return Ok(leaselab_gen::search::Case::default());
+                return Ok(leaselab_gen::search::Case::interrupted());
             }
             let r = diff_schedule(pg, s, wrong)?;
             let steps = r.report.steps as u64;
-            let case = |failure: Option<String>| leaselab_gen::search::Case { steps, failure };
+            // The failing run itself — its history, configuration and what diverged — so the
+            // trace is the run that failed, not a run again.
+            let case = |failure: Option<String>| leaselab_gen::search::Case {
+                steps,
+                verdict: match failure {
+                    Some(why) => leaselab_gen::search::Verdict::Fail(Diverged {
+                        history: r.history.clone(),
+                        config: r.config.clone(),
+                        what: why,
+                    }),
+                    None => leaselab_gen::search::Verdict::Pass,
+                },
+            };
             if !r.report.ok() {
                 // A negative control looks for a divergence the wrong rule makes whatever
                 // PostgreSQL's timing: one at or after a step the right model says PostgreSQL's
@@ -482,45 +503,31 @@ pub fn run_gen(
     );
     counts.finish();
     let runs = counts;
-    let (found, pg) = crate::workers::settled(result, pgs)?;
+    let found = crate::workers::settled(result)?;
     let mut shrink_cut_short = false;
     let divergence = match found {
         None => None,
         Some(leaselab_gen::search::Found {
             minimal,
-            why: reason,
+            failure: d,
             cut_short,
             ..
         }) => {
             shrink_cut_short = cut_short;
             let name = format!("gen-{seed}");
-            // PostgreSQL can be nondeterministic where the model is not told so: run the
-            // shrunk schedule again until it diverges (a few tries), and say so if it will not.
-            let mut r = diff_schedule(pg, &minimal, wrong)?;
-            let mut tries = 1;
-            while r.report.ok() && tries < 10 {
-                r = diff_schedule(pg, &minimal, wrong)?;
-                tries += 1;
-            }
-            if r.report.ok() {
-                r.report.final_state = Some(vec![format!(
-                    "FLAKY: diverged once while shrinking ({}), then agreed in {tries} runs",
-                    reason.replace('\n', " ")
-                )]);
-            }
-            let mut t = Trace::new(&name, r.config.clone(), r.history.clone());
+            let mut t = Trace::new(&name, d.config, d.history);
             t.seed = seed;
             // The schedule itself, so that `--replay` runs exactly it again.
             t.setup = minimal.setup_lines();
             t.title = format!(
                 "diff --gen divergence, shrunk: {}",
-                r.report.describe().lines().next().unwrap_or("")
+                d.what.lines().next().unwrap_or("")
             );
             t.expect = leaselab_checkers::check(&t.history).verdict();
             std::fs::create_dir_all(out).map_err(CliError::file(FileOp::Create, out))?;
             let file = out.join(format!("{name}.trace"));
             t.save(&file)?;
-            Some((file, r.report.describe()))
+            Some((file, d.what))
         }
     };
     Ok(GenOutcome {

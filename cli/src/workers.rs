@@ -53,21 +53,18 @@ pub fn default_jobs() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get().min(4))
 }
 
-/// A search's result as the commands report it, with the first worker's databases (the one
-/// that shrank the failure) to run the shrunk schedule again on.
-pub fn settled(
-    result: Result<Option<leaselab_gen::search::Found>, leaselab_gen::search::SearchError<PgError>>,
-    pgs: &mut [PgBackend],
-) -> Result<(Option<leaselab_gen::search::Found>, &mut PgBackend), CliError> {
-    let found = match result {
-        Ok(f) => f,
+/// A search's result as the commands report it.
+pub fn settled<F>(
+    result: Result<
+        Option<leaselab_gen::search::Found<F>>,
+        leaselab_gen::search::SearchError<PgError>,
+    >,
+) -> Result<Option<leaselab_gen::search::Found<F>>, CliError> {
+    match result {
+        Ok(f) => Ok(f),
         Err(leaselab_gen::search::SearchError::Aborted(why)) => {
-            return Err(CliError::GeneratorAborted(why))
+            Err(CliError::GeneratorAborted(why))
         }
-        Err(leaselab_gen::search::SearchError::Run(e)) => return Err(e.into()),
-    };
-    match pgs.first_mut() {
-        Some(pg) => Ok((found, pg)),
-        None => Err(CliError::Input("no databases to run on".into())),
+        Err(leaselab_gen::search::SearchError::Run(e)) => Err(e.into()),
     }
 }

@@ -32,13 +32,43 @@ pub struct Plan {
     pub shrink_iters: u32,
 }
 
-/// One schedule's run: how many steps it took, and why it failed, if it did.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Case {
+/// How one schedule's run ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verdict<F> {
+    /// It passes.
+    Pass,
+    /// It fails: the failing run itself (what the caller needs to report and save it).
+    Fail(F),
+    /// It was stopped before it could say (a Ctrl-C): neither a pass nor a failure. The search
+    /// hands out no more schedules, and a shrinking ends on its last failing schedule.
+    Interrupted,
+}
+
+/// One schedule's run: how many steps it took, and how it ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Case<F> {
     /// Its steps (for progress and the summary).
     pub steps: u64,
-    /// `Some(why)`: the schedule fails.
-    pub failure: Option<String>,
+    /// Pass, fail, or interrupted.
+    pub verdict: Verdict<F>,
+}
+
+impl<F> Case<F> {
+    /// A run stopped before it could say.
+    pub fn interrupted() -> Self {
+        Case {
+            steps: 0,
+            verdict: Verdict::Interrupted,
+        }
+    }
+
+    /// The failing run, when it failed.
+    pub fn failure(&self) -> Option<&F> {
+        match &self.verdict {
+            Verdict::Fail(f) => Some(f),
+            Verdict::Pass | Verdict::Interrupted => None,
+        }
+    }
 }
 
 /// Which run a [`Case`] reported to the search's observer was.
@@ -52,15 +82,16 @@ pub enum Phase {
 
 /// The first failing schedule, shrunk.
 #[derive(Clone, Debug)]
-pub struct Found {
+pub struct Found<F> {
     /// Its number among the drawn schedules (1-based).
     pub first: u64,
     /// The smallest failing schedule the shrinking reached.
     pub minimal: Schedule,
-    /// Why it fails (the last failing run's reason).
-    pub why: String,
-    /// The shrinking was stopped (`stop`, a Ctrl-C) before it ran out of steps or budget: a
-    /// smaller failing schedule may exist.
+    /// The run of `minimal` that failed — the one the search saw, never a run again (which may
+    /// answer otherwise where PostgreSQL's order is its own).
+    pub failure: F,
+    /// The shrinking was stopped (`stop`, a Ctrl-C, an interrupted run) before it ran out of
+    /// steps or budget: a smaller failing schedule may exist.
     pub cut_short: bool,
 }
 
@@ -99,26 +130,27 @@ pub fn schedules(plan: &Plan) -> impl Iterator<Item = Result<Schedule, String>> 
 /// Runs `plan`'s schedules on `workers` (at least one; each runs one schedule at a time with
 /// `run`), reports every run to `observe` in the order the schedules were drawn, and shrinks the
 /// first failing one on the first worker. `stop` is asked before each schedule is handed out
-/// and before each shrinking run: once it says yes, no more are ([`Found::cut_short`]). An
-/// `Err` of `run` (the databases failed, not the schedule)
-/// ends the search with it.
-pub fn search<W, E, R, O, X>(
+/// and before each shrinking run: once it says yes, no more are ([`Found::cut_short`]); a run
+/// that says it was interrupted counts the same, and is reported to no one. An `Err` of `run`
+/// (the databases failed, not the schedule) ends the search with it.
+pub fn search<W, F, E, R, O, X>(
     workers: &mut [W],
     plan: &Plan,
     run: R,
     mut observe: O,
     stop: X,
-) -> Result<Option<Found>, SearchError<E>>
+) -> Result<Option<Found<F>>, SearchError<E>>
 where
     W: Send,
+    F: Clone + Send,
     E: Send,
-    R: Fn(&mut W, &Schedule) -> Result<Case, E> + Sync,
-    O: FnMut(Phase, &Case),
+    R: Fn(&mut W, &Schedule) -> Result<Case<F>, E> + Sync,
+    O: FnMut(Phase, &Case<F>),
     X: Fn() -> bool,
 {
     let strategy = crate::schedule(plan.steps);
     let mut runner = runner(plan);
-    let (first, tree, why) = {
+    let (first, tree, failure) = {
         let Some((head, rest)) = workers.split_first_mut() else {
             return Ok(None);
         };
@@ -136,12 +168,19 @@ where
             None => return Ok(None),
         }
     };
-    let (tree, why, cut_short) =
-        shrink(&mut workers[0], tree, why, plan, &run, &mut observe, &stop)?;
+    let (tree, failure, cut_short) = shrink(
+        &mut workers[0],
+        tree,
+        failure,
+        plan,
+        &run,
+        &mut observe,
+        &stop,
+    )?;
     Ok(Some(Found {
         first,
         minimal: tree.current(),
-        why,
+        failure,
         cut_short,
     }))
 }
@@ -155,14 +194,14 @@ pub enum SearchError<E> {
     Run(E),
 }
 
-/// The first failing drawn schedule: its number, its tree, why it fails.
-type Drawn<T, E> = Result<Option<(u64, T, String)>, SearchError<E>>;
+/// The first failing drawn schedule: its number, its tree, its failing run.
+type Drawn<T, F, E> = Result<Option<(u64, T, F)>, SearchError<E>>;
 
-/// The drawn schedules, on every worker: the first failing one (its number, its tree, why),
-/// settled in drawing order — a failure is the first only once every schedule drawn before it
-/// has passed.
+/// The drawn schedules, on every worker: the first failing one (its number, its tree, its
+/// run), settled in drawing order — a failure is the first only once every schedule drawn
+/// before it has passed. An interrupted run ends the drawing, and nothing drawn after it counts.
 #[allow(clippy::too_many_arguments)]
-fn drawn<S, W, E, R, O, X>(
+fn drawn<S, W, F, E, R, O, X>(
     head: &mut W,
     rest: &mut [W],
     runner: &mut TestRunner,
@@ -171,18 +210,19 @@ fn drawn<S, W, E, R, O, X>(
     run: &R,
     observe: &mut O,
     stop: &X,
-) -> Drawn<S::Tree, E>
+) -> Drawn<S::Tree, F, E>
 where
     S: Strategy<Value = Schedule>,
     W: Send,
+    F: Send,
     E: Send,
-    R: Fn(&mut W, &Schedule) -> Result<Case, E> + Sync,
-    O: FnMut(Phase, &Case),
+    R: Fn(&mut W, &Schedule) -> Result<Case<F>, E> + Sync,
+    O: FnMut(Phase, &Case<F>),
     X: Fn() -> bool,
 {
     let n_workers = 1 + rest.len();
     std::thread::scope(|scope| {
-        let (done_tx, done_rx) = mpsc::channel::<(usize, u64, Result<Case, E>)>();
+        let (done_tx, done_rx) = mpsc::channel::<(usize, u64, Result<Case<F>, E>)>();
         let mut inboxes = Vec::new();
         for (k, w) in std::iter::once(head).chain(rest.iter_mut()).enumerate() {
             let (tx, rx) = mpsc::channel::<(u64, Schedule)>();
@@ -198,16 +238,18 @@ where
         }
         drop(done_tx);
         let mut trees: BTreeMap<u64, S::Tree> = BTreeMap::new();
-        let mut results: BTreeMap<u64, Result<Case, E>> = BTreeMap::new();
+        let mut results: BTreeMap<u64, Result<Case<F>, E>> = BTreeMap::new();
         let mut next_draw: u64 = 1;
         let mut next_report: u64 = 1;
         let mut idle: Vec<usize> = (0..n_workers).rev().collect();
-        let mut found: Option<(u64, String)> = None;
+        let mut found: Option<(u64, F)> = None;
+        let mut interrupted = false;
         let mut drawing = true;
         loop {
             // Hand a schedule to every idle worker while drawing goes on.
             while drawing && !idle.is_empty() {
-                if next_draw > u64::from(plan.schedules) || found.is_some() || stop() {
+                if next_draw > u64::from(plan.schedules) || found.is_some() || interrupted || stop()
+                {
                     drawing = false;
                     break;
                 }
@@ -233,74 +275,92 @@ where
                 let case = r.map_err(SearchError::Run)?;
                 let i = next_report;
                 next_report += 1;
-                if found.is_some() {
-                    // Drawn after the first failure while it was running: not reported.
+                if found.is_some() || interrupted {
+                    // Drawn after the first failure (or an interrupted run) while it was
+                    // running: not reported.
+                    trees.remove(&i);
+                    continue;
+                }
+                if matches!(case.verdict, Verdict::Interrupted) {
+                    interrupted = true;
                     trees.remove(&i);
                     continue;
                 }
                 observe(Phase::Drawn(i), &case);
-                match case.failure {
-                    Some(why) => found = Some((i, why)),
-                    None => {
+                match case.verdict {
+                    Verdict::Fail(f) => found = Some((i, f)),
+                    Verdict::Pass | Verdict::Interrupted => {
                         trees.remove(&i);
                     }
                 }
             }
         }
         drop(inboxes);
-        Ok(found.and_then(|(i, why)| trees.remove(&i).map(|t| (i, t, why))))
+        Ok(found.and_then(|(i, f)| trees.remove(&i).map(|t| (i, t, f))))
     })
 }
 
 /// `TestRunner::shrink`: simplify while the schedule still fails, complicate when it passes,
-/// at most `plan.shrink_iters` runs; the tree ends on the smallest failing schedule. `stop`
-/// ends it early (a run started then would be counted as a pass it is not): the tree goes back
-/// to the last failing schedule, and the third value says it was cut short.
-fn shrink<T, W, E, R, O, X>(
+/// at most `plan.shrink_iters` runs; the tree ends on the smallest failing schedule, returned
+/// with its failing run. `stop`, or a run that says it was interrupted, ends it early (a run
+/// stopped part-way would be counted as a pass it is not): the tree goes back to the last
+/// failing schedule, and the third value says it was cut short.
+fn shrink<T, W, F, E, R, O, X>(
     worker: &mut W,
     mut tree: T,
-    mut why: String,
+    failure: F,
     plan: &Plan,
     run: &R,
     observe: &mut O,
     stop: &X,
-) -> Result<(T, String, bool), SearchError<E>>
+) -> Result<(T, F, bool), SearchError<E>>
 where
     T: ValueTree<Value = Schedule>,
-    R: Fn(&mut W, &Schedule) -> Result<Case, E>,
-    O: FnMut(Phase, &Case),
+    F: Clone,
+    R: Fn(&mut W, &Schedule) -> Result<Case<F>, E>,
+    O: FnMut(Phase, &Case<F>),
     X: Fn() -> bool,
 {
-    // Schedules already seen to fail, and why. After a pass, `complicate` moves back to the
-    // last failing schedule; running it again would ask PostgreSQL a question it already
-    // answered, and its answer may differ (the waiters one commit wakes take the row in an
-    // order the server does not fix), which ended the shrinking at its first step.
-    let mut failed: BTreeMap<Vec<String>, String> = BTreeMap::new();
-    failed.insert(tree.current().setup_lines(), why.clone());
+    // Schedules already seen to fail, and their failing runs. After a pass, `complicate` moves
+    // back to the last failing schedule; running it again would ask PostgreSQL a question it
+    // already answered, and its answer may differ (the waiters one commit wakes take the row
+    // in an order the server does not fix), which ended the shrinking at its first step.
+    let mut failed: BTreeMap<Vec<String>, F> = BTreeMap::new();
+    failed.insert(tree.current().setup_lines(), failure.clone());
+    let mut last = failure;
     if plan.shrink_iters == 0 || !tree.simplify() {
-        return Ok((tree, why, false));
+        return Ok((tree, last, false));
     }
     let mut iterations = 0;
     let mut cut_short = false;
     loop {
-        if iterations >= plan.shrink_iters || stop() {
+        let stopped = iterations < plan.shrink_iters && stop();
+        if iterations >= plan.shrink_iters || stopped {
             // Back to the most recent failing schedule.
             while tree.complicate() {}
-            cut_short = iterations < plan.shrink_iters;
+            cut_short = stopped;
             break;
         }
         iterations += 1;
         let schedule = tree.current();
         let key = schedule.setup_lines();
         let failure = match failed.get(&key) {
-            Some(w) => Some(w.clone()),
+            Some(f) => Some(f.clone()),
             None => {
                 let case = run(worker, &schedule).map_err(SearchError::Run)?;
-                observe(Phase::Shrinking, &case);
-                if let Some(w) = &case.failure {
-                    failed.insert(key, w.clone());
+                if matches!(case.verdict, Verdict::Interrupted) {
+                    while tree.complicate() {}
+                    cut_short = true;
+                    break;
                 }
-                case.failure
+                observe(Phase::Shrinking, &case);
+                match case.verdict {
+                    Verdict::Fail(f) => {
+                        failed.insert(key, f.clone());
+                        Some(f)
+                    }
+                    Verdict::Pass | Verdict::Interrupted => None,
+                }
             }
         };
         match failure {
@@ -309,15 +369,17 @@ where
                     break;
                 }
             }
-            Some(w) => {
-                why = w;
+            Some(f) => {
+                last = f;
                 if !tree.simplify() {
                     break;
                 }
             }
         }
     }
-    Ok((tree, why, cut_short))
+    // The run of the schedule the tree ends on (seen to fail: every schedule it rests on was).
+    let run_of_minimal = failed.remove(&tree.current().setup_lines()).unwrap_or(last);
+    Ok((tree, run_of_minimal, cut_short))
 }
 
 #[cfg(test)]
@@ -381,7 +443,7 @@ mod tests {
                     |_, s| {
                         Ok::<_, ()>(Case {
                             steps: s.intents.len() as u64,
-                            failure: fails(s, k),
+                            verdict: fails(s, k).map_or(Verdict::Pass, Verdict::Fail),
                         })
                     },
                     |p, _| drawn.push(p),
@@ -449,7 +511,10 @@ mod tests {
             &plan,
             |w, _| {
                 *w += 1;
-                Ok::<_, ()>(Case::default())
+                Ok::<_, ()>(Case::<String> {
+                    steps: 0,
+                    verdict: Verdict::Pass,
+                })
             },
             |_, _| n += 1,
             || false,
@@ -465,7 +530,10 @@ mod tests {
             &plan,
             |w, _| {
                 *w += 1;
-                Ok::<_, ()>(Case::default())
+                Ok::<_, ()>(Case::<String> {
+                    steps: 0,
+                    verdict: Verdict::Pass,
+                })
             },
             |_, _| {},
             || {
@@ -489,7 +557,7 @@ mod tests {
         let run = |_: &mut (), s: &Schedule| {
             Ok::<_, ()>(Case {
                 steps: s.intents.len() as u64,
-                failure: fails(s, 1),
+                verdict: fails(s, 1).map_or(Verdict::Pass, Verdict::Fail),
             })
         };
         let shrinking = std::cell::Cell::new(0u32);
@@ -520,5 +588,77 @@ mod tests {
         assert_eq!(shrinking.get(), 3);
         assert!(fails(&cut.minimal, 1).is_some(), "{:?}", cut.minimal);
         assert!(cut.minimal.intents.len() >= whole.minimal.intents.len());
+    }
+
+    /// A run that says it was interrupted is no pass: it is reported to no one, nothing drawn
+    /// after it runs, and during a shrinking it ends the shrinking on a failing schedule.
+    #[test]
+    fn an_interrupted_run_is_not_a_pass() {
+        let plan = Plan {
+            schedules: 50,
+            seed: 3,
+            steps: 20,
+            shrink_iters: 10,
+        };
+        let ran = std::sync::atomic::AtomicU32::new(0);
+        let mut observed = Vec::new();
+        let found = search(
+            &mut [()],
+            &plan,
+            |_, _| {
+                let n = ran.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+                Ok::<_, ()>(Case::<String> {
+                    steps: 1,
+                    verdict: if n == 5 {
+                        Verdict::Interrupted
+                    } else {
+                        Verdict::Pass
+                    },
+                })
+            },
+            |p, _| observed.push(p),
+            || false,
+        )
+        .expect("runs");
+        assert!(found.is_none());
+        assert_eq!(observed, (1..=4).map(Phase::Drawn).collect::<Vec<_>>());
+        assert_eq!(ran.load(std::sync::atomic::Ordering::SeqCst), 5);
+        // Interrupted in the middle of a shrinking.
+        let plan = Plan {
+            schedules: 100,
+            seed: 5,
+            steps: 40,
+            shrink_iters: 500,
+        };
+        let shrinking = std::cell::Cell::new(0u32);
+        let runs = std::sync::atomic::AtomicU32::new(0);
+        let found = search(
+            &mut [()],
+            &plan,
+            |_, s: &Schedule| {
+                let failing = fails(s, 1);
+                // The third run after the first failure is interrupted.
+                let n = if failing.is_some() || runs.load(std::sync::atomic::Ordering::SeqCst) > 0 {
+                    runs.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1
+                } else {
+                    0
+                };
+                Ok::<_, ()>(Case {
+                    steps: s.intents.len() as u64,
+                    verdict: if n == 4 {
+                        Verdict::Interrupted
+                    } else {
+                        failing.map_or(Verdict::Pass, Verdict::Fail)
+                    },
+                })
+            },
+            |p, _| shrinking.set(shrinking.get() + u32::from(p == Phase::Shrinking)),
+            || false,
+        )
+        .expect("runs")
+        .expect("found");
+        assert!(found.cut_short);
+        assert_eq!(shrinking.get(), 2);
+        assert_eq!(fails(&found.minimal, 1), Some(found.failure));
     }
 }
