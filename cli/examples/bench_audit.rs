@@ -14,7 +14,7 @@
 //! `cargo run --release -p leaselab --example bench_audit [SCHEDULES]` (default 300).
 
 use leaselab::audit_cmd::{load, ops_of, run_gen};
-use leaselab::diff_cmd::Search;
+use leaselab::gen_search::plan;
 use leaselab_model::{apply_event, ConnId, DbName, Event, Holder, LeaseName, Millis, Op, Outcome};
 use leaselab_pg::PgBackend;
 use std::time::Instant;
@@ -35,7 +35,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let r = run_gen(
         std::slice::from_mut(&mut pg),
         &spec,
-        Search::new(n, 1),
+        plan(n, 1),
         &out,
         false,
     )?;
@@ -120,7 +120,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     )?;
     let mut pgs = vec![pg, second];
     let t = Instant::now();
-    let r2 = run_gen(&mut pgs, &spec, Search::new(n, 1), &out, false)?;
+    let r2 = run_gen(&mut pgs, &spec, plan(n, 1), &out, false)?;
     let two_s = t.elapsed().as_secs_f64();
     println!(
         "audit --gen {n} --jobs 2: {} schedules, {} steps in {two_s:.1} s = {:.1} schedules/s ({:.1} with one worker, {:.2}x)",
@@ -175,7 +175,7 @@ fn counts(
     n: u32,
 ) -> Result<(u64, u64), Box<dyn std::error::Error>> {
     let (mut sessions, mut crashes) = (0u64, 0u64);
-    for s in leaselab_gen::search::schedules(&Search::new(n, 1).plan()) {
+    for s in leaselab_gen::search::schedules(&plan(n, 1)) {
         let s = s?;
         let (h, _) = leaselab_pg::audit::audit_schedule(pg, &s, ops_of(spec))?;
         let mut seen = std::collections::BTreeSet::new();

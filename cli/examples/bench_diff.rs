@@ -11,7 +11,8 @@
 //!
 //! `cargo run --release -p leaselab --example bench_diff [SCHEDULES]` (default 300).
 
-use leaselab::diff_cmd::{run_gen, Search};
+use leaselab::diff_cmd::run_gen;
+use leaselab::gen_search::plan;
 use leaselab_model::DbName;
 use leaselab_pg::{sql, PgBackend};
 use std::time::Instant;
@@ -30,7 +31,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let t = Instant::now();
         let r = run_gen(
             std::slice::from_mut(&mut pg),
-            Search::new(n, 1),
+            plan(n, 1),
             None,
             &out,
             false,
@@ -59,7 +60,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// alone: reset, every step, the final snapshot. Returns (steps, seconds).
 fn pg_alone(pg: &mut PgBackend, n: u32) -> Result<(u64, f64), Box<dyn std::error::Error>> {
     let mut runs = Vec::new();
-    for s in leaselab_gen::search::schedules(&Search::new(n, 1).plan()) {
+    for s in leaselab_gen::search::schedules(&plan(n, 1)) {
         let s = s?;
         let r = leaselab_pg::diff_schedule(pg, &s, None)?;
         runs.push((s.config.clone(), r.history));

@@ -3,9 +3,9 @@
 //! shrunk by proptest and written as a trace, with its timeline and explanation.
 
 use crate::args::Exit;
-use crate::diff_cmd::Search;
 use crate::error::{CliError, FileOp};
 use leaselab_checkers::Report;
+use leaselab_gen::search::Plan;
 use leaselab_gen::WholeOps;
 use leaselab_pg::spec::{OpKind, Spec};
 use leaselab_pg::{PgBackend, PgError};
@@ -89,9 +89,9 @@ pub fn main(a: AuditArgs) -> Exit {
         (Some(n), _, _) => run_gen_cmd(
             &a.spec,
             &o,
-            Search {
-                steps: steps(a.steps),
-                ..Search::new(n, a.seed)
+            Plan {
+                steps: crate::gen_search::steps(a.steps),
+                ..crate::gen_search::plan(n, a.seed)
             },
             a.jobs
                 .map_or_else(crate::workers::default_jobs, |j| j as usize),
@@ -210,17 +210,17 @@ pub fn ops_of(spec: &Spec) -> WholeOps {
 pub fn run_gen(
     pgs: &mut [PgBackend],
     spec: &Spec,
-    search: crate::diff_cmd::Search,
+    plan: Plan,
     out: &Path,
     progress: bool,
 ) -> Result<AuditOutcome, CliError> {
-    let seed = search.seed;
+    let seed = plan.seed;
     let ops = ops_of(spec);
-    let mut counts = crate::diff_cmd::GenRuns::new(search.schedules, "violation", progress);
+    let mut counts = crate::gen_search::GenRuns::new(plan.schedules, "violation", progress);
     let mut first: Option<u64> = None;
     let result = leaselab_gen::search::search(
         pgs,
-        &search.plan(),
+        &plan,
         |pg, s| {
             // Interrupted: the remaining schedules are not run, and this one is no pass.
             if crate::interrupt::requested() {
@@ -330,16 +330,16 @@ pub fn write_scripts(dir: &Path, files: &leaselab_pg::spec::psql::Files) -> Resu
 pub fn run_gen_cmd(
     file: &Path,
     o: &Overrides,
-    search: Search,
+    plan: Plan,
     jobs: usize,
     out: &Path,
     pg_dir: &Path,
 ) -> Result<crate::args::Exit, CliError> {
-    let n = search.schedules;
+    let n = plan.schedules;
     let (spec, pg) = load_as(file, pg_dir, o)?;
     let mut pgs = workers(pg, &spec, pg_dir, jobs)?;
     let t0 = std::time::Instant::now();
-    let r = run_gen(&mut pgs, &spec, search, out, true)?;
+    let r = run_gen(&mut pgs, &spec, plan, out, true)?;
     let secs = t0.elapsed().as_secs_f64().max(1e-9);
     if let Some((trace, report)) = &r.violation {
         let t = Trace::read(trace)?;
@@ -348,7 +348,7 @@ pub fn run_gen_cmd(
             verdict_text(report),
             r.first.unwrap_or(0),
             t.history.events.len(),
-            crate::diff_cmd::cut_short_note(r.shrink_cut_short)
+            crate::gen_search::cut_short_note(r.shrink_cut_short)
         );
         for v in &report.violations {
             println!("  {}: {}", v.check.as_str(), v.message);
@@ -401,9 +401,9 @@ pub fn run_gen_cmd(
         r.shrink_runs,
         r.schedules as f64 / secs,
         r.steps as f64 / secs,
-        crate::diff_cmd::interrupted_note(r.interrupted, n)
+        crate::gen_search::interrupted_note(r.interrupted, n)
     );
-    Ok(crate::diff_cmd::search_exit(
+    Ok(crate::gen_search::search_exit(
         r.violation.is_some(),
         Exit::Violation,
         r.interrupted,
@@ -426,11 +426,6 @@ pub(crate) fn unused_name(out: &Path, base: &str) -> String {
         .chain((2u64..).map(|k| format!("{base}-{k}")))
         .find(|n| !taken(n))
         .unwrap_or_else(|| base.to_string())
-}
-
-/// `--steps`, checked to lie in 1..=[`crate::args::MAX_STEPS`], as the generator takes it.
-pub(crate) fn steps(n: u64) -> usize {
-    usize::try_from(n).unwrap_or(usize::MAX)
 }
 
 /// `leaselab audit SPEC --replay FILE`: the schedule a search saved in FILE, run once more on

@@ -2,6 +2,8 @@
 
 use crate::args::Exit;
 use crate::error::{CliError, FileOp};
+use crate::gen_search::{cut_short_note, interrupted_note, search_exit, GenRuns};
+use leaselab_gen::search::Plan;
 use leaselab_model::FenceMode;
 use leaselab_pg::{diff_schedule, diff_with_rule, PgBackend};
 use leaselab_sim::{run_seed, Driver, SimOptions};
@@ -95,7 +97,7 @@ pub fn main(a: DiffArgs) -> Exit {
         Some(n) => run_gen_cmd(
             n,
             a.seed.unwrap_or(1),
-            crate::audit_cmd::steps(a.steps.unwrap_or(40)),
+            crate::gen_search::steps(a.steps.unwrap_or(40)),
             a.jobs
                 .map_or_else(crate::workers::default_jobs, |j| j as usize),
             a.wrong_rule,
@@ -274,95 +276,6 @@ pub fn run(
     })
 }
 
-/// What a generated search has run: the search's own schedules, and apart from them the runs
-/// that shrink its first failure (proptest runs smaller and smaller schedules), with its
-/// progress on stderr (`diff --gen`, `audit --gen`).
-pub struct GenRuns {
-    /// Schedules of the search that ran (the shrinking runs not counted).
-    pub schedules: u64,
-    /// Their steps.
-    pub steps: u64,
-    /// Runs spent shrinking the first failure.
-    pub shrink_runs: u64,
-    failing: bool,
-    total: u64,
-    /// What a failure is called (`divergence`, `violation`).
-    found: &'static str,
-    progress: Option<crate::progress::Progress>,
-}
-
-impl GenRuns {
-    /// A search of `total` schedules; with `progress`, shown on stderr.
-    pub fn new(total: u32, found: &'static str, progress: bool) -> Self {
-        GenRuns {
-            schedules: 0,
-            steps: 0,
-            shrink_runs: 0,
-            failing: false,
-            total: u64::from(total),
-            found,
-            progress: progress.then(crate::progress::Progress::always),
-        }
-    }
-
-    /// One run of `steps` steps: a schedule of the search, or once one failed, a shrinking run.
-    fn ran(&mut self, steps: u64) {
-        if self.failing {
-            self.shrink_runs += 1;
-        } else {
-            self.schedules += 1;
-            self.steps += steps;
-        }
-        let (found, failing) = (self.found, self.failing);
-        let line = format!(
-            "{} steps, {} {found}{}",
-            self.steps,
-            u8::from(failing),
-            if failing { "" } else { "s" }
-        );
-        let shrinking = format!(
-            "{} schedules, {} steps: 1 {found} found at schedule {}, shrinking it: {} runs so far",
-            self.schedules, self.steps, self.schedules, self.shrink_runs
-        );
-        if let Some(p) = &mut self.progress {
-            if failing {
-                p.note(&shrinking);
-            } else {
-                p.show(self.schedules, self.total, "schedules", &line);
-            }
-        }
-    }
-
-    /// A run the search reports: counted, and a drawn schedule's failure switches to
-    /// shrinking. Returns that schedule's number (1-based) when it is one.
-    pub fn observe<F>(
-        &mut self,
-        phase: leaselab_gen::search::Phase,
-        case: &leaselab_gen::search::Case<F>,
-    ) -> Option<u64> {
-        self.ran(case.steps);
-        match (phase, case.failure()) {
-            (leaselab_gen::search::Phase::Drawn(i), Some(_)) => {
-                self.failed();
-                Some(i)
-            }
-            _ => None,
-        }
-    }
-
-    /// The run just counted failed: the runs from now on shrink it.
-    fn failed(&mut self) {
-        self.failing = true;
-    }
-
-    /// Ends the progress line.
-    pub fn finish(&self) {
-        if let Some(p) = &self.progress {
-            p.finish();
-        }
-    }
-}
-
 /// What `diff --gen` found.
 pub struct GenOutcome {
     /// Schedules run (the shrinking runs not counted).
@@ -379,46 +292,6 @@ pub struct GenOutcome {
     pub shrink_cut_short: bool,
 }
 
-/// Shrinking runs a found failure gets from the commands: enough to reach a handful of steps.
-/// Tests that only need "shrunk to at most N steps" give less, which is most of their time.
-pub const SHRINK_ITERS: u32 = 2_000;
-
-/// A generated search: how many schedules from which seed, how many intents at most in each,
-/// and how many shrinking runs a failure gets.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Search {
-    /// Schedules to run.
-    pub schedules: u32,
-    /// Seed of the schedules (same seed, same schedules).
-    pub seed: u64,
-    /// Most intents per schedule.
-    pub steps: usize,
-    /// Shrinking runs for a failure.
-    pub shrink_iters: u32,
-}
-
-impl Search {
-    /// The same, as the library's search takes it.
-    pub fn plan(&self) -> leaselab_gen::search::Plan {
-        leaselab_gen::search::Plan {
-            schedules: self.schedules,
-            seed: self.seed,
-            steps: self.steps,
-            shrink_iters: self.shrink_iters,
-        }
-    }
-
-    /// `schedules` from `seed`, as the commands run them: 40 intents, the full shrink budget.
-    pub fn new(schedules: u32, seed: u64) -> Self {
-        Search {
-            schedules,
-            seed,
-            steps: 40,
-            shrink_iters: SHRINK_ITERS,
-        }
-    }
-}
-
 /// A schedule's run that diverged: what the trace of it needs.
 #[derive(Clone)]
 struct Diverged {
@@ -432,16 +305,16 @@ struct Diverged {
 /// shrinks the first divergence, writes it to `out/gen-<seed>.trace`.
 pub fn run_gen(
     pgs: &mut [PgBackend],
-    search: Search,
+    plan: Plan,
     wrong: Option<leaselab_model::model::WrongRule>,
     out: &Path,
     progress: bool,
 ) -> Result<GenOutcome, CliError> {
-    let seed = search.seed;
-    let mut counts = GenRuns::new(search.schedules, "divergence", progress);
+    let seed = plan.seed;
+    let mut counts = GenRuns::new(plan.schedules, "divergence", progress);
     let result = leaselab_gen::search::search(
         pgs,
-        &search.plan(),
+        &plan,
         |pg, s| {
             // Interrupted: the remaining schedules are not run, and this one is no pass.
             if crate::interrupt::requested() {
@@ -553,11 +426,11 @@ pub fn run_gen_cmd(
     let pg = PgBackend::throwaway(pg_dir)?;
     let mut pgs = crate::workers::start(pg, pg_dir, jobs, PgBackend::throwaway)?;
     let t0 = std::time::Instant::now();
-    let search = Search {
+    let plan = Plan {
         steps,
-        ..Search::new(n, seed)
+        ..crate::gen_search::plan(n, seed)
     };
-    let r = run_gen(&mut pgs, search, wrong, out, true)?;
+    let r = run_gen(&mut pgs, plan, wrong, out, true)?;
     let secs = t0.elapsed().as_secs_f64().max(1e-9);
     if let Some((file, what)) = &r.divergence {
         println!(
@@ -629,38 +502,4 @@ pub fn replay_cmd(
     } else {
         Exit::Divergence
     })
-}
-
-/// What a generated search interrupted by Ctrl-C adds to its summary line (the same words
-/// for `diff --gen` and `audit --gen`).
-pub fn interrupted_note(interrupted: bool, n: u32) -> String {
-    if interrupted {
-        format!(" interrupted (of {n}: schedules are drawn in order from the seed, so a rerun with the same --seed runs the same ones again)")
-    } else {
-        String::new()
-    }
-}
-
-/// How a generated search exits: interrupted (Ctrl-C, SIGTERM) is 5 whatever it found so far,
-/// as `sim` exits — its search, or the shrinking of what it found, did not finish; else what it
-/// found (a divergence, a violation), else clean.
-pub fn search_exit(
-    found: bool,
-    found_exit: crate::args::Exit,
-    interrupted: bool,
-) -> crate::args::Exit {
-    match (found, interrupted) {
-        (_, true) => crate::args::Exit::Interrupted,
-        (true, false) => found_exit,
-        (false, false) => crate::args::Exit::Clean,
-    }
-}
-
-/// What the verdict line of a found failure adds when the interrupt stopped its shrinking.
-pub fn cut_short_note(cut_short: bool) -> &'static str {
-    if cut_short {
-        " (shrinking cut short by the interrupt: a smaller schedule may fail too)"
-    } else {
-        ""
-    }
 }

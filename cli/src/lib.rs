@@ -9,7 +9,13 @@
 //! - [`diff_cmd`]: `leaselab diff` against PostgreSQL.
 //! - [`audit_cmd`]: `leaselab audit`: the user's own lease SQL on PostgreSQL, judged by the
 //!   checkers; [`audit_sim`]: the same with the simulation's holders (`--sim-seeds`).
-//! - [`holder_cmd`]: `leaselab holder`, one process of the real-time F4/F5 experiment.
+//! - [`gen_search`]: what `diff --gen` and `audit --gen` share around the library's search:
+//!   the plan, the count of runs and its progress, the words of an interrupted search.
+//! - [`workers`]: the databases a generated search runs on, started side by side.
+//! - [`schedule_file`]: the schedule a saved trace carries, for `--replay`.
+//! - [`holder_cmd`]: `leaselab holder`, one process of the real-time F4/F5 experiment and of a
+//!   live run.
+//! - [`live_cmd`]: `leaselab live`, a live run on a real lease service, judged.
 //! - [`picture_cmd`]: `diagram` and `explain`, and the timeline printed with a failure.
 //! - [`judge_cmd`]: `leaselab judge` (recorded histories, one file or several merged) and
 //!   `leaselab export --jsonl`.
@@ -20,6 +26,7 @@
 //! - [`error`]: why a command could not do its work (`CliError`, exit status 2).
 //! - [`summary`]: `--json FILE`, one JSON object saying how a run ended.
 //! - [`interrupt`]: Ctrl-C and SIGTERM for every command (results kept, clusters removed).
+//! - [`progress`]: the progress line on stderr of a long run.
 
 #![warn(missing_docs, unreachable_pub)]
 
@@ -30,6 +37,7 @@ pub mod check_cmd;
 pub mod diff_cmd;
 pub mod envelope_cmd;
 pub mod error;
+pub mod gen_search;
 pub mod holder_cmd;
 pub mod interrupt;
 pub mod judge_cmd;

@@ -226,7 +226,7 @@ fn each_replay_refuses_the_other_commands_trace() {
 #[test]
 fn an_interrupted_search_exits_5_even_with_a_failure_found() {
     use leaselab::args::Exit;
-    use leaselab::diff_cmd::{cut_short_note, search_exit};
+    use leaselab::gen_search::{cut_short_note, search_exit};
     assert_eq!(search_exit(true, Exit::Violation, true), Exit::Interrupted);
     assert_eq!(search_exit(false, Exit::Violation, true), Exit::Interrupted);
     assert_eq!(search_exit(true, Exit::Divergence, false), Exit::Divergence);

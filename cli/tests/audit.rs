@@ -7,7 +7,7 @@
 mod common;
 use common::leaselab_apart as leaselab;
 use leaselab::audit_cmd::{load, run_gen};
-use leaselab::diff_cmd::Search;
+use leaselab::gen_search::plan;
 use leaselab_checkers::Check;
 use leaselab_pg::cluster::postgres_for_test;
 use std::path::{Path, PathBuf};
@@ -32,7 +32,7 @@ fn the_seed_spec_holds_over_generated_schedules() {
     let r = run_gen(
         std::slice::from_mut(&mut pg),
         &spec,
-        Search::new(100, 1),
+        plan(100, 1),
         &dir.join("out"),
         false,
     )
@@ -58,7 +58,7 @@ fn a_design_whose_write_locks_the_lease_row_audits_without_waiting_out_a_bound()
     let r = run_gen(
         std::slice::from_mut(&mut pg),
         &spec,
-        Search::new(300, 1),
+        plan(300, 1),
         &dir.join("out"),
         false,
     )
@@ -79,7 +79,7 @@ fn the_seed_spec_answers_as_the_built_in_adapter_and_the_model() {
     let ops = leaselab::audit_cmd::ops_of(&spec);
     assert!(ops.publish && ops.read_part);
     let steps = std::cell::Cell::new(0usize);
-    for s in leaselab_gen::search::schedules(&Search::new(100, 1).plan()) {
+    for s in leaselab_gen::search::schedules(&plan(100, 1)) {
         let s = s.expect("draws");
         steps.set(steps.get() + s.intents.len());
         let d = leaselab_pg::audit::cross_check(&mut spec_pg, &mut builtin, &s, ops)
@@ -166,7 +166,7 @@ fn found_and_shrunk(name: &str) {
     let r = run_gen(
         std::slice::from_mut(&mut pg),
         &spec,
-        Search::new(within as u32, 1),
+        plan(within as u32, 1),
         &out,
         false,
     )
@@ -232,7 +232,7 @@ fn a_specs_lease_name_and_ttl_reach_every_call() {
         let (spec, mut pg) =
             leaselab::audit_cmd::load_as(&file, &dir.join(format!("pg-{ttl}")), &o).expect("loads");
         let (mut calls, mut accepted) = (0, 0);
-        for s in leaselab_gen::search::schedules(&Search::new(40, 1).plan()) {
+        for s in leaselab_gen::search::schedules(&plan(40, 1)) {
             let s = s.expect("draws");
             let (h, _) =
                 leaselab_pg::audit::audit_schedule(&mut pg, &s, leaselab::audit_cmd::ops_of(&spec))
@@ -284,7 +284,7 @@ fn two_workers_find_and_shrink_what_one_does() {
         let mut pgs = leaselab::audit_cmd::workers(pg, &spec, &pg_dir, jobs).expect("start");
         assert_eq!(pgs.len(), jobs);
         let out = dir.join(format!("out-{jobs}"));
-        let r = run_gen(&mut pgs, &spec, Search::new(300, 1), &out, false).expect("runs");
+        let r = run_gen(&mut pgs, &spec, plan(300, 1), &out, false).expect("runs");
         let (file, _) = r.violation.expect("found");
         let text = std::fs::read_to_string(&file).expect("trace");
         traces.push((r.first, r.schedules, r.shrink_runs, text));
@@ -769,7 +769,7 @@ fn a_restored_schema_answers_as_a_rebuilt_one() {
         let ops = leaselab::audit_cmd::ops_of(&spec);
         let plan = leaselab_gen::search::Plan {
             steps: 30,
-            ..Search::new(60, 1).plan()
+            ..plan(60, 1)
         };
         let mut granted = 0;
         for (k, s) in leaselab_gen::search::schedules(&plan).enumerate() {
@@ -801,7 +801,7 @@ fn psql_scripts_rerun_a_lock_wait() {
     let (spec, mut pg) = load(&example("seed"), &dir.join("pg")).expect("loads");
     let ops = leaselab::audit_cmd::ops_of(&spec);
     let mut found = None;
-    for s in leaselab_gen::search::schedules(&Search::new(400, 1).plan()) {
+    for s in leaselab_gen::search::schedules(&plan(400, 1)) {
         let s = s.expect("generates");
         let (h, pauses) = leaselab_pg::audit::audit_schedule(&mut pg, &s, ops).expect("runs");
         let waits = h.events.iter().any(|e| {

@@ -14,10 +14,10 @@ use std::path::PathBuf;
 
 /// A search as the commands run it, but with 300 shrinking runs instead of 2,000: enough for
 /// the sizes asserted below, and most of a failing search's time is its shrinking.
-fn search(schedules: u32, seed: u64) -> leaselab::diff_cmd::Search {
-    leaselab::diff_cmd::Search {
+fn search(schedules: u32, seed: u64) -> leaselab_gen::search::Plan {
+    leaselab_gen::search::Plan {
         shrink_iters: 300,
-        ..leaselab::diff_cmd::Search::new(schedules, seed)
+        ..leaselab::gen_search::plan(schedules, seed)
     }
 }
 
