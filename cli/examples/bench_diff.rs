@@ -29,13 +29,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let rounds = 3;
     for round in 1..=rounds {
         let t = Instant::now();
-        let r = run_gen(
-            std::slice::from_mut(&mut pg),
-            plan(n, 1),
-            None,
-            &out,
-            false,
-        )?;
+        let r = run_gen(std::slice::from_mut(&mut pg), plan(n, 1), None, &out, false)?;
         let secs = t.elapsed().as_secs_f64();
         let diff_steps = r.steps as f64 / secs;
         let (alone_steps, alone_secs) = pg_alone(&mut pg, n)?;

@@ -53,6 +53,15 @@ impl Recording {
         Millis(epoch_ms().saturating_sub(self.origin_ms))
     }
 
+    /// Now, on the recording's clock, in µs: what the file records, so that two processes'
+    /// calls within one millisecond are still ordered when their files are merged.
+    fn now_us(&self) -> u64 {
+        let epoch_us = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_micros() as u64);
+        epoch_us.saturating_sub(self.origin_ms.saturating_mul(1000))
+    }
+
     /// A server timestamp (ms since the epoch) on the recording's clock.
     pub fn at(&self, epoch_ms: i64) -> Expiry {
         Expiry::At(Millis(
@@ -72,7 +81,7 @@ impl Recording {
         outcome: impl FnOnce(&T) -> Outcome,
     ) -> io::Result<Result<T, E>> {
         let pending = match &self.rec {
-            Some(r) => Some(r.invoke(&self.process, conn, self.now().0, op)?),
+            Some(r) => Some(r.invoke_us(&self.process, conn, self.now_us(), op)?),
             None => None,
         };
         let answer = call.await;
@@ -81,7 +90,7 @@ impl Recording {
                 Ok(v) => outcome(v),
                 Err(e) => Outcome::Indeterminate(e.to_string()),
             };
-            r.complete(p, self.now().0, &o)?;
+            r.complete_us(p, self.now_us(), &o)?;
         }
         Ok(answer)
     }
@@ -89,9 +98,9 @@ impl Recording {
     /// A step on the client alone (the local check): recorded as done when it was taken.
     pub fn local(&self, op: &Op, outcome: &Outcome) -> io::Result<()> {
         if let Some(r) = &self.rec {
-            let t = self.now().0;
-            let p = r.invoke(&self.process, None, t, op)?;
-            r.complete(p, t, outcome)?;
+            let t = self.now_us();
+            let p = r.invoke_us(&self.process, None, t, op)?;
+            r.complete_us(p, t, outcome)?;
         }
         Ok(())
     }

@@ -4,7 +4,10 @@
 //!
 //! The files are merged by the server time the reader gave each event (its `server_time`, or
 //! its `time` plus the process's clock bound: the latest the server's clock can have read), so
-//! the merged order is the order of the one clock the files share. Each file's own order is
+//! the merged order is the order of the one clock the files share; within one millisecond by
+//! the lines' `time_us` where they give it — a millisecond clock cannot order a release and the
+//! next holder's grant that fall in the same millisecond, and placed the wrong way round they
+//! read as two holders at once. Each file's own order is
 //! kept — a process's events are never reordered among themselves — and at equal times the
 //! file named first goes first, so the same files give the same history.
 
@@ -78,6 +81,7 @@ pub fn merge(parts: Vec<Recorded>) -> Result<Recorded, ReadError> {
             .map(|p| p.files.first().cloned().unwrap_or_default())
             .collect(),
         file_of: Vec::with_capacity(total),
+        micros: Vec::with_capacity(total),
         warnings: parts.iter().flat_map(|p| p.warnings.clone()).collect(),
     };
     out.history.events.reserve(total);
@@ -89,19 +93,20 @@ pub fn merge(parts: Vec<Recorded>) -> Result<Recorded, ReadError> {
     // A millisecond clock cannot always give that: two files that each answer and then invoke
     // at t cannot both have their invoke before the other's answer. O(n log k) for n events in
     // k files.
-    let ranks: Vec<Vec<u32>> = parts.iter().map(|p| ranks(&p.history.events)).collect();
+    let ranks: Vec<Vec<u32>> = parts.iter().map(ranks).collect();
     let key = |i: usize, j: usize| {
         let e = &parts[i].history.events[j];
-        Reverse((e.at, ranks[i][j], i))
+        let us = parts[i].micros.get(j).copied().unwrap_or(0);
+        Reverse((e.at, us, ranks[i][j], i))
     };
-    let mut heads: BinaryHeap<Reverse<(Millis, u32, usize)>> = parts
+    let mut heads: BinaryHeap<Reverse<(Millis, u16, u32, usize)>> = parts
         .iter()
         .enumerate()
         .filter(|(_, p)| !p.history.events.is_empty())
         .map(|(i, _)| key(i, 0))
         .collect();
     let mut next = vec![0usize; parts.len()];
-    while let Some(Reverse((_, _, i))) = heads.pop() {
+    while let Some(Reverse((_, _, _, i))) = heads.pop() {
         let e = &parts[i].history.events[next[i]];
         out.history.push(
             e.at,
@@ -113,6 +118,8 @@ pub fn merge(parts: Vec<Recorded>) -> Result<Recorded, ReadError> {
         );
         out.lines.push(parts[i].lines[next[i]]);
         out.file_of.push(i as u32);
+        out.micros
+            .push(parts[i].micros.get(next[i]).copied().unwrap_or(0));
         next[i] += 1;
         if next[i] < parts[i].history.events.len() {
             heads.push(key(i, next[i]));
@@ -121,19 +128,21 @@ pub fn merge(parts: Vec<Recorded>) -> Result<Recorded, ReadError> {
     Ok(out)
 }
 
-/// Each event's rank among its file's run of events at one time: the run cut after each
+/// Each event's rank among its file's run of events at one time (its millisecond and, where
+/// the file gives them, its microseconds): the run cut after each
 /// invoke (`blocked`) into chunks — the answers before an invoke, and the invoke — numbered
 /// from 0; the answers after the run's last invoke last. The merge takes every file's chunk 0
 /// at a time before any chunk 1, and every chunk before the last answers: one invoke of each
 /// file at a time, each after as few answers as its own file makes it wait for.
-fn ranks(events: &[leaselab_model::Event]) -> Vec<u32> {
+fn ranks(part: &Recorded) -> Vec<u32> {
+    let events = &part.history.events;
+    let time = |j: usize| (events[j].at, part.micros.get(j).copied().unwrap_or(0));
     let mut ranks = vec![u32::MAX; events.len()];
     let mut start = 0;
     while start < events.len() {
-        let at = events[start].at;
-        let end = events[start..]
-            .iter()
-            .position(|e| e.at != at)
+        let at = time(start);
+        let end = (start..events.len())
+            .position(|j| time(j) != at)
             .map_or(events.len(), |n| start + n);
         let mut chunk = 0u32;
         for j in start..end {

@@ -37,6 +37,10 @@ pub struct Recorded {
     pub files: Vec<String>,
     /// For each event, the index in `files` of the file it was read from.
     pub file_of: Vec<u32>,
+    /// For each event, the microseconds within its millisecond, from its line's `time_us` (0
+    /// without one): what orders two processes' events of one millisecond when their files are
+    /// merged ([`crate::merge`]).
+    pub micros: Vec<u16>,
     /// What the file says that is possible but doubtful (a `server_time` farther from the
     /// recorder's clock than its bound), one line each, naming file and line.
     pub warnings: Vec<String>,
@@ -149,13 +153,16 @@ fn parse_with(
 ) -> Result<Recorded, ReadError> {
     let mut history = History::default();
     let mut at = Vec::new();
-    let meta = stream_with(lines, file, windows, &mut |e, l| {
+    let mut micros = Vec::new();
+    let meta = stream_with(lines, file, windows, &mut |e, l, us| {
         history.events.push(e);
         at.push(l);
+        micros.push(us);
     })?;
     Ok(Recorded {
         history,
         file_of: vec![0; at.len()],
+        micros,
         lines: at,
         clock_bounds: meta.clock_bounds,
         files: vec![file.to_string()],
@@ -189,14 +196,14 @@ pub fn stream_lines(
     file: &str,
     sink: &mut dyn FnMut(Event, [usize; 2]),
 ) -> Result<Streamed, ReadError> {
-    stream_with(lines, file, false, sink)
+    stream_with(lines, file, false, &mut |e, l, _| sink(e, l))
 }
 
 fn stream_with(
     lines: impl Iterator<Item = std::io::Result<String>>,
     file: &str,
     windows: bool,
-    sink: &mut dyn FnMut(Event, [usize; 2]),
+    sink: &mut dyn FnMut(Event, [usize; 2], u16),
 ) -> Result<Streamed, ReadError> {
     let mut r = Reader {
         file,
@@ -321,6 +328,8 @@ struct Rec {
     earliest: Millis,
     /// A `server_time` farther from `time` than the process's clock bound: how far.
     skew: Option<u64>,
+    /// The microseconds within `time`'s millisecond (`time_us`), 0 without them.
+    micros: u16,
 }
 
 enum Kind {
@@ -358,11 +367,11 @@ struct Reader<'f, 's> {
     /// repeats a few names millions of times.
     names: Names,
     meta: Streamed,
-    sink: &'s mut dyn FnMut(Event, [usize; 2]),
+    sink: &'s mut dyn FnMut(Event, [usize; 2], u16),
     /// Events not yet handed on, from event index `first`: one that a later line may still
     /// complete (a client-side step, answered on a later line, takes that answer as its
     /// outcome) holds back those after it.
-    pending: std::collections::VecDeque<(Event, [usize; 2])>,
+    pending: std::collections::VecDeque<(Event, [usize; 2], u16)>,
     first: usize,
     /// Events made so far.
     events: usize,
@@ -382,7 +391,15 @@ struct Reader<'f, 's> {
 }
 
 /// The fields a line may carry besides the operation's own.
-const COMMON: [&str; 6] = ["type", "process", "conn", "time", "server_time", "op"];
+const COMMON: [&str; 7] = [
+    "type",
+    "process",
+    "conn",
+    "time",
+    "time_us",
+    "server_time",
+    "op",
+];
 const RESULT: [&str; 5] = ["result", "token", "expires", "value", "error"];
 
 impl Reader<'_, '_> {
@@ -444,6 +461,24 @@ impl Reader<'_, '_> {
         let actor = self.names.holder(f.str("process")?);
         let conn = f.opt_str("conn")?.map(|c| self.names.conn(c));
         let local = Millis(f.u64("time")?);
+        // The same clock read in microseconds: it must be `time`'s millisecond.
+        let micros = match f.opt("time_us") {
+            None => 0,
+            Some(_) => {
+                let us = f.u64("time_us")?;
+                if us / 1000 != local.0 {
+                    return Err(self.err(
+                        line,
+                        "time_us",
+                        format!(
+                            "{us} µs is not within `time`'s millisecond {} (time_us / 1000 must equal time)",
+                            local.0
+                        ),
+                    ));
+                }
+                (us % 1000) as u16
+            }
+        };
         // Without the server's clock, the latest it can have read: a grant or an answer
         // reported then is taken at its latest, which is the cautious side for "was it still
         // held when the other was granted?".
@@ -504,6 +539,7 @@ impl Reader<'_, '_> {
             at,
             earliest,
             skew,
+            micros,
         })
     }
 
@@ -519,7 +555,7 @@ impl Reader<'_, '_> {
             op,
             outcome,
         };
-        self.pending.push_back((e, lines));
+        self.pending.push_back((e, lines, rec.micros));
         let open = self
             .waiting
             .values()
@@ -536,10 +572,10 @@ impl Reader<'_, '_> {
     /// Hands on every pending event before index `until`.
     fn release(&mut self, until: usize) {
         while self.first < until {
-            let Some((e, lines)) = self.pending.pop_front() else {
+            let Some((e, lines, us)) = self.pending.pop_front() else {
                 break;
             };
-            (self.sink)(e, lines);
+            (self.sink)(e, lines, us);
             self.first += 1;
         }
     }
@@ -902,7 +938,7 @@ impl Reader<'_, '_> {
                     }
                     // A client-side step has no commit to place: it happened when answered.
                     None => {
-                        if let Some((e, lines)) = i
+                        if let Some((e, lines, _)) = i
                             .checked_sub(self.first)
                             .and_then(|k| self.pending.get_mut(k))
                         {

@@ -70,11 +70,34 @@ impl<W: Write> Recorder<W> {
         time_ms: u64,
         op: &Op,
     ) -> io::Result<Call> {
+        self.invoke_at(process, conn, (time_ms, None), op)
+    }
+
+    /// [`Recorder::invoke`] with the clock read in microseconds: the line carries both
+    /// (`time`, `time_us`), and merged files are ordered within a millisecond by them.
+    pub fn invoke_us(
+        &self,
+        process: &str,
+        conn: Option<&str>,
+        time_us: u64,
+        op: &Op,
+    ) -> io::Result<Call> {
+        self.invoke_at(process, conn, (time_us / 1000, Some(time_us)), op)
+    }
+
+    fn invoke_at(
+        &self,
+        process: &str,
+        conn: Option<&str>,
+        (time, time_us): (u64, Option<u64>),
+        op: &Op,
+    ) -> io::Result<Call> {
         let mut text = String::new();
         let head = Head {
             process,
             conn,
-            time: time_ms,
+            time,
+            time_us,
             server_time: None,
         };
         invoke_line(head, op, &mut text);
@@ -88,11 +111,26 @@ impl<W: Write> Recorder<W> {
 
     /// Records the answer of `call` at `time_ms`.
     pub fn complete(&self, call: Call, time_ms: u64, outcome: &Outcome) -> io::Result<()> {
+        self.complete_at(call, (time_ms, None), outcome)
+    }
+
+    /// [`Recorder::complete`] with the clock read in microseconds.
+    pub fn complete_us(&self, call: Call, time_us: u64, outcome: &Outcome) -> io::Result<()> {
+        self.complete_at(call, (time_us / 1000, Some(time_us)), outcome)
+    }
+
+    fn complete_at(
+        &self,
+        call: Call,
+        (time, time_us): (u64, Option<u64>),
+        outcome: &Outcome,
+    ) -> io::Result<()> {
         let mut text = String::new();
         let head = Head {
             process: &call.process,
             conn: call.conn.as_deref(),
-            time: time_ms,
+            time,
+            time_us,
             server_time: None,
         };
         completion_line(head, call.word, outcome, &mut text);

@@ -131,6 +131,8 @@ pub struct Head<'a> {
     pub conn: Option<&'a str>,
     /// The recorder's clock, ms.
     pub time: u64,
+    /// The same reading in µs, when the recorder has it (`time` is its millisecond).
+    pub time_us: Option<u64>,
     /// The server's clock, when known.
     pub server_time: Option<u64>,
 }
@@ -141,6 +143,7 @@ impl<'a> Head<'a> {
             process: e.actor.as_str(),
             conn: e.conn.as_ref().map(|c| c.as_str()),
             time: e.local.0,
+            time_us: None,
             server_time: (e.at != e.local).then_some(e.at.0),
         }
     }
@@ -154,6 +157,9 @@ fn start<'o>(h: Head<'_>, kind: &str, word: &str, out: &'o mut String) -> Line<'
         l.str("conn", c);
     }
     l.num("time", h.time);
+    if let Some(us) = h.time_us {
+        l.num("time_us", us);
+    }
     if let Some(t) = h.server_time {
         l.num("server_time", t);
     }

@@ -211,3 +211,109 @@ fn a_second_invoke_at_one_time_goes_before_the_other_files_answers() {
     let r = leaselab_checkers::check(&m.history);
     assert!(r.violations.is_empty(), "{:?}", r.violations);
 }
+
+/// Two files that each answer and then invoke within one millisecond cannot both be placed
+/// right on a millisecond clock: holder-b writes, then releases at t=3996, while holder-a's
+/// acquire — sent at 3994 — is answered at 3996 with the next token. Named first, holder-a's
+/// answer goes before holder-b's release, and the grant reads as taken while the lease was
+/// held (a false I1, seen in a live run on a loaded machine). The lines' `time_us` order them
+/// as they happened: the release was sent before the grant was answered, and nothing is
+/// certain — whichever file is named first.
+#[test]
+fn microseconds_order_two_files_within_one_millisecond() {
+    use leaselab_record::read::parse_for_merge;
+    let line = |s: String| format!("{s}\n");
+    let at = |ms: u64, us: Option<u64>| match us {
+        Some(us) => format!(r#""time":{ms},"time_us":{}"#, ms * 1000 + us),
+        None => format!(r#""time":{ms}"#),
+    };
+    let files = |us: bool| {
+        let t = |ms: u64, sub: u64| at(ms, us.then_some(sub));
+        let b = [
+            format!(
+                r#"{{"type":"invoke","process":"holder-b",{},"op":"acquire","lease":"job","holder":"holder-b","ttl_ms":1500}}"#,
+                t(3994, 100)
+            ),
+            format!(
+                r#"{{"type":"ok","process":"holder-b",{},"op":"acquire","token":272,"expires":5494}}"#,
+                t(3995, 50)
+            ),
+            format!(
+                r#"{{"type":"invoke","process":"holder-b","conn":"b/res",{},"op":"write","scope":"s","part":"p","content":"x","token":272}}"#,
+                t(3995, 60)
+            ),
+            format!(
+                r#"{{"type":"ok","process":"holder-b","conn":"b/res",{},"op":"write"}}"#,
+                t(3996, 100)
+            ),
+            format!(
+                r#"{{"type":"invoke","process":"holder-b",{},"op":"release","lease":"job","holder":"holder-b","token":272}}"#,
+                t(3996, 120)
+            ),
+            format!(
+                r#"{{"type":"ok","process":"holder-b",{},"op":"release"}}"#,
+                t(3996, 300)
+            ),
+        ];
+        let a = [
+            format!(
+                r#"{{"type":"invoke","process":"holder-a",{},"op":"acquire","lease":"job","holder":"holder-a","ttl_ms":1500}}"#,
+                t(3994, 200)
+            ),
+            format!(
+                r#"{{"type":"ok","process":"holder-a",{},"op":"acquire","token":273,"expires":5496}}"#,
+                t(3996, 500)
+            ),
+            format!(
+                r#"{{"type":"invoke","process":"holder-a","conn":"a/res",{},"op":"write","scope":"s","part":"p","content":"y","token":273}}"#,
+                t(3996, 510)
+            ),
+            format!(
+                r#"{{"type":"ok","process":"holder-a","conn":"a/res",{},"op":"write"}}"#,
+                t(3998, 0)
+            ),
+        ];
+        (
+            format!("{HEAD}{}", a.map(line).concat()),
+            format!("{HEAD}{}", b.map(line).concat()),
+        )
+    };
+    let judged = |a: &str, b: &str, a_first: bool| {
+        let named = if a_first {
+            [("a.jsonl", a), ("b.jsonl", b)]
+        } else {
+            [("b.jsonl", b), ("a.jsonl", a)]
+        };
+        let parts = named
+            .iter()
+            .map(|(n, t)| parse_for_merge(t, n).unwrap_or_else(|e| panic!("{e}")))
+            .collect();
+        let m = merge(parts).unwrap_or_else(|e| panic!("{e}"));
+        leaselab_checkers::check(&m.history).violations
+    };
+    let (a, b) = files(false);
+    let v = judged(&a, &b, true);
+    assert!(
+        v.iter().any(|v| v.check == leaselab_checkers::Check::I1),
+        "a millisecond clock alone places the grant first: {v:?}"
+    );
+    let (a, b) = files(true);
+    for a_first in [true, false] {
+        let v = judged(&a, &b, a_first);
+        assert!(v.is_empty(), "a first: {a_first}: {v:?}");
+    }
+}
+
+/// `time_us` is the same clock reading as `time`: one outside its millisecond is refused,
+/// naming the file, the line and the field.
+#[test]
+fn time_us_outside_its_millisecond_is_refused() {
+    let text = format!(
+        "{HEAD}{}\n",
+        r#"{"type":"invoke","process":"a","time":12,"time_us":13001,"op":"now","db":"lease"}"#
+    );
+    let e = parse(&text, "r.jsonl").expect_err("refused");
+    let e = e.to_string();
+    assert!(e.starts_with("r.jsonl:2: field `time_us`:"), "{e}");
+    assert!(e.contains("not within `time`'s millisecond 12"), "{e}");
+}
