@@ -224,20 +224,9 @@ pub fn run_gen(
         |pg, s| {
             // Interrupted: the remaining schedules are not run, and this one is no pass.
             if crate::interrupt::requested() {
-                return Ok::<_, PgError>(leaselab_gen::search::Case::interrupted());
+                return Ok(leaselab_gen::search::Case::interrupted());
             }
-            let (h, pauses) = leaselab_pg::audit::audit_schedule(pg, s, ops)?;
-            let report = leaselab_checkers::check(&h);
-            let steps = h.events.len() as u64;
-            // The failing run itself: the trace is what PostgreSQL answered when the schedule
-            // failed, not a run again (which may answer otherwise where the server's order is
-            // its own, e.g. which of two woken waiters takes a row first).
-            let verdict = if report.violations.is_empty() {
-                leaselab_gen::search::Verdict::Pass
-            } else {
-                leaselab_gen::search::Verdict::Fail((h, pauses, report))
-            };
-            Ok(leaselab_gen::search::Case { steps, verdict })
+            leaselab_pg::audit::judge_schedule(pg, s, ops)
         },
         |phase, case| {
             if let Some(i) = counts.observe(phase, case) {
@@ -249,41 +238,12 @@ pub fn run_gen(
     counts.finish();
     let runs = counts;
     let found = crate::workers::settled(result)?;
-    let mut shrink_cut_short = false;
+    let shrink_cut_short = found.as_ref().is_some_and(|f| f.cut_short);
     let violation = match found {
         None => None,
-        Some(leaselab_gen::search::Found {
-            minimal,
-            cut_short,
-            failure: (h, pauses, report),
-            ..
-        }) => {
-            shrink_cut_short = cut_short;
-            let name = unused_name(out, &format!("audit-{}-{seed}", spec_stem(&spec.file)));
-            let scripts = leaselab_pg::spec::psql::scripts(
-                spec,
-                &h,
-                &pauses,
-                &format!("{name}: a history of `leaselab audit {}`", spec.file),
-            );
-            let mut t = Trace::new(&name, leaselab_model::Config::default(), h);
-            t.seed = seed;
-            t.spec = Some(spec.file.clone());
-            // The schedule itself, so that `--replay` runs exactly it (its configuration is
-            // not written: a spec's statements read none of it).
-            t.setup = minimal.setup_lines();
-            t.title = format!(
-                "audit of {}: a generated schedule, shrunk",
-                Path::new(&spec.file)
-                    .file_name()
-                    .map_or(spec.file.clone(), |f| f.to_string_lossy().into_owned())
-            );
-            t.expect = report.verdict();
-            std::fs::create_dir_all(out).map_err(CliError::file(FileOp::Create, out))?;
-            let file = out.join(format!("{name}.trace"));
-            t.save(&file)?;
-            write_scripts(&out.join(format!("{name}.psql")), &scripts)?;
-            Some((file, report))
+        Some(f) => {
+            let file = leaselab_pg::audit::save_found(spec, &f, seed, out)?;
+            Some((file, f.failure.report))
         }
     };
     let waits_out_of_bound = pgs.iter().map(PgBackend::waits_out_of_bound).sum();
@@ -310,19 +270,6 @@ pub fn workers(
     crate::workers::start(first, pg_dir, jobs, |dir| {
         PgBackend::audit(dir, spec.clone())
     })
-}
-
-/// Writes the psql scripts of a failure into `dir` (emptied first).
-pub fn write_scripts(dir: &Path, files: &leaselab_pg::spec::psql::Files) -> Result<(), CliError> {
-    let _ = std::fs::remove_dir_all(dir);
-    for (name, text) in files {
-        let p = dir.join(name);
-        if let Some(parent) = p.parent() {
-            std::fs::create_dir_all(parent).map_err(CliError::file(FileOp::Create, parent))?;
-        }
-        std::fs::write(&p, text).map_err(CliError::file(FileOp::Write, &p))?;
-    }
-    Ok(())
 }
 
 /// `leaselab audit SPEC --gen N`: prints the verdict, the shrunk trace and the commands that
@@ -408,24 +355,6 @@ pub fn run_gen_cmd(
         Exit::Violation,
         r.interrupted,
     ))
-}
-
-/// The spec's file name without `.toml`: what names its failures.
-pub(crate) fn spec_stem(file: &str) -> String {
-    Path::new(file)
-        .file_stem()
-        .map_or_else(|| "spec".to_string(), |s| s.to_string_lossy().into_owned())
-}
-
-/// `base`, or `base-2`, `base-3`, … — the first whose trace (`.trace`) and scripts (`.psql`)
-/// `out` does not hold yet: a second audit never replaces what an earlier one found.
-pub(crate) fn unused_name(out: &Path, base: &str) -> String {
-    let taken =
-        |n: &str| out.join(format!("{n}.trace")).exists() || out.join(format!("{n}.psql")).exists();
-    std::iter::once(base.to_string())
-        .chain((2u64..).map(|k| format!("{base}-{k}")))
-        .find(|n| !taken(n))
-        .unwrap_or_else(|| base.to_string())
 }
 
 /// `leaselab audit SPEC --replay FILE`: the schedule a search saved in FILE, run once more on

@@ -161,11 +161,11 @@ pub fn run_seeds(
             return Err(e);
         }
         let mut t = shrunk.trace.clone();
-        t.name = crate::audit_cmd::unused_name(
+        t.name = leaselab_pg::audit::unused_name(
             out,
             &format!(
                 "audit-sim-{}-seed-{seed}",
-                crate::audit_cmd::spec_stem(&spec.file)
+                leaselab_pg::audit::spec_stem(&spec.file)
             ),
         );
         t.title = format!(

@@ -292,15 +292,6 @@ pub struct GenOutcome {
     pub shrink_cut_short: bool,
 }
 
-/// A schedule's run that diverged: what the trace of it needs.
-#[derive(Clone)]
-struct Diverged {
-    history: leaselab_model::History,
-    config: leaselab_model::Config,
-    /// What diverged (the comparison's description, or the facts' disagreement).
-    what: String,
-}
-
 /// Runs the search's generated schedules against the model (with `wrong`, if given) and PostgreSQL;
 /// shrinks the first divergence, writes it to `out/gen-<seed>.trace`.
 pub fn run_gen(
@@ -320,54 +311,7 @@ pub fn run_gen(
             if crate::interrupt::requested() {
                 return Ok(leaselab_gen::search::Case::interrupted());
             }
-            let r = diff_schedule(pg, s, wrong)?;
-            let steps = r.report.steps as u64;
-            // The failing run itself — its history, configuration and what diverged — so the
-            // trace is the run that failed, not a run again.
-            let case = |failure: Option<String>| leaselab_gen::search::Case {
-                steps,
-                verdict: match failure {
-                    Some(why) => leaselab_gen::search::Verdict::Fail(Diverged {
-                        history: r.history.clone(),
-                        config: r.config.clone(),
-                        what: why,
-                    }),
-                    None => leaselab_gen::search::Verdict::Pass,
-                },
-            };
-            if !r.report.ok() {
-                // A negative control looks for a divergence the wrong rule makes whatever
-                // PostgreSQL's timing: one at or after a step the right model says PostgreSQL's
-                // timing may decide (waiters released together, a deadlock's victim) is not
-                // kept — a rerun of its trace may take the other order and agree. Without a
-                // wrong rule every divergence counts: it is an outcome the model does not allow.
-                if wrong.is_some() {
-                    let upto = r.report.divergences.first().map_or(u64::MAX, |d| d.seq);
-                    let before: Vec<_> = r
-                        .history
-                        .events
-                        .iter()
-                        .filter(|e| e.seq <= upto)
-                        .cloned()
-                        .collect();
-                    let right = leaselab_model::World::with_backend(leaselab_model::Model::new(
-                        r.config.clone(),
-                    ));
-                    if leaselab_model::allowed::timing_decides(right, &before) {
-                        return Ok(case(None));
-                    }
-                }
-                return Ok(case(Some(r.report.describe())));
-            }
-            // The second oracle on PostgreSQL's own history: the checkers' facts are what the
-            // (agreeing) model committed — with the snapshot windows the configuration allows.
-            let exact = r.config.fence != leaselab_model::FenceMode::CheckThenWrite;
-            let facts = leaselab_checkers::facts::derive_with(&r.history, exact, None);
-            let d = leaselab_checkers::ledger::cross_check(&facts, &r.ledger);
-            Ok::<_, leaselab_pg::PgError>(case(
-                (!d.is_empty())
-                    .then(|| format!("FACTS DISAGREE WITH THE LEDGER: {}", d.join("; "))),
-            ))
+            leaselab_pg::diff::judge_schedule(pg, s, wrong)
         },
         |phase, case| {
             counts.observe(phase, case);
@@ -377,30 +321,12 @@ pub fn run_gen(
     counts.finish();
     let runs = counts;
     let found = crate::workers::settled(result)?;
-    let mut shrink_cut_short = false;
+    let shrink_cut_short = found.as_ref().is_some_and(|f| f.cut_short);
     let divergence = match found {
         None => None,
-        Some(leaselab_gen::search::Found {
-            minimal,
-            failure: d,
-            cut_short,
-            ..
-        }) => {
-            shrink_cut_short = cut_short;
-            let name = format!("gen-{seed}");
-            let mut t = Trace::new(&name, d.config, d.history);
-            t.seed = seed;
-            // The schedule itself, so that `--replay` runs exactly it again.
-            t.setup = minimal.setup_lines();
-            t.title = format!(
-                "diff --gen divergence, shrunk: {}",
-                d.what.lines().next().unwrap_or("")
-            );
-            t.expect = leaselab_checkers::check(&t.history).verdict();
-            std::fs::create_dir_all(out).map_err(CliError::file(FileOp::Create, out))?;
-            let file = out.join(format!("{name}.trace"));
-            t.save(&file)?;
-            Some((file, d.what))
+        Some(f) => {
+            let file = leaselab_pg::diff::save_found(&f, seed, out)?;
+            Some((file, f.failure.what))
         }
     };
     Ok(GenOutcome {

@@ -819,7 +819,7 @@ fn psql_scripts_rerun_a_lock_wait() {
     std::fs::write(dir.join("lockwait.trace"), t.to_text()).expect("trace written");
     let scripts = dir.join("lockwait.psql");
     let files = leaselab_pg::spec::psql::scripts(&spec, &h, &pauses, "a lock wait");
-    leaselab::audit_cmd::write_scripts(&scripts, &files).expect("written");
+    leaselab_pg::audit::write_scripts(&scripts, &files).expect("written");
     let run_sh = std::fs::read_to_string(scripts.join("run.sh")).expect("run.sh");
     assert!(run_sh.contains("; expect_wait "), "{run_sh}");
     let shapes = pg.spec_shapes().expect("a spec backend").to_vec();

@@ -1,5 +1,6 @@
 //! A generated schedule run on a user's lease (a spec): the history is recorded from
-//! PostgreSQL's answers alone — no model runs beside it — for the checkers to judge.
+//! PostgreSQL's answers alone — no model runs beside it — for the checkers to judge; and what
+//! an audit search found, saved as a trace with its psql scripts.
 
 use crate::adapter::{PgBackend, PgError};
 use leaselab_gen::{Client, Intent, Schedule, Terms, WholeOps};
@@ -7,6 +8,7 @@ use leaselab_model::{
     apply_event, Admin, Config, DbName, Event, FencedResource, History, Holder, LeaseStore, Model,
     Op, Outcome, Part, PublishMode, Scope,
 };
+use leaselab_trace::TraceFileError;
 
 /// Runs `schedule` with a whole-operation client on `pg` (which runs a spec) and returns what
 /// PostgreSQL answered, followed by a read of every part written (when the spec can read
@@ -185,4 +187,115 @@ pub fn read_back<B: LeaseStore + FencedResource + Admin>(b: &mut B, h: &mut Hist
     for (scope, part) in parts {
         push(b, h, Op::ReadPart { scope, part });
     }
+}
+
+/// A schedule's run that broke a check: what PostgreSQL answered, where operations paused,
+/// and the checkers' report — kept as it was, so the trace saved is the run that failed.
+#[derive(Clone, Debug)]
+pub struct Failure {
+    /// The history recorded from PostgreSQL's answers.
+    pub history: History,
+    /// Where operations paused.
+    pub pauses: Pauses,
+    /// The checkers' report on `history` (at least one violation).
+    pub report: leaselab_checkers::Report,
+}
+
+/// One schedule of an audit search: run on the spec and judged by the checkers alone.
+pub fn judge_schedule(
+    pg: &mut PgBackend,
+    schedule: &Schedule,
+    ops: WholeOps,
+) -> Result<leaselab_gen::search::Case<Failure>, PgError> {
+    use leaselab_gen::search::{Case, Verdict};
+    let (history, pauses) = audit_schedule(pg, schedule, ops)?;
+    let report = leaselab_checkers::check(&history);
+    let steps = history.events.len() as u64;
+    let verdict = if report.violations.is_empty() {
+        Verdict::Pass
+    } else {
+        Verdict::Fail(Failure {
+            history,
+            pauses,
+            report,
+        })
+    };
+    Ok(Case { steps, verdict })
+}
+
+/// A spec file's name without `.toml`: what names its failures.
+pub fn spec_stem(file: &str) -> String {
+    std::path::Path::new(file)
+        .file_stem()
+        .map_or_else(|| "spec".to_string(), |s| s.to_string_lossy().into_owned())
+}
+
+/// `base`, or `base-2`, `base-3`, … — the first whose trace (`.trace`) and scripts (`.psql`)
+/// `out` does not hold yet: a second audit never replaces what an earlier one found.
+pub fn unused_name(out: &std::path::Path, base: &str) -> String {
+    let taken =
+        |n: &str| out.join(format!("{n}.trace")).exists() || out.join(format!("{n}.psql")).exists();
+    std::iter::once(base.to_string())
+        .chain((2u64..).map(|k| format!("{base}-{k}")))
+        .find(|n| !taken(n))
+        .unwrap_or_else(|| base.to_string())
+}
+
+fn cannot_write(path: &std::path::Path) -> impl FnOnce(std::io::Error) -> TraceFileError + '_ {
+    move |error| TraceFileError::Write {
+        path: path.display().to_string(),
+        error,
+    }
+}
+
+/// Writes the psql scripts of a failure into `dir` (emptied first).
+pub fn write_scripts(
+    dir: &std::path::Path,
+    files: &crate::spec::psql::Files,
+) -> Result<(), TraceFileError> {
+    let _ = std::fs::remove_dir_all(dir);
+    for (name, text) in files {
+        let p = dir.join(name);
+        if let Some(parent) = p.parent() {
+            std::fs::create_dir_all(parent).map_err(cannot_write(parent))?;
+        }
+        std::fs::write(&p, text).map_err(cannot_write(&p))?;
+    }
+    Ok(())
+}
+
+/// Saves what an audit search of `spec` (drawn from `seed`) found: the shrunk schedule's
+/// failing run as `out/audit-<spec>-<seed>.trace` (the schedule itself in its setup, so that
+/// `--replay` runs exactly it) and its psql scripts beside it; the trace's path.
+pub fn save_found(
+    spec: &crate::spec::Spec,
+    found: &leaselab_gen::search::Found<Failure>,
+    seed: u64,
+    out: &std::path::Path,
+) -> Result<std::path::PathBuf, TraceFileError> {
+    let f = &found.failure;
+    let name = unused_name(out, &format!("audit-{}-{seed}", spec_stem(&spec.file)));
+    let scripts = crate::spec::psql::scripts(
+        spec,
+        &f.history,
+        &f.pauses,
+        &format!("{name}: a history of `leaselab audit {}`", spec.file),
+    );
+    // Its configuration is not written: a spec's statements read none of it.
+    let mut t = leaselab_trace::Trace::new(&name, Config::default(), f.history.clone());
+    t.seed = seed;
+    t.spec = Some(spec.file.clone());
+    t.setup = found.minimal.setup_lines();
+    t.title = format!(
+        "audit of {}: a generated schedule, shrunk",
+        std::path::Path::new(&spec.file)
+            .file_name()
+            .map_or(spec.file.clone(), |f| f.to_string_lossy().into_owned())
+    );
+    t.expect = f.report.verdict();
+    std::fs::create_dir_all(out).map_err(cannot_write(out))?;
+    let file = out.join(format!("{name}.trace"));
+    t.save(&file)?;
+    write_scripts(&out.join(format!("{name}.psql")), &scripts)?;
+    Ok(file)
 }

@@ -253,3 +253,95 @@ mod tests {
         );
     }
 }
+
+/// A generated schedule's run that diverged: what its trace needs, kept as it was.
+#[derive(Clone, Debug)]
+pub struct Diverged {
+    /// What ran, with PostgreSQL's outcomes.
+    pub history: History,
+    /// The configuration.
+    pub config: Config,
+    /// What diverged (the comparison's description, or the facts' disagreement).
+    pub what: String,
+}
+
+/// One schedule of a `diff --gen` search: run on PostgreSQL and the model (with `wrong`), and
+/// judged — a divergence, or the checkers' facts of PostgreSQL's history against what the model
+/// committed.
+pub fn judge_schedule(
+    pg: &mut PgBackend,
+    schedule: &Schedule,
+    wrong: Option<WrongRule>,
+) -> Result<leaselab_gen::search::Case<Diverged>, PgError> {
+    use leaselab_gen::search::{Case, Verdict};
+    let r = diff_schedule(pg, schedule, wrong)?;
+    let steps = r.report.steps as u64;
+    let case = |what: Option<String>| Case {
+        steps,
+        verdict: match what {
+            Some(what) => Verdict::Fail(Diverged {
+                history: r.history.clone(),
+                config: r.config.clone(),
+                what,
+            }),
+            None => Verdict::Pass,
+        },
+    };
+    if !r.report.ok() {
+        // A negative control looks for a divergence the wrong rule makes whatever PostgreSQL's
+        // timing: one at or after a step the right model says PostgreSQL's timing may decide
+        // (waiters released together, a deadlock's victim) is not kept — a rerun of its trace
+        // may take the other order and agree. Without a wrong rule every divergence counts: it
+        // is an outcome the model does not allow.
+        if wrong.is_some() {
+            let upto = r.report.divergences.first().map_or(u64::MAX, |d| d.seq);
+            let before: Vec<_> = r
+                .history
+                .events
+                .iter()
+                .filter(|e| e.seq <= upto)
+                .cloned()
+                .collect();
+            let right = World::with_backend(Model::new(r.config.clone()));
+            if leaselab_model::allowed::timing_decides(right, &before) {
+                return Ok(case(None));
+            }
+        }
+        return Ok(case(Some(r.report.describe())));
+    }
+    // The second oracle on PostgreSQL's own history: the checkers' facts are what the
+    // (agreeing) model committed — with the snapshot windows the configuration allows.
+    let exact = r.config.fence != leaselab_model::FenceMode::CheckThenWrite;
+    let facts = leaselab_checkers::facts::derive_with(&r.history, exact, None);
+    let d = leaselab_checkers::ledger::cross_check(&facts, &r.ledger);
+    Ok(case((!d.is_empty()).then(|| {
+        format!("FACTS DISAGREE WITH THE LEDGER: {}", d.join("; "))
+    })))
+}
+
+/// Saves what a `diff --gen` search (drawn from `seed`) found: the shrunk schedule's diverging
+/// run as `out/gen-<seed>.trace`, with the schedule itself in its setup so that `--replay` runs
+/// exactly it again; the trace's path.
+pub fn save_found(
+    found: &leaselab_gen::search::Found<Diverged>,
+    seed: u64,
+    out: &std::path::Path,
+) -> Result<std::path::PathBuf, leaselab_trace::TraceFileError> {
+    let d = &found.failure;
+    let name = format!("gen-{seed}");
+    let mut t = Trace::new(&name, d.config.clone(), d.history.clone());
+    t.seed = seed;
+    t.setup = found.minimal.setup_lines();
+    t.title = format!(
+        "diff --gen divergence, shrunk: {}",
+        d.what.lines().next().unwrap_or("")
+    );
+    t.expect = leaselab_checkers::check(&t.history).verdict();
+    std::fs::create_dir_all(out).map_err(|error| leaselab_trace::TraceFileError::Write {
+        path: out.display().to_string(),
+        error,
+    })?;
+    let file = out.join(format!("{name}.trace"));
+    t.save(&file)?;
+    Ok(file)
+}
