@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Regenerates the screenshots under docs/pictures/ that the README and EXERCISES.md show:
-# F5, F6a, a whole and a shrunk simulation failure, the envelope's boundary case, and the
-# Explorer on the shortest counterexample. Needs Debian's `chromium`; run from anywhere.
+# F5, F6a, a whole and a shrunk simulation failure, the envelope's boundary case, a live run
+# on etcd, and the Explorer on the shortest counterexample. Needs Debian's `chromium`; run from anywhere.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # LEASELAB_BIN=PATH uses a binary already built.
@@ -32,6 +32,12 @@ shrunk="$(find "$work/sweep" -name 'seed-3.shrunk.trace' | head -1)"
 shot "$work/sim-3-shrunk.html" "$out/sim-3-shrunk.png" 430
 "$bin" envelope --fence off --html "$work/envelope.html" >/dev/null
 shot "$work/envelope.html" "$out/envelope-boundary.png" 430
+# A live run (needs etcd and PostgreSQL): its timing is real, so this picture differs run to run.
+if command -v etcd >/dev/null 2>&1; then
+  "$bin" live --store etcd --fence off --time 10s --seed 1 --dir "$work/live" >/dev/null || true
+  "$bin" diagram --html "$work/live.html" "$work"/live/records/*.jsonl >/dev/null
+  shot "$work/live.html" "$out/live-etcd-off.png" 520
+fi
 port=39417
 "$bin" check --fence off --max-ticks 16 --serve "127.0.0.1:$port" >"$work/serve.out" 2>&1 &
 explorer=$!

@@ -99,7 +99,7 @@ fn read_all(paths: &[std::path::PathBuf]) -> Result<(Trace, Option<String>), Cli
                 parts.push(leaselab_record::read::read_file_for_merge(p)?);
             }
             let r = leaselab_record::merge::merge(parts)?;
-            let title = format!("the recorded histories of {} processes, merged", many.len());
+            let title = format!("the recorded histories of {} processes", many.len());
             let t = recorded_trace("merged".into(), title, r.history);
             Ok((t, Some(names.join(" + "))))
         }

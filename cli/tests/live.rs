@@ -75,6 +75,11 @@ fn live(name: &str, args: &[&str]) -> (i32, String) {
     assert_eq!(pcode, 0, "{pout}");
     let page = std::fs::read_to_string(dir.join("live.html")).expect("the page");
     assert!(page.contains("<html"), "not a page");
+    // A recorded history does not say which fence the resource ran: the page must not guess.
+    assert!(
+        page.contains("fence: not recorded"),
+        "the page claims a fence"
+    );
     let t0 = std::time::Instant::now();
     while !processes_under(&dir).is_empty() && t0.elapsed() < std::time::Duration::from_secs(60) {
         std::thread::sleep(std::time::Duration::from_millis(50));

@@ -7,7 +7,9 @@
 //!
 //! The parent takes it through the code point after the local check ([`Point::AfterCheck`]):
 //! there the holder says `READY` and waits for a line, its renewer still running — the moment
-//! F4 stops it with SIGSTOP, and the live nemesis pauses it.
+//! F4 stops it with SIGSTOP, and the live nemesis pauses it. `go` (or `stop`: finish this job
+//! and end) lets it on; `pause` first has it record a `pause` and say `PAUSING`, and the `go`
+//! after the parent resumed it records a `resume`, so the pause is in the history.
 
 use crate::store::{LeaseConn, Store};
 use crate::LiveError;
@@ -190,6 +192,9 @@ struct RealHolder<'a> {
     replies: (mpsc::UnboundedSender<Reply>, mpsc::UnboundedReceiver<Reply>),
     /// The effects after the stop point, carried out once the parent says so.
     held: Option<Vec<Effect>>,
+    /// The parent said `pause` (and is about to stop this process): `resume` is recorded when
+    /// it lets the holder go on.
+    paused: bool,
 }
 
 impl<'a> RealHolder<'a> {
@@ -204,6 +209,7 @@ impl<'a> RealHolder<'a> {
             conns: BTreeMap::new(),
             waited: 0,
             stopping: false,
+            paused: false,
             asked: BTreeMap::new(),
             replies: mpsc::unbounded_channel(),
             held: None,
@@ -282,6 +288,21 @@ impl<'a> RealHolder<'a> {
                     self.carry(effects).await?;
                 }
                 Some(line) = lines.recv(), if held => {
+                    // The parent is about to stop this process (SIGSTOP): recorded first, so the
+                    // history shows the pause — nothing of this process runs during it.
+                    if line == "pause" {
+                        self.rec
+                            .local(&Op::Pause, &Outcome::Ok)
+                            .map_err(|e| LiveError::io("record", e))?;
+                        self.paused = true;
+                        self.say("PAUSING");
+                        continue;
+                    }
+                    if std::mem::take(&mut self.paused) {
+                        self.rec
+                            .local(&Op::Resume, &Outcome::Ok)
+                            .map_err(|e| LiveError::io("record", e))?;
+                    }
                     self.stopping |= line == "stop";
                     // Resumed: what fell due while the process was stopped runs first (the
                     // renewer's overdue renew), then the write it was stopped before.

@@ -6,7 +6,8 @@
 //!
 //! The pause nemesis acts where a pause hurts: every holder waits for this process right
 //! after each local check (`READY`), and the nemesis then either lets it go at once or stops
-//! it (SIGSTOP) for a while — up to several TTLs — and resumes it (SIGCONT). Whether and how
+//! it (SIGSTOP) for a while — up to several TTLs — and resumes it (SIGCONT); the holder records
+//! the pause and the resume in its history. Whether and how
 //! long is drawn for each holder from its own stream of the seed, so the schedule is the
 //! seed's: the k-th check of holder-b is paused as long in every run of that seed. The servers'
 //! timing is real, so the interleaving around it is not: a run again can differ.
@@ -551,14 +552,29 @@ fn drive(
         name,
         ..HolderSummary::default()
     };
+    // A pause asked for and not yet done: the holder records it and says PAUSING first.
+    let mut pausing: Option<u64> = None;
     for line in BufReader::new(stdout).lines() {
         let line = line.map_err(|e| LiveError::io("read a holder's line", e))?;
+        // A holder that died (killed by an abandoning Ctrl-C) reads nothing: its end of the
+        // pipe is gone, and a write fails; the loop then ends at its last line.
         if line == "READY" {
             let pause = schedule.next_pause(nemesis, ttl);
+            let answer = match pause {
+                _ if stop.load(Ordering::SeqCst) => "stop",
+                Some(ms) => {
+                    pausing = Some(ms);
+                    "pause"
+                }
+                None => "go",
+            };
+            let _ = writeln!(stdin, "{answer}");
+        } else if line == "PAUSING" {
+            let ms = pausing.take();
             let answer = if stop.load(Ordering::SeqCst) {
                 "stop"
             } else {
-                if let Some(ms) = pause {
+                if let Some(ms) = ms {
                     proc.signal("-STOP")?;
                     std::thread::sleep(Duration::from_millis(ms));
                     proc.signal("-CONT")?;
@@ -566,8 +582,6 @@ fn drive(
                 }
                 "go"
             };
-            // A holder that died (killed by an abandoning Ctrl-C) reads nothing: its end of
-            // the pipe is gone, and this write fails; the loop then ends at its last line.
             let _ = writeln!(stdin, "{answer}");
         } else if line.starts_with("ACQUIRED ") {
             sum.acquired += 1;

@@ -366,7 +366,7 @@ fn page(story: &Story, title: &str, window: Option<(Millis, Millis)>) -> String 
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<h1>{}</h1>\n<div>fence: {}</div>\n<div id=\"verdict\"></div>\n{crop}<div id=\"picture\"></div>\n<div id=\"legend\"><span><i class=\"sw\" style=\"background:#4a78c2\"></i>lease held (database clock)</span><span><i class=\"sw\" style=\"background:#f0a030\"></i>lease valid (holder's own clock)</span><span><i class=\"sw\" style=\"background:#888;opacity:.35\"></i>paused</span><span style=\"color:#2e7d32\">● accepted write</span><span>○ rejected write</span><span style=\"color:#d50000\">◉ stale write (an older token, after a newer one)</span><span style=\"color:#1565c0\">◉ the newer write it overtook</span><span style=\"color:#2e7d32\">│ check ✓ local check passed</span><span style=\"color:#4a78c2\">│ expires (database clock)</span><span style=\"color:#c77800\">│ deadline (holder's own clock)</span></div>\n<ul id=\"violating-pair\"></ul>\n<script type=\"application/json\" id=\"story\">{}</script>\n<script>{SCRIPT}</script>\n</body>\n</html>\n",
         text(title),
         text(title),
-        text(story.config.fence.as_str()),
+        text(&story.fence_label()),
         data(story, title, shown)
     );
     s

@@ -29,7 +29,7 @@ pub fn render(story: &Story) -> String {
     let _ = writeln!(
         s,
         "    participant R as resource (fence={})",
-        story.config.fence.as_str()
+        story.fence_label()
     );
     if total > keys.len() {
         let _ = writeln!(

@@ -178,6 +178,17 @@ impl Story {
         self.moments.retain(|m| !matches!(m.mark, Mark::Waits(_)));
     }
 
+    /// Which fence the resource ran, as far as the story knows: its configuration's, unless the
+    /// statements were a spec's or the history was recorded — then the configuration is a
+    /// default that describes nothing of the run.
+    pub fn fence_label(&self) -> String {
+        match (&self.recorded, &self.spec) {
+            (Some(_), _) => "not recorded (the history says what the resource answered)".into(),
+            (None, Some(spec)) => format!("the statements of {spec}"),
+            (None, None) => self.config.fence.as_str().to_string(),
+        }
+    }
+
     /// Reads the story of `history` run under `config`, judged as `report`.
     pub fn new(history: &History, config: &Config, report: &Report) -> Story {
         let f = facts::derive(history);
