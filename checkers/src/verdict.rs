@@ -147,6 +147,16 @@ impl Report {
             .collect()
     }
 
+    /// The verdict as a trace's `expect` line and a `VIOLATION` line name it: the violated
+    /// checks' names joined by commas (empty when all hold).
+    pub fn verdict_list(&self) -> String {
+        self.verdict()
+            .iter()
+            .map(|c| c.as_str())
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
     /// The violations of one check.
     pub fn of(&self, check: Check) -> impl Iterator<Item = &Violation> {
         self.violations.iter().filter(move |v| v.check == check)

@@ -13,9 +13,11 @@
 //!
 //! `cargo run --release -p leaselab --example bench_audit [SCHEDULES]` (default 300).
 
-use leaselab::audit_cmd::{load, ops_of, run_gen};
+use leaselab::audit_cmd::run_gen;
+use leaselab::audit_spec::load;
 use leaselab::gen_search::plan;
 use leaselab_model::{apply_event, ConnId, DbName, Event, Holder, LeaseName, Millis, Op, Outcome};
+use leaselab_pg::audit::ops_of;
 use leaselab_pg::PgBackend;
 use std::time::Instant;
 

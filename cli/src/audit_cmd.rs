@@ -3,12 +3,12 @@
 //! shrunk by proptest and written as a trace, with its timeline and explanation.
 
 use crate::args::Exit;
-use crate::error::{CliError, FileOp};
+use crate::audit_spec::{load_as, Overrides};
+use crate::error::CliError;
 use leaselab_checkers::Report;
 use leaselab_gen::search::Plan;
-use leaselab_gen::WholeOps;
-use leaselab_pg::spec::{OpKind, Spec};
-use leaselab_pg::{PgBackend, PgError};
+use leaselab_pg::spec::Spec;
+use leaselab_pg::PgBackend;
 use leaselab_trace::Trace;
 use std::path::{Path, PathBuf};
 
@@ -135,76 +135,6 @@ pub struct AuditOutcome {
     pub shrink_cut_short: bool,
 }
 
-/// Reads and checks the spec at `file` (an error names the file, line and statement).
-pub fn load(file: &Path, pg_dir: &Path) -> Result<(Spec, PgBackend), CliError> {
-    load_as(file, pg_dir, &Overrides::default())
-}
-
-/// The spec's `lease` and `ttl_ms` as the command line sets them (`--lease`, `--ttl-ms`).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Overrides {
-    /// `--lease NAME`.
-    pub lease: Option<String>,
-    /// `--ttl-ms MS`.
-    pub ttl_ms: Option<u64>,
-    /// `--lease-txn`.
-    pub lease_txn: bool,
-}
-
-impl Overrides {
-    /// As flags to repeat in a printed command (empty, or starting with a space).
-    pub fn flags(&self) -> String {
-        let mut f = String::new();
-        if let Some(l) = &self.lease {
-            f.push_str(&format!(" --lease {l}"));
-        }
-        if let Some(t) = self.ttl_ms {
-            f.push_str(&format!(" --ttl-ms {t}"));
-        }
-        if self.lease_txn {
-            f.push_str(" --lease-txn");
-        }
-        f
-    }
-}
-
-/// [`load`], with the spec's `lease` and `ttl_ms` replaced where `o` sets them.
-pub fn load_as(file: &Path, pg_dir: &Path, o: &Overrides) -> Result<(Spec, PgBackend), CliError> {
-    let text = std::fs::read_to_string(file).map_err(CliError::file(FileOp::Read, file))?;
-    let mut spec = leaselab_pg::spec::parse(&file.display().to_string(), &text)?;
-    if let Some(l) = &o.lease {
-        spec.lease = l.clone();
-    }
-    if let Some(t) = o.ttl_ms {
-        spec.ttl_ms = Some(t);
-    }
-    spec.lease_txn |= o.lease_txn;
-    let pg = PgBackend::audit(pg_dir, spec.clone()).map_err(|e| match e {
-        PgError::Spec(s) => CliError::Spec(s),
-        e => CliError::Postgres(e),
-    })?;
-    Ok((spec, pg))
-}
-
-/// The broken checks, as a trace's `expect` line names them.
-pub(crate) fn verdict_text(report: &Report) -> String {
-    report
-        .verdict()
-        .iter()
-        .map(|c| c.as_str())
-        .collect::<Vec<_>>()
-        .join(",")
-}
-
-/// What the spec's client may do besides the four required operations.
-pub fn ops_of(spec: &Spec) -> WholeOps {
-    WholeOps {
-        publish: spec.op(OpKind::Publish).is_some(),
-        read_part: spec.op(OpKind::ReadPart).is_some(),
-        lease_txn: spec.lease_txn,
-    }
-}
-
 /// Runs `n` generated schedules of at most `steps` intents; shrinks the first violation and
 /// writes it to `out/audit-<seed>.trace`.
 pub fn run_gen(
@@ -215,7 +145,7 @@ pub fn run_gen(
     progress: bool,
 ) -> Result<AuditOutcome, CliError> {
     let seed = plan.seed;
-    let ops = ops_of(spec);
+    let ops = leaselab_pg::audit::ops_of(spec);
     let mut counts = crate::gen_search::GenRuns::new(plan.schedules, "violation", progress);
     let mut first: Option<u64> = None;
     let result = leaselab_gen::search::search(
@@ -292,7 +222,7 @@ pub fn run_gen_cmd(
         let t = Trace::read(trace)?;
         println!(
             "VIOLATION {} :: found at schedule {}, shrunk to {} steps{}",
-            verdict_text(report),
+            report.verdict_list(),
             r.first.unwrap_or(0),
             t.history.events.len(),
             crate::gen_search::cut_short_note(r.shrink_cut_short)
@@ -312,7 +242,7 @@ pub fn run_gen_cmd(
         crate::summary::failure(
             &format!(
                 "{}: found at schedule {}",
-                verdict_text(report),
+                report.verdict_list(),
                 r.first.unwrap_or(0)
             ),
             Some(trace),
@@ -369,12 +299,13 @@ pub fn replay_cmd(
     let t = Trace::read(trace_file)?;
     let schedule = crate::schedule_file::schedule_of(trace_file, &t, "audit --gen")?;
     let (spec, mut pg) = load_as(file, pg_dir, o)?;
-    let (h, _) = leaselab_pg::audit::audit_schedule(&mut pg, &schedule, ops_of(&spec))?;
+    let (h, _) =
+        leaselab_pg::audit::audit_schedule(&mut pg, &schedule, leaselab_pg::audit::ops_of(&spec))?;
     let report = leaselab_checkers::check(&h);
     let verdict = if report.violations.is_empty() {
         "CLEAN".to_string()
     } else {
-        format!("VIOLATION {}", verdict_text(&report))
+        format!("VIOLATION {}", report.verdict_list())
     };
     let same = crate::schedule_file::compare(&t.history.events, &h.events);
     println!(

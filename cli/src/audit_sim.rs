@@ -6,9 +6,10 @@
 //! shrinker, every candidate run on PostgreSQL.
 
 use crate::args::Exit;
-use crate::audit_cmd::{load, ops_of};
+use crate::audit_spec::load;
 use crate::error::{CliError, FileOp};
 use leaselab_model::Op;
+use leaselab_pg::audit::ops_of;
 use leaselab_pg::spec::Spec;
 use leaselab_pg::PgBackend;
 use leaselab_sim::fast::FastSim;
@@ -220,7 +221,7 @@ pub fn run_seeds_cmd(
     let sep = if flags.is_empty() { "" } else { " " };
     if let Some((run, trace)) = &r.failure {
         let seed = run.setup.seed;
-        let what = match crate::audit_cmd::verdict_text(&run.report) {
+        let what = match run.report.verdict_list() {
             v if v.is_empty() => "liveness".to_string(),
             v => v,
         };

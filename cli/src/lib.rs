@@ -8,7 +8,8 @@
 //! - [`sim_cmd`]: `leaselab sim`, one seed or a sweep.
 //! - [`diff_cmd`]: `leaselab diff` against PostgreSQL.
 //! - [`audit_cmd`]: `leaselab audit`: the user's own lease SQL on PostgreSQL, judged by the
-//!   checkers; [`audit_sim`]: the same with the simulation's holders (`--sim-seeds`).
+//!   checkers; [`audit_sim`]: the same with the simulation's holders (`--sim-seeds`);
+//!   [`audit_spec`]: the spec both start from, as the command line sets it.
 //! - [`gen_search`]: what `diff --gen` and `audit --gen` share around the library's search:
 //!   the plan, the count of runs and its progress, the words of an interrupted search.
 //! - [`workers`]: the databases a generated search runs on, started side by side.
@@ -33,6 +34,7 @@
 pub mod args;
 pub mod audit_cmd;
 pub mod audit_sim;
+pub mod audit_spec;
 pub mod check_cmd;
 pub mod diff_cmd;
 pub mod envelope_cmd;

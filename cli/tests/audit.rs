@@ -6,7 +6,8 @@
 
 mod common;
 use common::leaselab_apart as leaselab;
-use leaselab::audit_cmd::{load, run_gen};
+use leaselab::audit_cmd::run_gen;
+use leaselab::audit_spec::load;
 use leaselab::gen_search::plan;
 use leaselab_checkers::Check;
 use leaselab_pg::cluster::postgres_for_test;
@@ -76,7 +77,7 @@ fn the_seed_spec_answers_as_the_built_in_adapter_and_the_model() {
     let Some(dir) = tmp("cross") else { return };
     let (spec, mut spec_pg) = load(&example("seed"), &dir.join("spec")).expect("loads");
     let mut builtin = leaselab_pg::PgBackend::throwaway(&dir.join("builtin")).expect("starts");
-    let ops = leaselab::audit_cmd::ops_of(&spec);
+    let ops = leaselab_pg::audit::ops_of(&spec);
     assert!(ops.publish && ops.read_part);
     let steps = std::cell::Cell::new(0usize);
     for s in leaselab_gen::search::schedules(&plan(100, 1)) {
@@ -220,7 +221,7 @@ fn a_specs_lease_name_and_ttl_reach_every_call() {
     for (o, lease, ttl) in [
         (Default::default(), "nightly-job", 1000),
         (
-            leaselab::audit_cmd::Overrides {
+            leaselab::audit_spec::Overrides {
                 lease: Some("weekly-job".into()),
                 ttl_ms: Some(700),
                 lease_txn: false,
@@ -230,12 +231,13 @@ fn a_specs_lease_name_and_ttl_reach_every_call() {
         ),
     ] {
         let (spec, mut pg) =
-            leaselab::audit_cmd::load_as(&file, &dir.join(format!("pg-{ttl}")), &o).expect("loads");
+            leaselab::audit_spec::load_as(&file, &dir.join(format!("pg-{ttl}")), &o)
+                .expect("loads");
         let (mut calls, mut accepted) = (0, 0);
         for s in leaselab_gen::search::schedules(&plan(40, 1)) {
             let s = s.expect("draws");
             let (h, _) =
-                leaselab_pg::audit::audit_schedule(&mut pg, &s, leaselab::audit_cmd::ops_of(&spec))
+                leaselab_pg::audit::audit_schedule(&mut pg, &s, leaselab_pg::audit::ops_of(&spec))
                     .expect("runs");
             assert!(leaselab_checkers::check(&h).violations.is_empty());
             for e in &h.events {
@@ -766,7 +768,7 @@ fn a_restored_schema_answers_as_a_rebuilt_one() {
             load(&file, &dir.join(format!("{name}-restored"))).expect("loads");
         let (_, mut rebuilt) = load(&file, &dir.join(format!("{name}-rebuilt"))).expect("loads");
         rebuilt.rebuild_every_reset(true);
-        let ops = leaselab::audit_cmd::ops_of(&spec);
+        let ops = leaselab_pg::audit::ops_of(&spec);
         let plan = leaselab_gen::search::Plan {
             steps: 30,
             ..plan(60, 1)
@@ -799,7 +801,7 @@ fn a_restored_schema_answers_as_a_rebuilt_one() {
 fn psql_scripts_rerun_a_lock_wait() {
     let Some(dir) = tmp("lockwait") else { return };
     let (spec, mut pg) = load(&example("seed"), &dir.join("pg")).expect("loads");
-    let ops = leaselab::audit_cmd::ops_of(&spec);
+    let ops = leaselab_pg::audit::ops_of(&spec);
     let mut found = None;
     for s in leaselab_gen::search::schedules(&plan(400, 1)) {
         let s = s.expect("generates");

@@ -189,6 +189,16 @@ pub fn read_back<B: LeaseStore + FencedResource + Admin>(b: &mut B, h: &mut Hist
     }
 }
 
+/// What the spec's client may do besides the four required operations: the generator's
+/// client behaviours, from the spec alone.
+pub fn ops_of(spec: &crate::spec::Spec) -> WholeOps {
+    WholeOps {
+        publish: spec.op(crate::spec::OpKind::Publish).is_some(),
+        read_part: spec.op(crate::spec::OpKind::ReadPart).is_some(),
+        lease_txn: spec.lease_txn,
+    }
+}
+
 /// A schedule's run that broke a check: what PostgreSQL answered, where operations paused,
 /// and the checkers' report — kept as it was, so the trace saved is the run that failed.
 #[derive(Clone, Debug)]
