@@ -24,7 +24,6 @@
 #![warn(missing_docs, unreachable_pub)]
 
 pub mod holders;
-#[cfg(feature = "strategies")]
 pub mod search;
 mod text;
 pub use text::SetupError;

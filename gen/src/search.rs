@@ -12,11 +12,21 @@
 //! simplify/complicate loop, run on one worker after the parallel part has settled which
 //! schedule fails first.
 
+//!
+//! The types of a search's answer (a run's [`Case`], what was [`Found`]) are also what the
+//! PostgreSQL adapter returns for one schedule, and it builds without proptest: only the
+//! drawing and the search itself need the `strategies` feature.
+
 use crate::Schedule;
+#[cfg(feature = "strategies")]
 use proptest::prelude::Rng;
+#[cfg(feature = "strategies")]
 use proptest::strategy::{Strategy, ValueTree};
+#[cfg(feature = "strategies")]
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
+#[cfg(feature = "strategies")]
 use std::collections::BTreeMap;
+#[cfg(feature = "strategies")]
 use std::sync::mpsc;
 
 /// What a search draws and how far it shrinks.
@@ -95,6 +105,7 @@ pub struct Found<F> {
     pub cut_short: bool,
 }
 
+#[cfg(feature = "strategies")]
 /// proptest's runner for this plan: ChaCha seeded with the seed's bytes.
 pub fn runner(plan: &Plan) -> TestRunner {
     let mut bytes = [0u8; 32];
@@ -108,6 +119,7 @@ pub fn runner(plan: &Plan) -> TestRunner {
     TestRunner::new_with_rng(config, TestRng::from_seed(RngAlgorithm::ChaCha, &bytes))
 }
 
+#[cfg(feature = "strategies")]
 /// The next schedule `runner` draws, exactly as `TestRunner::run` draws its next case: it first
 /// replaces its generator by one seeded from 32 of its own values (`TestRng::gen_get_seed`,
 /// ChaCha: each byte one `next_u32` truncated), then draws the tree.
@@ -120,6 +132,7 @@ fn draw<S: Strategy>(runner: &mut TestRunner, strategy: &S) -> Result<S::Tree, S
     strategy.new_tree(runner).map_err(|r| r.to_string())
 }
 
+#[cfg(feature = "strategies")]
 /// The schedules `plan` draws, in order: what [`search`] runs when none fails.
 pub fn schedules(plan: &Plan) -> impl Iterator<Item = Result<Schedule, String>> {
     let strategy = crate::schedule(plan.steps);
@@ -127,6 +140,7 @@ pub fn schedules(plan: &Plan) -> impl Iterator<Item = Result<Schedule, String>> 
     (0..plan.schedules).map(move |_| draw(&mut runner, &strategy).map(|t| t.current()))
 }
 
+#[cfg(feature = "strategies")]
 /// Runs `plan`'s schedules on `workers` (at least one; each runs one schedule at a time with
 /// `run`), reports every run to `observe` in the order the schedules were drawn, and shrinks the
 /// first failing one on the first worker. `stop` is asked before each schedule is handed out
@@ -194,9 +208,11 @@ pub enum SearchError<E> {
     Run(E),
 }
 
+#[cfg(feature = "strategies")]
 /// The first failing drawn schedule: its number, its tree, its failing run.
 type Drawn<T, F, E> = Result<Option<(u64, T, F)>, SearchError<E>>;
 
+#[cfg(feature = "strategies")]
 /// The drawn schedules, on every worker: the first failing one (its number, its tree, its
 /// run), settled in drawing order — a failure is the first only once every schedule drawn
 /// before it has passed. An interrupted run ends the drawing, and nothing drawn after it counts.
@@ -300,6 +316,7 @@ where
     })
 }
 
+#[cfg(feature = "strategies")]
 /// `TestRunner::shrink`: simplify while the schedule still fails, complicate when it passes,
 /// at most `plan.shrink_iters` runs; the tree ends on the smallest failing schedule, returned
 /// with its failing run. `stop`, or a run that says it was interrupted, ends it early (a run
@@ -382,7 +399,7 @@ where
     Ok((tree, run_of_minimal, cut_short))
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "strategies"))]
 mod tests {
     use super::*;
     use std::cell::RefCell;

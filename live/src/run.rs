@@ -68,6 +68,7 @@ impl Nemesis {
             (self.pause, "pause"),
             (self.kill, "kill"),
             (self.clock, "clock"),
+            (self.partition, "partition"),
         ]
         .into_iter()
         .filter_map(|(on, name)| on.then_some(name))
@@ -632,4 +633,25 @@ fn observe(res: &str, file: &Path, origin: u64) -> Result<(), LiveError> {
         .map_err(|e| LiveError::Pg(format!("the final read: {e}")))?;
         Ok(())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Nemesis;
+
+    /// The spelling a run prints (its `again:` command) reads back as the same faults, for
+    /// every combination.
+    #[test]
+    fn every_nemesis_reads_back_as_printed() {
+        for bits in 0u8..16 {
+            let n = Nemesis {
+                pause: bits & 1 != 0,
+                kill: bits & 2 != 0,
+                clock: bits & 4 != 0,
+                partition: bits & 8 != 0,
+            };
+            assert_eq!(Nemesis::parse(&n.as_str()), Some(n), "{}", n.as_str());
+        }
+        assert_eq!(Nemesis::parse("pause,bogus"), None);
+    }
 }
