@@ -189,21 +189,12 @@ impl EtcdConn {
     ) -> Result<Option<(Token, i64)>, LiveError> {
         let id = self.grant(ttl_ms).await?;
         let k = key(lease);
-        let a = self
-            .call(
-                "txn",
-                "/v3/kv/txn",
-                json!({
-                    "compare": [{ "key": k, "target": "CREATE", "create_revision": "0" }],
-                    "success": [{ "request_put": {
-                        "key": k, "value": b64(holder), "lease": id.to_string() } }],
-                }),
-            )
-            .await?;
-        if a.get("succeeded") != Some(&Value::Bool(true)) {
+        let put = json!({ "request_put": {
+            "key": k, "value": b64(holder), "lease": id.to_string() } });
+        let Some(a) = self.txn_if_created(&k, 0, put).await? else {
             self.revoke(id).await?;
             return Ok(None);
-        }
+        };
         let revision = a.get("header").map_or(Ok(0), |h| int(h, "revision"))?;
         // Ended already (the transaction came late): the key went with it, nobody holds it.
         let Some(expires) = self.keep_alive(id).await? else {
@@ -228,13 +219,10 @@ impl EtcdConn {
         holder: &str,
         token: Token,
     ) -> Result<Option<i64>, LiveError> {
-        let Some(h) = self.held(lease).await? else {
-            return Ok(None);
-        };
-        if h.holder != holder || self.token_of(&h) as u64 != token.0 {
-            return Ok(None);
+        match self.held_by(lease, holder, token).await? {
+            Some(h) => self.keep_alive(h.lease).await,
+            None => Ok(None),
         }
-        self.keep_alive(h.lease).await
     }
 
     /// Whether the key was this holder's under this token and is now deleted (its lease
@@ -245,28 +233,53 @@ impl EtcdConn {
         holder: &str,
         token: Token,
     ) -> Result<bool, LiveError> {
-        let Some(h) = self.held(lease).await? else {
+        let Some(h) = self.held_by(lease, holder, token).await? else {
             return Ok(false);
         };
-        if h.holder != holder || self.token_of(&h) as u64 != token.0 {
-            return Ok(false);
-        }
         let k = key(lease);
+        let delete = json!({ "request_delete_range": { "key": k } });
+        let deleted = self
+            .txn_if_created(&k, h.create_revision, delete)
+            .await?
+            .is_some();
+        if deleted {
+            self.revoke(h.lease).await?;
+        }
+        Ok(deleted)
+    }
+
+    /// The lock key, when it is this holder's under this token.
+    async fn held_by(
+        &self,
+        lease: &str,
+        holder: &str,
+        token: Token,
+    ) -> Result<Option<Held>, LiveError> {
+        Ok(self
+            .held(lease)
+            .await?
+            .filter(|h| h.holder == holder && self.token_of(h) as u64 == token.0))
+    }
+
+    /// One transaction: `then` if key `k`'s create revision is `revision` (0: the key does not
+    /// exist); the answer when it ran, `None` when the comparison failed.
+    async fn txn_if_created(
+        &self,
+        k: &str,
+        revision: i64,
+        then: Value,
+    ) -> Result<Option<Value>, LiveError> {
         let a = self
             .call(
                 "txn",
                 "/v3/kv/txn",
                 json!({
                     "compare": [{ "key": k, "target": "CREATE",
-                                  "create_revision": h.create_revision.to_string() }],
-                    "success": [{ "request_delete_range": { "key": k } }],
+                                  "create_revision": revision.to_string() }],
+                    "success": [then],
                 }),
             )
             .await?;
-        let deleted = a.get("succeeded") == Some(&Value::Bool(true));
-        if deleted {
-            self.revoke(h.lease).await?;
-        }
-        Ok(deleted)
+        Ok((a.get("succeeded") == Some(&Value::Bool(true))).then_some(a))
     }
 }
