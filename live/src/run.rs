@@ -27,8 +27,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-/// What the nemesis does: any of pausing holders, killing the lease server and jumping its
-/// clock.
+/// What the nemesis does: any of pausing holders, killing the lease server, jumping its clock
+/// and cutting holders off from it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Nemesis {
     /// Pauses holders right after their local check (SIGSTOP, SIGCONT).
@@ -44,7 +44,7 @@ pub struct Nemesis {
 
 impl Nemesis {
     /// From its spelling: `none`, or faults joined by commas (`pause`, `kill`, `clock`,
-    /// `pause,kill`, …).
+    /// `partition`: `pause,kill`, …).
     pub fn parse(s: &str) -> Option<Nemesis> {
         let mut n = Nemesis::default();
         if s == "none" {
