@@ -39,6 +39,16 @@ impl Check {
             Check::Final => "final",
         }
     }
+
+    /// Checks as a trace's `expect` line and a `VIOLATION` line name them: their names joined
+    /// by commas (empty for none).
+    pub fn list(checks: &[Check]) -> String {
+        checks
+            .iter()
+            .map(|c| c.as_str())
+            .collect::<Vec<_>>()
+            .join(",")
+    }
 }
 
 impl fmt::Display for Check {
@@ -147,18 +157,29 @@ impl Report {
             .collect()
     }
 
-    /// The verdict as a trace's `expect` line and a `VIOLATION` line name it: the violated
-    /// checks' names joined by commas (empty when all hold).
+    /// The verdict as a trace's `expect` line and a `VIOLATION` line name it ([`Check::list`]).
     pub fn verdict_list(&self) -> String {
-        self.verdict()
-            .iter()
-            .map(|c| c.as_str())
-            .collect::<Vec<_>>()
-            .join(",")
+        Check::list(&self.verdict())
     }
 
     /// The violations of one check.
     pub fn of(&self, check: Check) -> impl Iterator<Item = &Violation> {
         self.violations.iter().filter(move |v| v.check == check)
+    }
+}
+
+#[cfg(test)]
+mod list_tests {
+    use super::Check;
+
+    /// The names as a trace's `expect` line writes them, in the order given; none is empty.
+    #[test]
+    fn checks_list_by_name_joined_by_commas() {
+        assert_eq!(Check::list(&[]), "");
+        assert_eq!(Check::list(&[Check::I1]), "I1");
+        assert_eq!(
+            Check::list(&[Check::I3, Check::Acceptance, Check::Final]),
+            "I3,acceptance,final"
+        );
     }
 }

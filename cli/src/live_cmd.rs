@@ -178,7 +178,10 @@ fn judged(a: &LiveArgs, r: &LiveReport) -> (String, Exit) {
         let _ = writeln!(
             out,
             "  the lease server{}: killed {} times ({} ms down in all)",
-            if r.store.starts_with("etcd") {
+            if matches!(
+                StoreKind::parse(&a.store),
+                Some(StoreKind::Etcd | StoreKind::EtcdLeaseId)
+            ) {
                 " (a member drawn each time)"
             } else {
                 ""

@@ -331,11 +331,6 @@ impl Server {
             Program::Etcd => format!("http://127.0.0.1:{}", self.port),
         }
     }
-
-    /// What it runs.
-    pub fn program(&self) -> Program {
-        self.program
-    }
 }
 
 impl Drop for Server {

@@ -99,7 +99,7 @@ impl Comparison {
             if v.is_empty() {
                 "ok".to_string()
             } else {
-                v.iter().map(|c| c.as_str()).collect::<Vec<_>>().join(",")
+                Check::list(v)
             }
         };
         if self.ok() {

@@ -1,6 +1,7 @@
 //! Writing: a trace's canonical text, one header line per field, one line per event.
 
 use crate::format::{Trace, MAGIC};
+use leaselab_checkers::Check;
 use leaselab_model::text::{escape, kv, op_text, outcome_text};
 use leaselab_model::{Config, Event, History};
 use std::fmt::Write as _;
@@ -84,8 +85,7 @@ impl Trace {
         if self.expect.is_empty() {
             let _ = writeln!(s, "expect ok");
         } else {
-            let names: Vec<&str> = self.expect.iter().map(|c| c.as_str()).collect();
-            let _ = writeln!(s, "expect {}", names.join(","));
+            let _ = writeln!(s, "expect {}", Check::list(&self.expect));
         }
         let _ = writeln!(s, "events");
         for e in &self.history.events {

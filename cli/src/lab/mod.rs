@@ -205,7 +205,7 @@ impl Lab {
             if v.is_empty() {
                 "all hold".into()
             } else {
-                v.iter().map(|c| c.as_str()).collect::<Vec<_>>().join(",")
+                Check::list(v)
             }
         };
         if want == got {
