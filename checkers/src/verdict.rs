@@ -182,4 +182,21 @@ mod list_tests {
             "I3,acceptance,final"
         );
     }
+
+    /// A report's verdict in that form: its violated checks in canonical order, each once.
+    #[test]
+    fn a_reports_verdict_lists_its_broken_checks_once_in_order() {
+        use super::{Report, Violation};
+        let v = |check| Violation {
+            check,
+            message: String::new(),
+            events: Vec::new(),
+        };
+        let report = Report {
+            violations: vec![v(Check::Final), v(Check::I1), v(Check::Final)],
+            ..Report::default()
+        };
+        assert_eq!(report.verdict_list(), "I1,final");
+        assert_eq!(Report::default().verdict_list(), "");
+    }
 }
