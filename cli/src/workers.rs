@@ -7,14 +7,22 @@ use leaselab_pg::{PgBackend, PgError};
 use std::path::Path;
 
 /// `first`, and `jobs - 1` more made by `make` in `pg_dir/worker-K`, started side by side.
+///
+/// Once Ctrl-C or SIGTERM came, no more are started: only those already up are returned, and the
+/// search that follows runs no schedule and reports the interruption. On a loaded machine a
+/// pair of clusters took a minute and a half to start; an interrupt that waited for them could
+/// take longer than the person who pressed Ctrl-C.
 pub fn start(
     first: PgBackend,
     pg_dir: &Path,
     jobs: usize,
     make: impl Fn(&Path) -> Result<PgBackend, PgError> + Sync,
 ) -> Result<Vec<PgBackend>, CliError> {
+    if crate::interrupt::requested() {
+        return Ok(vec![first]);
+    }
     let make = &make;
-    let more: Vec<Result<PgBackend, PgError>> = std::thread::scope(|scope| {
+    let more: Vec<Result<Option<PgBackend>, PgError>> = std::thread::scope(|scope| {
         let started: Vec<_> = (1..jobs.max(1))
             .map(|k| {
                 let dir = pg_dir.join(format!("worker-{k}"));
@@ -27,7 +35,12 @@ pub fn start(
                         leaselab_pg::watchdog::quote(&dir.to_string_lossy())
                     ),
                 );
-                scope.spawn(move || make(&dir))
+                scope.spawn(move || {
+                    if crate::interrupt::requested() {
+                        return Ok(None);
+                    }
+                    make(&dir).map(Some)
+                })
             })
             .collect();
         started
@@ -43,7 +56,7 @@ pub fn start(
     });
     let mut pgs = vec![first];
     for pg in more {
-        pgs.push(pg?);
+        pgs.extend(pg?);
     }
     Ok(pgs)
 }

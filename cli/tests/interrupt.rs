@@ -569,3 +569,67 @@ fn output_nobody_reads_ends_the_process_quietly() {
     );
     assert_eq!(String::from_utf8_lossy(&out.stderr), "");
 }
+
+/// Ctrl-C while the first clusters of a four-worker search start: no other worker's clusters
+/// are started after it (on a loaded machine each pair can take a minute), the search runs no
+/// schedule, reports the interruption and exits 5, and nothing is left. The signal goes as soon
+/// as the first cluster's folder appears; `worker-K` folders are watched until the end.
+#[test]
+fn ctrl_c_while_the_clusters_start_starts_no_more() {
+    if !postgres_for_test("cli::ctrl_c_while_the_clusters_start") {
+        return;
+    }
+    let dir = scratch("starting");
+    let d = dir.display().to_string();
+    let mut child = start(
+        &[
+            "audit",
+            "examples/leases/seed.toml",
+            "--gen",
+            "5000",
+            "--jobs",
+            "4",
+            "--pg-dir",
+            &d,
+        ],
+        &dir,
+    );
+    let first = dir.join(format!("lease26-{}", child.id()));
+    let t0 = Instant::now();
+    while !first.exists() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(120),
+            "{} never appeared",
+            first.display()
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    signal(&child, "-INT");
+    let mut workers_seen = Vec::new();
+    let status = loop {
+        if let Some(st) = child.try_wait().expect("wait") {
+            break st;
+        }
+        workers_seen.extend(
+            folders(&dir)
+                .into_iter()
+                .filter(|f| f.starts_with("worker-")),
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let out = child.wait_with_output().expect("output");
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(status.code(), Some(5), "{stdout}{stderr}");
+    workers_seen.dedup();
+    assert_eq!(workers_seen, Vec::<String>::new(), "{stdout}{stderr}");
+    assert!(
+        stdout.contains("SUMMARY spec=examples/leases/seed.toml generated=0 ")
+            && stdout.contains(" interrupted (of 5000"),
+        "{stdout}{stderr}"
+    );
+    until_gone("a server", || servers_under(&dir).is_empty());
+    until_gone("a cluster folder", || folders(&dir).is_empty());
+}
