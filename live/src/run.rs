@@ -37,6 +37,8 @@ pub struct Nemesis {
     /// etcd).
     pub kill: bool,
     /// Jumps the lease server's clock forward every few TTLs (Redis; see [`crate::redis::jump`]).
+    /// etcd is a Go binary that reads the clock without libc, out of libfaketime's reach: there
+    /// a member is paused (SIGSTOP) instead — its clock stands still while the others' runs on.
     pub clock: bool,
     /// Partitions holders from the lease server now and then ([`crate::proxy`]; Redis, etcd).
     pub partition: bool,
@@ -132,8 +134,11 @@ pub struct HolderSummary {
 pub struct LiveReport {
     /// How long the lease server was down each time the nemesis killed it (ms).
     pub kills: Vec<u64>,
-    /// How far the nemesis jumped the server's clock forward each time (ms).
+    /// How far the nemesis jumped the server's clock forward each time (ms) — on etcd, how
+    /// long it paused a member each time instead ([`LiveReport::clock_is_pause`]).
     pub jumps: Vec<u64>,
+    /// The clock nemesis paused a member instead of jumping a clock (etcd).
+    pub clock_is_pause: bool,
     /// The record files: one per holder, then the observer's final read.
     pub records: Vec<PathBuf>,
     /// Each holder, in order.
@@ -188,12 +193,14 @@ impl Schedule {
         (wait, cut)
     }
 
-    /// When to jump the clock next (ms after the last jump: one to four TTLs) and by how much
-    /// (half a TTL to two TTLs).
-    fn next_jump(&mut self, ttl_ms: u64) -> (u64, u64) {
+    /// When to jump the clock next (ms after the last jump: one to four TTLs), by how much
+    /// (half a TTL to two TTLs), and on which of `n` servers (drawn only when there is a choice:
+    /// one server's schedule is the same as before clusters were).
+    fn next_jump(&mut self, ttl_ms: u64, n: usize) -> (u64, u64, usize) {
         let wait = self.0.random_range(ttl_ms..=ttl_ms * 4);
         let by = self.0.random_range(ttl_ms / 2..=ttl_ms * 2);
-        (wait, by)
+        let which = if n > 1 { self.0.random_range(0..n) } else { 0 };
+        (wait, by, which)
     }
 
     /// When to kill a server next (ms after it came up: two to six TTLs), how long it stays
@@ -268,7 +275,8 @@ pub fn live(cfg: &LiveCfg, stop: &'static AtomicBool) -> Result<LiveReport, Live
         Some(u) => u.clone(),
         None => pg.conninfo(DbName::Lease),
     };
-    let mut servers = Some(servers);
+    // Shared by the killer and the clock nemesis; dropped (stopped) once the holders are done.
+    let servers = std::sync::Arc::new(std::sync::Mutex::new(servers));
     // Holder i's way to its server: straight, or through a proxy the nemesis cuts.
     let proxies = match cfg.nemesis.partition {
         true => {
@@ -321,18 +329,15 @@ pub fn live(cfg: &LiveCfg, stop: &'static AtomicBool) -> Result<LiveReport, Live
     }
     // The server killer, while the holders run.
     let mut kills = Vec::new();
-    let killer = match (servers.take(), cfg.nemesis.kill) {
-        (Some(all), true) if !all.is_empty() => {
-            let (seed, time_ms) = (cfg.seed, cfg.time_ms);
+    let killer = match cfg.nemesis.kill && !urls.is_empty() {
+        true => {
+            let (seed, time_ms, all) = (cfg.seed, cfg.time_ms, servers.clone());
             Some(std::thread::spawn(move || {
                 let schedule = Schedule::new(seed, SERVER_STREAM);
-                kill_now_and_then(all, schedule, (time_ms, ttl), stop)
+                kill_now_and_then(&all, schedule, (time_ms, ttl), stop)
             }))
         }
-        (kept, _) => {
-            servers = kept;
-            None
-        }
+        false => None,
     };
     // The partitions, one thread per holder.
     let partitioners: Vec<_> = (0..cfg.holders)
@@ -345,16 +350,18 @@ pub fn live(cfg: &LiveCfg, stop: &'static AtomicBool) -> Result<LiveReport, Live
             }))
         })
         .collect();
-    // The clock jumper, while the holders run (Redis only: the caller checks).
-    let jumper = match (cfg.nemesis.clock, urls.first()) {
-        (true, Some(url)) => {
-            let (seed, time_ms, url) = (cfg.seed, cfg.time_ms, url.clone());
+    // The clock jumper, while the holders run (Redis; on etcd a member's pauser: the caller
+    // refuses PostgreSQL).
+    let clock_is_pause = matches!(cfg.store, StoreKind::Etcd | StoreKind::EtcdLeaseId);
+    let jumper = match cfg.nemesis.clock && !urls.is_empty() {
+        true => {
+            let (seed, time_ms, all) = (cfg.seed, cfg.time_ms, servers.clone());
             Some(std::thread::spawn(move || {
                 let schedule = Schedule::new(seed, CLOCK_STREAM);
-                jump_now_and_then(&url, schedule, (time_ms, ttl), stop)
+                jump_now_and_then(&all, clock_is_pause, schedule, (time_ms, ttl), stop)
             }))
         }
-        _ => None,
+        false => None,
     };
     let mut holders = Vec::new();
     let mut failed = None;
@@ -371,8 +378,7 @@ pub fn live(cfg: &LiveCfg, stop: &'static AtomicBool) -> Result<LiveReport, Live
     }
     if let Some(k) = killer {
         match k.join() {
-            Ok((back, downs, up)) => {
-                servers = Some(back);
+            Ok((downs, up)) => {
                 kills = downs;
                 if let Err(e) = up {
                     failed = failed.or(Some(e));
@@ -421,52 +427,64 @@ pub fn live(cfg: &LiveCfg, stop: &'static AtomicBool) -> Result<LiveReport, Live
     let observer = records.join("observer.jsonl");
     observe(&res, &observer, origin)?;
     files.push(observer);
-    // Stopped only now: the holders are done.
+    // Stopped only now: the holders are done (and the nemeses' threads, which held the others).
     drop(servers);
     Ok(LiveReport {
         kills,
         jumps,
+        clock_is_pause,
         records: files,
         holders,
         store,
     })
 }
 
+/// The servers, for one nemesis at a time.
+fn lock(servers: &Servers) -> std::sync::MutexGuard<'_, Vec<Server>> {
+    servers
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// The lease servers, shared by the nemeses that act on them.
+type Servers = std::sync::Mutex<Vec<Server>>;
+
 /// Kills a server (kill -9; of a cluster, a member drawn from the schedule) and starts it
-/// again as the schedule says, until the run's time is up or it is stopped; the servers back,
-/// how long one was down each time, and whether it came up again every time.
+/// again as the schedule says, until the run's time is up or it is stopped; how long one was
+/// down each time, and whether it came up again every time.
 fn kill_now_and_then(
-    mut servers: Vec<Server>,
+    servers: &Servers,
     mut schedule: Schedule,
     (time_ms, ttl_ms): (u64, u64),
     stop: &AtomicBool,
-) -> (Vec<Server>, Vec<u64>, Result<(), LiveError>) {
+) -> (Vec<u64>, Result<(), LiveError>) {
     let start = std::time::Instant::now();
     let over = |extra: u64| {
         stop.load(Ordering::SeqCst)
             || start.elapsed() + Duration::from_millis(extra) >= Duration::from_millis(time_ms)
     };
     let mut downs = Vec::new();
+    let n = lock(servers).len();
     loop {
-        let (up, down, which) = schedule.next_kill(ttl_ms, servers.len());
+        let (up, down, which) = schedule.next_kill(ttl_ms, n);
         let t = std::time::Instant::now();
         while t.elapsed() < Duration::from_millis(up) {
             if over(0) {
-                return (servers, downs, Ok(()));
+                return (downs, Ok(()));
             }
             std::thread::sleep(Duration::from_millis(20));
         }
         if over(down) {
-            return (servers, downs, Ok(()));
+            return (downs, Ok(()));
         }
-        let Some(server) = servers.get_mut(which) else {
-            return (servers, downs, Ok(()));
-        };
-        server.kill();
+        match lock(servers).get_mut(which) {
+            Some(server) => server.kill(),
+            None => return (downs, Ok(())),
+        }
         std::thread::sleep(Duration::from_millis(down));
         downs.push(down);
-        if let Err(e) = server.boot() {
-            return (servers, downs, Err(e));
+        if let Some(Err(e)) = lock(servers).get_mut(which).map(Server::boot) {
+            return (downs, Err(e));
         }
     }
 }
@@ -511,27 +529,49 @@ fn partition_now_and_then(
 
 /// Jumps the Redis server's clock forward as the schedule says, until the run's time is up or
 /// it is stopped; how far each jump that reached the server went (a jump while the server is
-/// down is skipped).
+/// down is skipped). With `pause` (etcd, whose clock libfaketime cannot reach) a member drawn
+/// from the schedule is paused (SIGSTOP) that long instead and resumed: its clock stands still
+/// while the others' runs on — leases it leads time out late, calls to it wait.
 fn jump_now_and_then(
-    url: &str,
+    servers: &Servers,
+    pause: bool,
     mut schedule: Schedule,
     (time_ms, ttl_ms): (u64, u64),
     stop: &AtomicBool,
 ) -> Vec<u64> {
     let start = std::time::Instant::now();
+    let over = || stop.load(Ordering::SeqCst) || start.elapsed() >= Duration::from_millis(time_ms);
     let mut jumps = Vec::new();
+    let n = lock(servers).len();
     loop {
-        let (wait, by) = schedule.next_jump(ttl_ms);
+        let (wait, by, which) = schedule.next_jump(ttl_ms, n);
         let t = std::time::Instant::now();
         while t.elapsed() < Duration::from_millis(wait) {
-            if stop.load(Ordering::SeqCst) || start.elapsed() >= Duration::from_millis(time_ms) {
+            if over() {
                 return jumps;
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        if crate::redis::jump(url, by).is_ok() {
-            jumps.push(by);
+        if !pause {
+            let url = lock(servers).get(which).map(Server::url);
+            if url.is_some_and(|u| crate::redis::jump(&u, by).is_ok()) {
+                jumps.push(by);
+            }
+            continue;
         }
+        // Stopped and resumed under the lock's protection from the killer: a member killed
+        // meanwhile is a new process, which a SIGCONT leaves as it is.
+        if !lock(servers).get(which).is_some_and(|s| s.signal("-STOP")) {
+            continue;
+        }
+        let t = std::time::Instant::now();
+        while t.elapsed() < Duration::from_millis(by) && !stop.load(Ordering::SeqCst) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        if let Some(s) = lock(servers).get(which) {
+            s.signal("-CONT");
+        }
+        jumps.push(t.elapsed().as_millis() as u64);
     }
 }
 

@@ -309,6 +309,17 @@ impl Server {
         self.watch(None);
     }
 
+    /// Sends `sig` (`-STOP`, `-CONT`) to the running server; whether one ran to take it. Its
+    /// process is not reaped before [`Server::kill`], so the pid cannot be another's.
+    pub fn signal(&self, sig: &str) -> bool {
+        self.child.as_ref().is_some_and(|c| {
+            Command::new("kill")
+                .args([sig, &c.id().to_string()])
+                .status()
+                .is_ok_and(|st| st.success())
+        })
+    }
+
     /// What the watchdog does if this process ends first: kill the server `pid` (when one
     /// runs) and remove the folder.
     fn watch(&mut self, pid: Option<u32>) {
