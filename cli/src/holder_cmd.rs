@@ -15,8 +15,8 @@ pub struct HolderArgs {
     /// Live: when the last job may start, ms of its own clock.
     #[arg(long, default_value_t = 0)]
     pub until_ms: u64,
-    /// Where the lease is kept: pg or redis.
-    #[arg(long, default_value = "pg", value_parser = ["pg", "redis", "etcd", "etcd-lease-id"])]
+    /// Where the lease is kept: pg, redis, etcd, etcd-lease-id or redlock.
+    #[arg(long, default_value = "pg", value_parser = ["pg", "redis", "etcd", "etcd-lease-id", "redlock"])]
     pub store: String,
     /// The Redis recipe (with --store redis).
     #[arg(long, value_name = "FILE")]
@@ -24,7 +24,8 @@ pub struct HolderArgs {
     /// Holder name.
     #[arg(long)]
     pub name: String,
-    /// The lease service's address: a connection string (pg), or redis://HOST:PORT/.
+    /// The lease service's address: a connection string (pg), redis://HOST:PORT/, etcd's
+    /// http://HOST:PORT, or Redlock's redis:// addresses joined by commas.
     #[arg(long)]
     pub lease: String,
     /// res26 connection string.
@@ -67,7 +68,7 @@ pub fn main(a: HolderArgs) -> Exit {
     };
     let Some(kind) = StoreKind::parse(&a.store) else {
         eprintln!(
-            "leaselab holder: --store {}: not a store (pg, redis, etcd, etcd-lease-id)",
+            "leaselab holder: --store {}: not a store (pg, redis, etcd, etcd-lease-id, redlock)",
             a.store
         );
         return Exit::Usage;
@@ -84,7 +85,9 @@ pub fn main(a: HolderArgs) -> Exit {
             eprintln!("leaselab holder: --store redis needs --recipe FILE");
             return Exit::Usage;
         }
-        (None, StoreKind::Pg | StoreKind::Etcd | StoreKind::EtcdLeaseId) => None,
+        (None, StoreKind::Pg | StoreKind::Etcd | StoreKind::EtcdLeaseId | StoreKind::Redlock) => {
+            None
+        }
     };
     let args = HolderArgs {
         role,

@@ -14,17 +14,22 @@ use std::path::PathBuf;
 pub struct LiveArgs {
     /// Where the lease is kept: pg (the source design's lease table), redis (a recipe of Lua
     /// scripts, docs/store-redis.md), etcd (its lock recipe, token = the key's create
-    /// revision, docs/store-etcd.md) or etcd-lease-id (the same with the lease's ID as the
-    /// token: deliberately wrong).
-    #[arg(long, value_parser = ["pg", "redis", "etcd", "etcd-lease-id"])]
+    /// revision, docs/store-etcd.md), etcd-lease-id (the same with the lease's ID as the
+    /// token: deliberately wrong) or redlock (over --instances Redis servers; no token,
+    /// docs/store-redlock.md).
+    #[arg(long, value_parser = ["pg", "redis", "etcd", "etcd-lease-id", "redlock"])]
     pub store: String,
+    /// Redlock's instances: 5 as published, or 3 (with --store redlock).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(3..=9))]
+    pub instances: Option<u64>,
     /// The Redis recipe (TOML: `persistence`, `[scripts]` acquire, renew, release); default
     /// the built-in examples/stores/redis-counter.toml.
     #[arg(long, value_name = "FILE")]
     pub recipe: Option<PathBuf>,
-    /// The resource's fence: scope (the source design) or off.
-    #[arg(long, default_value = "scope", value_parser = ["scope", "off"])]
-    pub fence: String,
+    /// The resource's fence: scope (the source design; the default) or off (the default, and
+    /// the only choice, on Redlock: it has no token to fence with).
+    #[arg(long, value_parser = ["scope", "off"])]
+    pub fence: Option<String>,
     /// Holder processes, 1 to 26.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..=26))]
     pub holders: u64,
@@ -36,8 +41,10 @@ pub struct LiveArgs {
     /// every two to six TTLs, and started again on its folder), clock (the Redis server's clock
     /// jumped forward by half a TTL to two TTLs every one to four TTLs; on etcd, whose clock
     /// libfaketime cannot reach, a member paused that long instead), partition (each holder
-    /// cut off from its lease server, Redis or etcd, for half a TTL to three TTLs every two to
-    /// six TTLs: nothing crosses until it heals); or none.
+    /// cut off from its lease server, Redis or etcd, or from a minority of Redlock's instances,
+    /// for half a TTL to three TTLs every two to six TTLs: nothing crosses until it heals); or
+    /// none. On Redlock, kleppmann plays Kleppmann's example instead of clock and partition
+    /// (docs/store-redlock.md).
     #[arg(long, default_value = "pause", value_parser = nemesis)]
     pub nemesis: Nemesis,
     /// The fault schedule's seed.
@@ -51,7 +58,7 @@ pub struct LiveArgs {
 fn nemesis(s: &str) -> Result<Nemesis, String> {
     Nemesis::parse(s).ok_or_else(|| {
         format!(
-            "`{s}`: the faults are pause, kill, clock and partition, joined by commas (pause,kill), or none"
+            "`{s}`: the faults are pause, kill, clock, partition and kleppmann, joined by commas (pause,kill), or none"
         )
     })
 }
@@ -77,16 +84,35 @@ fn duration_ms(s: &str) -> Result<u64, String> {
     }
 }
 
+impl LiveArgs {
+    /// The fence as run: as given, else scope — but on Redlock, which has no token.
+    fn fence(&self) -> &str {
+        match (&self.fence, self.store.as_str()) {
+            (Some(f), _) => f,
+            (None, "redlock") => "off",
+            (None, _) => "scope",
+        }
+    }
+
+    /// Redlock's instances as run.
+    fn instances(&self) -> usize {
+        self.instances.unwrap_or(5) as usize
+    }
+}
+
 /// The run's settings in the command's own words, to run it again.
 fn again(a: &LiveArgs) -> String {
     let mut c = format!("leaselab live --store {}", a.store);
+    if a.store == "redlock" {
+        let _ = write!(c, " --instances {}", a.instances());
+    }
     if let Some(r) = &a.recipe {
         let _ = write!(c, " --recipe {}", r.display());
     }
     let _ = write!(
         c,
         " --fence {} --holders {} --time {}ms --nemesis {} --seed {} --dir {}",
-        a.fence,
+        a.fence(),
         a.holders,
         a.time,
         a.nemesis.as_str(),
@@ -104,6 +130,20 @@ pub fn main(a: LiveArgs) -> Exit {
     };
     if a.recipe.is_some() && store != StoreKind::Redis {
         eprintln!("leaselab live: --recipe applies only to --store redis");
+        return Exit::Usage;
+    }
+    if a.instances.is_some() && store != StoreKind::Redlock {
+        eprintln!("leaselab live: --instances applies only to --store redlock");
+        return Exit::Usage;
+    }
+    if store == StoreKind::Redlock && a.fence.as_deref() == Some("scope") {
+        eprintln!("leaselab live: --fence scope: Redlock hands out no token to fence with (its value is random); run it with --fence off (the default on Redlock) and see what the resource keeps");
+        return Exit::Usage;
+    }
+    if a.nemesis.kleppmann
+        && (store != StoreKind::Redlock || a.holders < 2 || a.nemesis.clock || a.nemesis.partition)
+    {
+        eprintln!("leaselab live: --nemesis kleppmann plays Kleppmann's example on Redlock: it needs --store redlock and two holders or more, and takes the place of clock and partition (it cuts and jumps itself)");
         return Exit::Usage;
     }
     if a.nemesis.clock && store == StoreKind::Pg {
@@ -125,7 +165,7 @@ pub fn main(a: LiveArgs) -> Exit {
     let cfg = LiveCfg {
         store,
         recipe: a.recipe.clone(),
-        fence: if a.fence == "off" {
+        fence: if a.fence() == "off" {
             FenceMode::Off
         } else {
             FenceMode::Scope
@@ -135,6 +175,7 @@ pub fn main(a: LiveArgs) -> Exit {
         nemesis: a.nemesis,
         seed: a.seed,
         dir: a.dir.clone(),
+        instances: a.instances(),
         exe,
     };
     eprintln!(
@@ -144,7 +185,7 @@ pub fn main(a: LiveArgs) -> Exit {
         cfg.time_ms,
         cfg.nemesis.as_str(),
         cfg.seed,
-        a.fence
+        a.fence()
     );
     let report = match live(&cfg, crate::interrupt::flag()) {
         Ok(r) => r,
@@ -161,6 +202,15 @@ pub fn main(a: LiveArgs) -> Exit {
     exit
 }
 
+/// Which of several servers a fault hit, in the report's words.
+fn drawn(a: &LiveArgs) -> &'static str {
+    match StoreKind::parse(&a.store) {
+        Some(StoreKind::Etcd | StoreKind::EtcdLeaseId) => " (a member drawn each time)",
+        Some(StoreKind::Redlock) => " (an instance drawn each time)",
+        _ => "",
+    }
+}
+
 /// The run's report: the judgement of its records, its counts, and the commands.
 fn judged(a: &LiveArgs, r: &LiveReport) -> (String, Exit) {
     let judged = crate::judge_cmd::judge(&r.records, true);
@@ -169,7 +219,7 @@ fn judged(a: &LiveArgs, r: &LiveReport) -> (String, Exit) {
         out,
         "live: store {}, fence {}, {} holders, {} ms, nemesis {} (seed {})",
         r.store,
-        a.fence,
+        a.fence(),
         a.holders,
         a.time,
         a.nemesis.as_str(),
@@ -179,14 +229,7 @@ fn judged(a: &LiveArgs, r: &LiveReport) -> (String, Exit) {
         let _ = writeln!(
             out,
             "  the lease server{}: killed {} times ({} ms down in all)",
-            if matches!(
-                StoreKind::parse(&a.store),
-                Some(StoreKind::Etcd | StoreKind::EtcdLeaseId)
-            ) {
-                " (a member drawn each time)"
-            } else {
-                ""
-            },
+            drawn(a),
             r.kills.len(),
             r.kills.iter().sum::<u64>()
         );
@@ -201,7 +244,8 @@ fn judged(a: &LiveArgs, r: &LiveReport) -> (String, Exit) {
     } else if a.nemesis.clock {
         let _ = writeln!(
             out,
-            "  the lease server's clock: jumped forward {} times ({} ms in all; every key's time to live cut by the jump — the history's times are the machine's real clock, the server's expiries fell that much earlier)",
+            "  the lease server's clock{}: jumped forward {} times ({} ms in all; every key's time to live cut by the jump — the history's times are the machine's real clock, the server's expiries fell that much earlier)",
+            drawn(a),
             r.jumps.len(),
             r.jumps.iter().sum::<u64>()
         );
@@ -218,10 +262,28 @@ fn judged(a: &LiveArgs, r: &LiveReport) -> (String, Exit) {
             h.pauses.len(),
             paused
         );
+        match &h.kleppmann {
+            Some(Ok(ms)) => {
+                let _ = write!(
+                    out,
+                    "; Kleppmann's example: cut off from the last {} instances until it held the lock on the others, then the last of those had its clock jumped forward {ms} ms while it held the lock",
+                    a.instances() / 2
+                );
+            }
+            Some(Err(e)) => {
+                let _ = write!(out, "; Kleppmann's example not played: {e}");
+            }
+            None => {}
+        }
         if a.nemesis.partition {
             let _ = write!(
                 out,
-                "; cut off from its lease server {} times ({} ms in all)",
+                "; cut off from {} {} times ({} ms in all)",
+                if a.store == "redlock" {
+                    "a minority of the instances"
+                } else {
+                    "its lease server"
+                },
                 h.partitions.len(),
                 h.partitions.iter().sum::<u64>()
             );

@@ -433,3 +433,89 @@ fn etcd_with_a_member_paused_for_its_clock_holds() {
     assert!(!out.contains("POSSIBLE I2"), "{out}");
     assert!(code == 0 || code == 6, "{out}");
 }
+
+/// Redlock with no fault: three holders over five instances, every check holds — the
+/// recorded holdings end a drift allowance before their keys can, so no grant is early.
+#[test]
+fn redlock_without_faults_holds() {
+    if !postgres_for_test("cli::live::redlock_clean") || !redis_for_test("cli::live::redlock_clean")
+    {
+        return;
+    }
+    let (code, out) = live(
+        "redlock-clean",
+        &["--store", "redlock", "--nemesis", "none", "--time", "4s"],
+    );
+    assert!(
+        out.contains(
+            "redlock (5 Redis instances, persistence always; no token: its value is random"
+        ),
+        "{out}"
+    );
+    assert!(clean(&out), "{out}");
+    assert_eq!(code, 0, "{out}");
+}
+
+/// Redlock and a holder paused past its validity: its value cannot fence, the resource keeps
+/// its stale write (I3, acceptance). A fence is refused: there is no token to give it.
+#[test]
+fn redlock_keeps_a_paused_holders_stale_write() {
+    if !postgres_for_test("cli::live::redlock_pause") || !redis_for_test("cli::live::redlock_pause")
+    {
+        return;
+    }
+    let (code, out) = live(
+        "redlock-pause",
+        &["--store", "redlock", "--time", "10s", "--seed", "1"],
+    );
+    assert!(out.contains(", fence off, "), "{out}");
+    assert!(out.contains("VIOLATION I3"), "{out}");
+    assert!(out.contains("VIOLATION acceptance"), "{out}");
+    assert_eq!(code, 1, "{out}");
+    let (code, out) = common::leaselab(&["live", "--store", "redlock", "--fence", "scope"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(
+        out.contains("Redlock hands out no token to fence with"),
+        "{out}"
+    );
+}
+
+/// Kleppmann's example on three instances: holder-a locks a bare majority (cut off from the
+/// third), that majority's last instance jumps its clock, and holder-b locks it and the one
+/// holder-a never reached — two holders at once by real time (I1); holder-a's write then lands
+/// after holder-b's (I3).
+#[test]
+fn redlock_kleppmanns_example_gives_two_holders_at_once() {
+    if !postgres_for_test("cli::live::redlock_kleppmann")
+        || !redis_for_test("cli::live::redlock_kleppmann")
+    {
+        return;
+    }
+    let (code, out) = live(
+        "redlock-kleppmann",
+        &[
+            "--store",
+            "redlock",
+            "--instances",
+            "3",
+            "--holders",
+            "2",
+            "--nemesis",
+            "kleppmann",
+            "--time",
+            "4s",
+        ],
+    );
+    assert!(
+        out.contains("Kleppmann's example: cut off from the last 1 instances until it held the lock on the others, then the last of those had its clock jumped forward 1500 ms"),
+        "{out}"
+    );
+    assert!(
+        out.contains("VIOLATION I1: lease report-job: holder-b was granted"),
+        "{out}"
+    );
+    assert_eq!(code, 1, "{out}");
+    let (code, out) = common::leaselab(&["live", "--store", "redis", "--nemesis", "kleppmann"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("it needs --store redlock"), "{out}");
+}

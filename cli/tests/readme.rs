@@ -64,7 +64,7 @@ fn every_readme_command_runs_as_written() {
                 || cmd.starts_with("diff")
                 || cmd.starts_with("audit")
                 || cmd.starts_with("live"))
-            || (!redis && cmd.contains("--store redis"))
+            || (!redis && (cmd.contains("--store redis") || cmd.contains("--store redlock")))
             || (!etcd && cmd.contains("--store etcd"))
         {
             continue;

@@ -18,6 +18,7 @@ pub mod holder;
 pub mod http;
 pub mod proxy;
 pub mod redis;
+pub mod redlock;
 pub mod run;
 pub mod server;
 pub mod store;

@@ -12,7 +12,7 @@
 //! seed's: the k-th check of holder-b is paused as long in every run of that seed. The servers'
 //! timing is real, so the interleaving around it is not: a run again can differ.
 
-use crate::redis::RedisRecipe;
+use crate::redis::{Persistence, RedisRecipe};
 use crate::server::{Program, Server};
 use crate::store::StoreKind;
 use crate::LiveError;
@@ -40,8 +40,11 @@ pub struct Nemesis {
     /// etcd is a Go binary that reads the clock without libc, out of libfaketime's reach: there
     /// a member is paused (SIGSTOP) instead — its clock stands still while the others' runs on.
     pub clock: bool,
-    /// Partitions holders from the lease server now and then ([`crate::proxy`]; Redis, etcd).
+    /// Partitions holders from the lease server now and then ([`crate::proxy`]; Redis, etcd;
+    /// on Redlock from a minority of its instances, drawn each time).
     pub partition: bool,
+    /// Kleppmann's example, scripted (Redlock only; [`Kleppmann`]).
+    pub kleppmann: bool,
 }
 
 impl Nemesis {
@@ -58,6 +61,7 @@ impl Nemesis {
                 "kill" => n.kill = true,
                 "clock" => n.clock = true,
                 "partition" => n.partition = true,
+                "kleppmann" => n.kleppmann = true,
                 _ => return None,
             }
         }
@@ -71,6 +75,7 @@ impl Nemesis {
             (self.kill, "kill"),
             (self.clock, "clock"),
             (self.partition, "partition"),
+            (self.kleppmann, "kleppmann"),
         ]
         .into_iter()
         .filter_map(|(on, name)| on.then_some(name))
@@ -98,6 +103,8 @@ pub struct LiveCfg {
     pub time_ms: u64,
     /// The fault schedule's kind.
     pub nemesis: Nemesis,
+    /// Redlock's instances (3 or more; 5 as published).
+    pub instances: usize,
     /// The fault schedule's seed.
     pub seed: u64,
     /// The folder for the servers and the records (made anew).
@@ -127,6 +134,8 @@ pub struct HolderSummary {
     pub pauses: Vec<u64>,
     /// How long each partition from its lease server lasted (ms).
     pub partitions: Vec<u64>,
+    /// Kleppmann's example, played on this holder: how far the clock jumped (ms), or why not.
+    pub kleppmann: Option<Result<u64, String>>,
 }
 
 /// What a live run leaves: where its records are and what each holder did.
@@ -185,12 +194,19 @@ impl Schedule {
         (nemesis.pause && pause).then_some(ms)
     }
 
-    /// When to cut a holder off next (ms after the last heal: two to six TTLs) and for how
-    /// long (half a TTL to three TTLs).
-    fn next_partition(&mut self, ttl_ms: u64) -> (u64, u64) {
+    /// When to cut a holder off next (ms after the last heal: two to six TTLs), for how long
+    /// (half a TTL to three TTLs), and from which of its `n` servers: all of one; of several
+    /// (Redlock's instances) a minority, drawn — what keeps a holder from a majority is a
+    /// partition it cannot lock through, while one that leaves it a bare majority is the
+    /// opening of Kleppmann's example.
+    fn next_partition(&mut self, ttl_ms: u64, n: usize) -> (u64, u64, Vec<usize>) {
         let wait = self.0.random_range(ttl_ms * 2..=ttl_ms * 6);
         let cut = self.0.random_range(ttl_ms / 2..=ttl_ms * 3);
-        (wait, cut)
+        let which = match n {
+            0 | 1 => (0..n).collect(),
+            _ => rand::seq::index::sample(&mut self.0, n, n / 2).into_vec(),
+        };
+        (wait, cut, which)
     }
 
     /// When to jump the clock next (ms after the last jump: one to four TTLs), by how much
@@ -235,7 +251,7 @@ pub fn live(cfg: &LiveCfg, stop: &'static AtomicBool) -> Result<LiveReport, Live
             };
             Some((RedisRecipe::load(&file)?, file))
         }
-        StoreKind::Pg | StoreKind::Etcd | StoreKind::EtcdLeaseId => None,
+        StoreKind::Pg | StoreKind::Etcd | StoreKind::EtcdLeaseId | StoreKind::Redlock => None,
     };
     let mut pg =
         PgBackend::throwaway(&cfg.dir.join("pg")).map_err(|e| LiveError::Pg(e.to_string()))?;
@@ -267,32 +283,62 @@ pub fn live(cfg: &LiveCfg, stop: &'static AtomicBool) -> Result<LiveReport, Live
                  grant on one member, not by lock)"
             ),
         ),
+        (None, StoreKind::Redlock) => (
+            (1..=cfg.instances)
+                .map(|k| {
+                    Server::start(
+                        &cfg.dir,
+                        &format!("redis-{k}"),
+                        Program::Redis(Persistence::Always),
+                    )
+                })
+                .collect::<Result<Vec<_>, _>>()?,
+            format!(
+                "redlock ({} Redis instances, persistence always; no token: its value is random — \
+                 the history numbers each grant by the microsecond it was decided on this \
+                 machine's clock, which no resource elsewhere could fence with)",
+                cfg.instances
+            ),
+        ),
         (None, _) => (Vec::new(), "pg".to_string()),
     };
-    // Holder i asks server i mod n: on etcd each member grants leases of its own.
     let urls: Vec<String> = servers.iter().map(Server::url).collect();
-    let lease_of = |i: usize| match urls.get(i % urls.len().max(1)) {
-        Some(u) => u.clone(),
-        None => pg.conninfo(DbName::Lease),
+    // The servers holder i talks to: every Redlock instance; else server i mod n (on etcd each
+    // member grants leases of its own), or PostgreSQL's lease database.
+    let reaches = |i: usize| -> Vec<String> {
+        match (cfg.store, urls.get(i % urls.len().max(1))) {
+            (StoreKind::Redlock, _) => urls.clone(),
+            (_, Some(u)) => vec![u.clone()],
+            (_, None) => vec![pg.conninfo(DbName::Lease)],
+        }
     };
+    let per_holder = reaches(0).len();
     // Shared by the killer and the clock nemesis; dropped (stopped) once the holders are done.
     let servers = std::sync::Arc::new(std::sync::Mutex::new(servers));
-    // Holder i's way to its server: straight, or through a proxy the nemesis cuts.
-    let proxies = match cfg.nemesis.partition {
+    // Holder i's way to each of its servers: straight, or through a proxy the nemesis cuts
+    // (proxy i·n + k for its k-th server).
+    let proxies = match cfg.nemesis.partition || cfg.nemesis.kleppmann {
         true => {
             let ups: Vec<String> = (0..cfg.holders)
-                .map(|i| host_port(&lease_of(i)).to_string())
+                .flat_map(reaches)
+                .map(|u| host_port(&u).to_string())
                 .collect();
             Some(crate::proxy::Proxies::start(&ups)?)
         }
         false => None,
     };
     let address = |i: usize| {
-        let direct = lease_of(i);
-        match proxies.as_ref().and_then(|p| p.port(i)) {
-            Some(port) => direct.replace(host_port(&direct), &format!("127.0.0.1:{port}")),
-            None => direct,
-        }
+        let each: Vec<String> = reaches(i)
+            .into_iter()
+            .enumerate()
+            .map(
+                |(k, direct)| match proxies.as_ref().and_then(|p| p.port(i * per_holder + k)) {
+                    Some(port) => direct.replace(host_port(&direct), &format!("127.0.0.1:{port}")),
+                    None => direct,
+                },
+            )
+            .collect();
+        each.join(",")
     };
     let recipe_file = recipe.map(|(_, f)| f);
     let origin = epoch_ms();
@@ -320,11 +366,16 @@ pub fn live(cfg: &LiveCfg, stop: &'static AtomicBool) -> Result<LiveReport, Live
         if let Some(f) = &recipe_file {
             cmd.arg("--recipe").arg(f);
         }
+        // Kleppmann's example: holder-a cut off from the last instances before it starts.
+        let script = match (cfg.nemesis.kleppmann, i, &proxies) {
+            (true, 0, Some(p)) => Some(Kleppmann::start(p, per_holder, servers.clone(), ttl)?),
+            _ => None,
+        };
         let spawned = HolderProc::spawn(cmd)?;
         let schedule = Schedule::new(cfg.seed, i as u64);
         let nemesis = cfg.nemesis;
         threads.push(std::thread::spawn(move || {
-            drive(name, spawned, schedule, (nemesis, ttl), stop)
+            drive(name, spawned, schedule, (nemesis, ttl), script, stop)
         }));
     }
     // The server killer, while the holders run.
@@ -341,8 +392,12 @@ pub fn live(cfg: &LiveCfg, stop: &'static AtomicBool) -> Result<LiveReport, Live
     };
     // The partitions, one thread per holder.
     let partitioners: Vec<_> = (0..cfg.holders)
+        .filter(|_| cfg.nemesis.partition)
         .filter_map(|i| {
-            let cutter = proxies.as_ref()?.cutter(i)?;
+            let p = proxies.as_ref()?;
+            let cutter = (0..per_holder)
+                .map(|k| p.cutter(i * per_holder + k))
+                .collect::<Option<Vec<_>>>()?;
             let (seed, time_ms) = (cfg.seed, cfg.time_ms);
             Some(std::thread::spawn(move || {
                 let schedule = Schedule::new(seed, PARTITION_STREAMS + i as u64);
@@ -498,7 +553,7 @@ fn host_port(url: &str) -> &str {
 /// Cuts a holder off from its server and heals it as the schedule says, until the run's time
 /// is up or it is stopped (then heals it for good); how long each cut lasted.
 fn partition_now_and_then(
-    cutter: &tokio::sync::watch::Sender<bool>,
+    cutters: &[tokio::sync::watch::Sender<bool>],
     mut schedule: Schedule,
     (time_ms, ttl_ms): (u64, u64),
     stop: &AtomicBool,
@@ -507,7 +562,7 @@ fn partition_now_and_then(
     let over = || stop.load(Ordering::SeqCst) || start.elapsed() >= Duration::from_millis(time_ms);
     let mut cuts = Vec::new();
     'run: loop {
-        let (wait, cut) = schedule.next_partition(ttl_ms);
+        let (wait, cut, which) = schedule.next_partition(ttl_ms, cutters.len());
         let t = std::time::Instant::now();
         while t.elapsed() < Duration::from_millis(wait) {
             if over() {
@@ -515,15 +570,23 @@ fn partition_now_and_then(
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        let _ = cutter.send(true);
+        for &k in &which {
+            if let Some(c) = cutters.get(k) {
+                let _ = c.send(true);
+            }
+        }
         let t = std::time::Instant::now();
         while t.elapsed() < Duration::from_millis(cut) && !stop.load(Ordering::SeqCst) {
             std::thread::sleep(Duration::from_millis(10));
         }
-        let _ = cutter.send(false);
+        for c in cutters {
+            let _ = c.send(false);
+        }
         cuts.push(t.elapsed().as_millis() as u64);
     }
-    let _ = cutter.send(false);
+    for c in cutters {
+        let _ = c.send(false);
+    }
     cuts
 }
 
@@ -582,6 +645,7 @@ fn drive(
     s: Spawned,
     mut schedule: Schedule,
     (nemesis, ttl): (Nemesis, u64),
+    mut script: Option<Kleppmann>,
     stop: &AtomicBool,
 ) -> Result<HolderSummary, LiveError> {
     let Spawned {
@@ -600,6 +664,9 @@ fn drive(
         // A holder that died (killed by an abandoning Ctrl-C) reads nothing: its end of the
         // pipe is gone, and a write fails; the loop then ends at its last line.
         if line == "READY" {
+            if let Some(k) = script.take() {
+                sum.kleppmann = Some(k.act(stop));
+            }
             let pause = schedule.next_pause(nemesis, ttl);
             let answer = match pause {
                 _ if stop.load(Ordering::SeqCst) => "stop",
@@ -644,6 +711,67 @@ fn drive(
     }
 }
 
+/// Kleppmann's example against Redlock ("How to do distributed locking", 2016), scripted on
+/// holder-a and the instances: holder-a is cut off from the last ⌊n/2⌋ instances from the
+/// start, so that it locks a bare majority; once it holds the lock (its first `READY`, after
+/// its local check) the last instance of that majority has its clock jumped forward a TTL —
+/// its key of the lock is gone — and holder-a is held there, running, for a TTL more while the
+/// other holders, cut off from nothing, lock that instance and the ones holder-a never reached:
+/// two holders at once by real time, each within its validity. Then the cut heals and
+/// holder-a goes on to its write.
+pub struct Kleppmann {
+    servers: std::sync::Arc<Servers>,
+    cut: Vec<tokio::sync::watch::Sender<bool>>,
+    jumped: usize,
+    ttl_ms: u64,
+}
+
+impl Kleppmann {
+    /// Cuts holder-a (proxies `0..n`, one per instance) off from the last ⌊n/2⌋ instances.
+    fn start(
+        proxies: &crate::proxy::Proxies,
+        n: usize,
+        servers: std::sync::Arc<Servers>,
+        ttl_ms: u64,
+    ) -> Result<Kleppmann, LiveError> {
+        let cut = (n - n / 2..n)
+            .map(|k| proxies.cutter(k))
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(|| LiveError::Unexpected("Kleppmann's example: no proxy".into()))?;
+        for c in &cut {
+            let _ = c.send(true);
+        }
+        Ok(Kleppmann {
+            servers,
+            cut,
+            jumped: n - n / 2 - 1,
+            ttl_ms,
+        })
+    }
+
+    /// The jump, the wait and the heal, while holder-a holds the lock; how far the clock
+    /// jumped, or why it could not.
+    fn act(self, stop: &AtomicBool) -> Result<u64, String> {
+        let url = lock(&self.servers).get(self.jumped).map(Server::url);
+        // Past the keys' whole time to live: the lock's key there is gone at once.
+        let by = crate::redlock::key_ttl_ms(self.ttl_ms);
+        let jumped = match url {
+            Some(u) => crate::redis::jump(&u, by)
+                .map(|()| by)
+                .map_err(|e| e.to_string()),
+            None => Err("no such instance".into()),
+        };
+        let t = std::time::Instant::now();
+        while t.elapsed() < Duration::from_millis(self.ttl_ms) && !stop.load(Ordering::SeqCst) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        for c in &self.cut {
+            let _ = c.send(false);
+        }
+        jumped
+    }
+}
+
 /// The final read of the resource, recorded as an observer process of its own.
 fn observe(res: &str, file: &Path, origin: u64) -> Result<(), LiveError> {
     let rt = leaselab_pg::real::runtime()?;
@@ -683,12 +811,13 @@ mod tests {
     /// every combination.
     #[test]
     fn every_nemesis_reads_back_as_printed() {
-        for bits in 0u8..16 {
+        for bits in 0u8..32 {
             let n = Nemesis {
                 pause: bits & 1 != 0,
                 kill: bits & 2 != 0,
                 clock: bits & 4 != 0,
                 partition: bits & 8 != 0,
+                kleppmann: bits & 16 != 0,
             };
             assert_eq!(Nemesis::parse(&n.as_str()), Some(n), "{}", n.as_str());
         }

@@ -2,11 +2,12 @@
 //! with what the history records — a token and the server's expiry, a refusal — whatever keeps
 //! the lease. The holder machine (`leaselab_model::holder`) asks for these three calls on its
 //! lease connections; [`LeaseConn`] carries them to PostgreSQL (the source design's lease
-//! table), to Redis (a recipe's Lua scripts) or to etcd (its lock recipe). The fenced resource
-//! is always PostgreSQL.
+//! table), to Redis (a recipe's Lua scripts), to etcd (its lock recipe) or to Redlock's
+//! instances. The fenced resource is always PostgreSQL.
 
 use crate::etcd::{EtcdConn, TokenFrom};
 use crate::redis::RedisRecipe;
+use crate::redlock::Redlock;
 use crate::LiveError;
 use leaselab_model::{Op, Outcome, Token};
 use leaselab_pg::recording::Recording;
@@ -24,6 +25,8 @@ pub enum StoreKind {
     /// etcd's lock recipe with the lease's ID as the token — deliberately wrong: lease IDs
     /// are ordered by grant, not by lock (`docs/store-etcd.md`).
     EtcdLeaseId,
+    /// Redlock over several Redis instances: no token at all ([`crate::redlock`]).
+    Redlock,
 }
 
 impl StoreKind {
@@ -34,6 +37,7 @@ impl StoreKind {
             StoreKind::Redis => "redis",
             StoreKind::Etcd => "etcd",
             StoreKind::EtcdLeaseId => "etcd-lease-id",
+            StoreKind::Redlock => "redlock",
         }
     }
 
@@ -44,6 +48,10 @@ impl StoreKind {
         match self {
             StoreKind::Pg | StoreKind::Redis => leaselab_model::names::defaults::TTL_MS,
             StoreKind::Etcd | StoreKind::EtcdLeaseId => 2_000,
+            // The keys get the source design's TTL; the client holds them for less.
+            StoreKind::Redlock => {
+                crate::redlock::validity_ms(leaselab_model::names::defaults::TTL_MS)
+            }
         }
     }
 
@@ -54,6 +62,7 @@ impl StoreKind {
             "redis" => Some(StoreKind::Redis),
             "etcd" => Some(StoreKind::Etcd),
             "etcd-lease-id" => Some(StoreKind::EtcdLeaseId),
+            "redlock" => Some(StoreKind::Redlock),
             _ => None,
         }
     }
@@ -86,6 +95,8 @@ pub enum LeaseConn {
     Redis(redis::aio::MultiplexedConnection, Arc<Scripts>),
     /// An etcd member's address (each call opens a connection of its own).
     Etcd(EtcdConn),
+    /// Redlock's instances.
+    Redlock(Redlock),
 }
 
 impl LeaseConn {
@@ -120,6 +131,7 @@ impl LeaseConn {
                 &store.addr,
                 TokenFrom::LeaseId,
             ))),
+            StoreKind::Redlock => Ok(LeaseConn::Redlock(Redlock::new(&store.addr)?)),
         }
     }
 
@@ -132,7 +144,7 @@ impl LeaseConn {
                 holder,
                 ttl_ms,
             } => match self
-                .acquire(lease.as_str(), holder.as_str(), *ttl_ms)
+                .acquire(lease.as_str(), holder.as_str(), *ttl_ms, rec)
                 .await?
             {
                 Some((token, expires)) => Outcome::Granted {
@@ -174,12 +186,13 @@ impl LeaseConn {
     }
 
     /// The grant — its token and expiry (ms since the epoch, the server's clock) — or `None`
-    /// while another holder's lease is valid.
+    /// while another holder's lease is valid. (`rec`'s clock gives Redlock's stand-in token.)
     pub async fn acquire(
         &self,
         lease: &str,
         holder: &str,
         ttl_ms: u64,
+        rec: &Recording,
     ) -> Result<Option<(Token, i64)>, LiveError> {
         match self {
             LeaseConn::Pg(c) => Ok(leaselab_pg::real::acquire(c, lease, holder, ttl_ms).await?),
@@ -203,6 +216,7 @@ impl LeaseConn {
                     .transpose()
             }
             LeaseConn::Etcd(c) => c.acquire(lease, holder, ttl_ms).await,
+            LeaseConn::Redlock(c) => c.acquire(lease, holder, ttl_ms, rec).await,
         }
     }
 
@@ -229,6 +243,7 @@ impl LeaseConn {
                 .await
                 .map_err(|e| LiveError::redis("renew", e)),
             LeaseConn::Etcd(c) => c.renew(lease, holder, token).await,
+            LeaseConn::Redlock(c) => c.renew(lease, token, ttl_ms).await,
         }
     }
 
@@ -254,6 +269,7 @@ impl LeaseConn {
                 Ok(answer == 1)
             }
             LeaseConn::Etcd(c) => c.release(lease, holder, token).await,
+            LeaseConn::Redlock(c) => c.release(lease, token).await,
         }
     }
 }

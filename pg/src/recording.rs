@@ -55,7 +55,7 @@ impl Recording {
 
     /// Now, on the recording's clock, in µs: what the file records, so that two processes'
     /// calls within one millisecond are still ordered when their files are merged.
-    fn now_us(&self) -> u64 {
+    pub fn now_us(&self) -> u64 {
         let epoch_us = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_micros() as u64);
