@@ -23,6 +23,7 @@
 pub mod merge;
 pub mod read;
 pub mod recorder;
+mod schema;
 mod strict;
 pub mod write;
 
