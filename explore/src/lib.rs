@@ -5,9 +5,13 @@
 //! (optionally) a crash-restart, within a bound on time — with stateright. Breadth-first search
 //! makes every counterexample a shortest one.
 //!
-//! - [`system`]: the explored state (each holder's own state beside a compact view of the
-//!   databases that answers its statements with the model's rule functions) and its
-//!   transitions; stateright's `Model`.
+//! - [`system`]: stateright's `Model` — the system, its actions, its steps and its typed
+//!   properties ([`system::Always`], the `sometimes` table) — re-exporting the parts it is made
+//!   of: `bounds.rs` (a search's bounds, the holders' configuration in ticks), `state.rs` (the
+//!   explored state: each holder's own state beside a packed view of the databases, its hash,
+//!   the bits of what broke and was seen, the symmetry representative) and `db_view.rs` (how
+//!   that view answers a holder's statements with the model's rule functions and lock
+//!   protocol).
 //! - [`search`]: BFS/DFS, threads, symmetry reduction, what a search found.
 //! - [`view`]: what the Explorer shows — named actions, states in milliseconds, the address
 //!   of a path.
@@ -16,7 +20,10 @@
 
 #![warn(missing_docs, unreachable_pub)]
 
+mod bounds;
+mod db_view;
 pub mod search;
+mod state;
 pub mod system;
 pub mod trace;
 pub mod view;

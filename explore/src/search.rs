@@ -2,7 +2,7 @@
 //! checker over [`LeaseSystem`], with symmetry reduction for interchangeable holders, and what
 //! it found in a form the command line and the tests read.
 
-use crate::system::{representative, Action, Bounds, LeaseSystem, State, SOMETIMES};
+use crate::system::{representative, Action, Always, Bounds, LeaseSystem, State, SOMETIMES};
 use leaselab_checkers::sometimes::Sometimes;
 use stateright::{Checker, HasDiscoveries, Model};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -117,8 +117,6 @@ impl Found {
     }
 }
 
-const ALWAYS: [&str; 5] = ["I1", "I2", "I3", "acceptance", "progress"];
-
 /// Runs the search to the end of its bounds (or its first violation, or a cap).
 pub fn run(o: &Options) -> Found {
     run_with(o, &AtomicBool::new(false), &mut |_| {})
@@ -160,7 +158,7 @@ pub fn run_with(o: &Options, stop: &AtomicBool, progress: &mut dyn FnMut(&Progre
     };
     let elapsed = start.elapsed();
     let mut violations = Vec::new();
-    for name in ALWAYS {
+    for name in Always::ALL.map(Always::name) {
         if let Some(p) = d.get(name) {
             violations.push((name, p.clone()));
         }

@@ -149,9 +149,9 @@ pub fn search_verdict(sys: &LeaseSystem, actions: &[Action]) -> Vec<leaselab_che
             None => break,
         }
     }
-    crate::system::broke::CHECKS
+    crate::system::Always::ALL
         .iter()
-        .filter(|(bit, _)| s.broken & bit != 0)
-        .map(|(_, c)| *c)
+        .filter(|p| s.broken & p.bit() != 0)
+        .filter_map(|p| p.check())
         .collect()
 }

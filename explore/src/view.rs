@@ -96,10 +96,11 @@ impl LeaseSystem {
             }
         }
         if s.broken != 0 {
-            let broken: Vec<String> = crate::system::broke::CHECKS
+            let broken: Vec<String> = crate::system::Always::ALL
                 .iter()
-                .filter(|(bit, _)| s.broken & bit != 0)
-                .map(|(_, c)| c.to_string())
+                .filter(|p| s.broken & p.bit() != 0)
+                .filter_map(|p| p.check())
+                .map(|c| c.to_string())
                 .collect();
             let _ = write!(out, "\nBROKEN: {}", broken.join(", "));
         }
