@@ -10,8 +10,17 @@
 //! - [`sql`]: the source's schema and statements; `now()` redirected to a virtual clock in
 //!   replay mode.
 //! - [`adapter`]: the backend seam on PostgreSQL, with lock waits detected by asking the server.
-//! - [`diff()`]: the differential replay of a trace against the model and PostgreSQL.
+//! - [`diff()`]: the differential replay of a trace against the model and PostgreSQL; what
+//!   `diff --gen` judges of each generated schedule and saves of what it found.
+//! - [`spec`]: a lease spec, the user's own schema and statements, read and checked against
+//!   PostgreSQL's description of each statement.
+//! - [`audit`]: a generated schedule run on a spec, recorded from PostgreSQL's answers alone
+//!   for the checkers; what an audit search found, saved as a trace with its psql scripts.
 //! - [`real`]: real-time experiments: F3's 16-connection race, F4/F5 with real processes.
+//! - [`recording`]: what each real process saw, written as it happens in the JSON-lines
+//!   history format.
+//! - [`watchdog`]: whatever ends this process, the servers and processes it started end
+//!   within seconds and their folders go.
 //!
 //! Set `LEASELAB_PG_CONNINFO` (e.g. `host=/tmp port=5432 user=postgres`) to use an existing
 //! server instead of throwaway clusters (crash steps are then unsupported).
