@@ -75,6 +75,9 @@ pub struct AuditArgs {
     /// Where the throwaway clusters live.
     #[arg(long, default_value = "target/leaselab-audit", value_name = "DIR")]
     pub pg_dir: PathBuf,
+    /// Which of the drawn schedules to run (--gen).
+    #[command(flatten)]
+    pub share: crate::gen_search::ShareArgs,
 }
 
 /// `leaselab audit`: generated schedules (`--gen`) or the simulation's holders
@@ -91,6 +94,7 @@ pub fn main(a: AuditArgs) -> Exit {
             &o,
             Plan {
                 steps: crate::gen_search::steps(a.steps),
+                share: a.share.share(),
                 ..crate::gen_search::plan(n, a.seed)
             },
             a.jobs
@@ -133,6 +137,8 @@ pub struct AuditOutcome {
     pub waits_out_of_bound: u64,
     /// The interrupt stopped the shrinking of the violation: a smaller schedule may fail too.
     pub shrink_cut_short: bool,
+    /// Where an interrupted search goes on ([`crate::gen_search::GenRuns::resume_at`]).
+    pub resume_at: u64,
 }
 
 /// Runs `n` generated schedules of at most `steps` intents; shrinks the first violation and
@@ -146,7 +152,11 @@ pub fn run_gen(
 ) -> Result<AuditOutcome, CliError> {
     let seed = plan.seed;
     let ops = leaselab_pg::audit::ops_of(spec);
-    let mut counts = crate::gen_search::GenRuns::new(plan.schedules, "violation", progress);
+    let mut counts = crate::gen_search::GenRuns::new(
+        plan.share.count(u64::from(plan.schedules)),
+        "violation",
+        progress,
+    );
     let mut first: Option<u64> = None;
     let result = leaselab_gen::search::search(
         pgs,
@@ -167,6 +177,7 @@ pub fn run_gen(
     );
     counts.finish();
     let runs = counts;
+    let resume_at = runs.resume_at(plan.share);
     let found = crate::workers::settled(result)?;
     let shrink_cut_short = found.as_ref().is_some_and(|f| f.cut_short);
     let violation = match found {
@@ -186,6 +197,7 @@ pub fn run_gen(
         interrupted: crate::interrupt::requested(),
         waits_out_of_bound,
         shrink_cut_short,
+        resume_at,
     })
 }
 
@@ -270,7 +282,7 @@ pub fn run_gen_cmd(
     crate::summary::count("violations", u64::from(r.violation.is_some()));
     crate::summary::count("shrink_runs", r.shrink_runs);
     println!(
-        "SUMMARY spec={} generated={} steps={} violations={} shrink_runs={} schedules/s={:.1} steps/s={:.0}{}",
+        "SUMMARY spec={} generated={} steps={} violations={} shrink_runs={} schedules/s={:.1} steps/s={:.0}{}{}",
         file.display(),
         r.schedules,
         r.steps,
@@ -278,8 +290,23 @@ pub fn run_gen_cmd(
         r.shrink_runs,
         r.schedules as f64 / secs,
         r.steps as f64 / secs,
+        crate::gen_search::share_note(plan.share),
         crate::gen_search::interrupted_note(r.interrupted, n)
     );
+    if r.interrupted && r.violation.is_none() {
+        let again = format!(
+            "leaselab audit {} --gen {n} --seed {} --steps {}{} --jobs {jobs} --out {} --pg-dir {}",
+            file.display(),
+            plan.seed,
+            plan.steps,
+            o.flags(),
+            out.display(),
+            pg_dir.display()
+        );
+        if let Some(line) = crate::gen_search::resume_line(&again, &plan, r.resume_at) {
+            println!("{line}");
+        }
+    }
     Ok(crate::gen_search::search_exit(
         r.violation.is_some(),
         Exit::Violation,

@@ -65,6 +65,9 @@ pub struct DiffArgs {
     /// Where the throwaway clusters live.
     #[arg(long, default_value = "target/leaselab-pg", value_name = "DIR")]
     pub pg_dir: PathBuf,
+    /// Which of the drawn schedules to run (--gen).
+    #[command(flatten)]
+    pub share: crate::gen_search::ShareArgs,
 }
 
 /// The flags that set up a simulated run (`diff --sim-seeds`): meaningless for trace files,
@@ -95,9 +98,11 @@ pub fn main(a: DiffArgs) -> Exit {
     }
     let r = match a.gen {
         Some(n) => run_gen_cmd(
-            n,
-            a.seed.unwrap_or(1),
-            crate::gen_search::steps(a.steps.unwrap_or(40)),
+            Plan {
+                steps: crate::gen_search::steps(a.steps.unwrap_or(40)),
+                share: a.share.share(),
+                ..crate::gen_search::plan(n, a.seed.unwrap_or(1))
+            },
             a.jobs
                 .map_or_else(crate::workers::default_jobs, |j| j as usize),
             a.wrong_rule,
@@ -290,6 +295,8 @@ pub struct GenOutcome {
     pub interrupted: bool,
     /// The interrupt stopped the shrinking of the divergence: a smaller one may exist.
     pub shrink_cut_short: bool,
+    /// Where an interrupted search goes on ([`GenRuns::resume_at`]).
+    pub resume_at: u64,
 }
 
 /// Runs the search's generated schedules against the model (with `wrong`, if given) and PostgreSQL;
@@ -302,7 +309,11 @@ pub fn run_gen(
     progress: bool,
 ) -> Result<GenOutcome, CliError> {
     let seed = plan.seed;
-    let mut counts = GenRuns::new(plan.schedules, "divergence", progress);
+    let mut counts = GenRuns::new(
+        plan.share.count(u64::from(plan.schedules)),
+        "divergence",
+        progress,
+    );
     let result = leaselab_gen::search::search(
         pgs,
         &plan,
@@ -320,6 +331,7 @@ pub fn run_gen(
     );
     counts.finish();
     let runs = counts;
+    let resume_at = runs.resume_at(plan.share);
     let found = crate::workers::settled(result)?;
     let shrink_cut_short = found.as_ref().is_some_and(|f| f.cut_short);
     let divergence = match found {
@@ -336,26 +348,22 @@ pub fn run_gen(
         divergence,
         interrupted: crate::interrupt::requested(),
         shrink_cut_short,
+        resume_at,
     })
 }
 
 /// `leaselab diff --gen N`: prints the figures and the reproduce command of a divergence.
 pub fn run_gen_cmd(
-    n: u32,
-    seed: u64,
-    steps: usize,
+    plan: Plan,
     jobs: usize,
     wrong: Option<leaselab_model::model::WrongRule>,
     out: &Path,
     pg_dir: &Path,
 ) -> Result<crate::args::Exit, CliError> {
+    let (n, seed) = (plan.schedules, plan.seed);
     let pg = PgBackend::throwaway(pg_dir)?;
     let mut pgs = crate::workers::start(pg, pg_dir, jobs, PgBackend::throwaway)?;
     let t0 = std::time::Instant::now();
-    let plan = Plan {
-        steps,
-        ..crate::gen_search::plan(n, seed)
-    };
     let r = run_gen(&mut pgs, plan, wrong, out, true)?;
     let secs = t0.elapsed().as_secs_f64().max(1e-9);
     if let Some((file, what)) = &r.divergence {
@@ -386,15 +394,28 @@ pub fn run_gen_cmd(
     crate::summary::count("divergences", u64::from(r.divergence.is_some()));
     crate::summary::count("shrink_runs", r.shrink_runs);
     println!(
-        "SUMMARY generated={} steps={} divergences={} shrink_runs={} schedules/s={:.1} steps/s={:.0}{}",
+        "SUMMARY generated={} steps={} divergences={} shrink_runs={} schedules/s={:.1} steps/s={:.0}{}{}",
         r.schedules,
         r.steps,
         usize::from(r.divergence.is_some()),
         r.shrink_runs,
         r.schedules as f64 / secs,
         r.steps as f64 / secs,
+        crate::gen_search::share_note(plan.share),
         interrupted_note(r.interrupted, n)
     );
+    if r.interrupted && r.divergence.is_none() {
+        let wrong_arg = wrong.map_or(String::new(), |w| format!(" --wrong-rule {}", w.as_str()));
+        let again = format!(
+            "leaselab diff --gen {n} --seed {seed} --steps {}{wrong_arg} --jobs {jobs} --out {} --pg-dir {}",
+            plan.steps,
+            out.display(),
+            pg_dir.display()
+        );
+        if let Some(line) = crate::gen_search::resume_line(&again, &plan, r.resume_at) {
+            println!("{line}");
+        }
+    }
     Ok(search_exit(
         r.divergence.is_some(),
         Exit::Divergence,

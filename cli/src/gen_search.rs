@@ -4,7 +4,7 @@
 //! other.
 
 use crate::args::Exit;
-use leaselab_gen::search::Plan;
+use leaselab_gen::search::{Plan, Share};
 
 /// Shrinking runs a found failure gets from the commands: enough to reach a handful of steps.
 /// Tests that only need "shrunk to at most N steps" give less, which is most of their time.
@@ -17,7 +17,70 @@ pub fn plan(schedules: u32, seed: u64) -> Plan {
         seed,
         steps: 40,
         shrink_iters: SHRINK_ITERS,
+        share: Share::ALL,
     }
+}
+
+/// `--shard K/N` and `--from I`: which of the drawn schedules a generated search runs.
+#[derive(clap::Args, Clone, Copy, Debug)]
+pub struct ShareArgs {
+    /// Run only the schedules numbered K modulo N (counting from 0, as `sim --shard`): N
+    /// searches of one --gen and --seed, K = 0 … N−1, run every schedule once between them
+    /// (deploy/merge-gen-shards.sh adds up their summary lines).
+    #[arg(long, value_name = "K/N", default_value = "0/1", requires = "gen",
+          value_parser = crate::sim_cmd::parse_shard)]
+    pub shard: (u64, u64),
+    /// Start at schedule I (1-based): where an interrupted search's `resume:` line goes on.
+    #[arg(long, value_name = "I", default_value_t = 1, requires = "gen",
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub from: u64,
+}
+
+impl ShareArgs {
+    /// As the search takes it.
+    pub fn share(&self) -> Share {
+        Share {
+            shard: self.shard,
+            from: self.from,
+        }
+    }
+}
+
+/// `share` as flags to repeat in a printed command: empty for every schedule, else
+/// ` --shard K/N` and ` --from I` where they are not the defaults.
+pub fn share_flags(share: Share) -> String {
+    let mut f = String::new();
+    if share.shard.1 > 1 {
+        f.push_str(&format!(" --shard {}/{}", share.shard.0, share.shard.1));
+    }
+    if share.from > 1 {
+        f.push_str(&format!(" --from {}", share.from));
+    }
+    f
+}
+
+/// What a summary line adds for a share that is not every schedule: ` shard=K/N`, ` from=I`.
+pub fn share_note(share: Share) -> String {
+    share_flags(share)
+        .replace(" --shard ", " shard=")
+        .replace(" --from ", " from=")
+}
+
+/// The `resume:` line of an interrupted search that left schedules unrun: `command` (the
+/// search as run, without its share) with its share from `from` ([`GenRuns::resume_at`]).
+/// `None` when there is nothing left to run.
+pub fn resume_line(command: &str, plan: &Plan, from: u64) -> Option<String> {
+    let left = Share { from, ..plan.share }.count(u64::from(plan.schedules));
+    // `--from` even where it is 1: the line says where it goes on.
+    (left > 0).then(|| {
+        format!(
+            "resume: {command}{} --from {from}",
+            share_flags(Share {
+                from: 1,
+                ..plan.share
+            })
+        )
+    })
 }
 
 /// `--steps`, checked to lie in 1..=[`crate::args::MAX_STEPS`], as the generator takes it.
@@ -35,6 +98,8 @@ pub struct GenRuns {
     pub steps: u64,
     /// Runs spent shrinking the first failure.
     pub shrink_runs: u64,
+    /// The last of the search's own schedules reported (its number, 1-based).
+    last: Option<u64>,
     failing: bool,
     total: u64,
     /// What a failure is called (`divergence`, `violation`).
@@ -44,13 +109,14 @@ pub struct GenRuns {
 
 impl GenRuns {
     /// A search of `total` schedules; with `progress`, shown on stderr.
-    pub fn new(total: u32, found: &'static str, progress: bool) -> Self {
+    pub fn new(total: u64, found: &'static str, progress: bool) -> Self {
         GenRuns {
             schedules: 0,
             steps: 0,
             shrink_runs: 0,
+            last: None,
             failing: false,
-            total: u64::from(total),
+            total,
             found,
             progress: progress.then(crate::progress::Progress::always),
         }
@@ -92,6 +158,9 @@ impl GenRuns {
         case: &leaselab_gen::search::Case<F>,
     ) -> Option<u64> {
         self.ran(case.steps);
+        if let leaselab_gen::search::Phase::Drawn(i) = phase {
+            self.last = Some(i);
+        }
         match (phase, case.failure()) {
             (leaselab_gen::search::Phase::Drawn(i), Some(_)) => {
                 self.failed();
@@ -104,6 +173,12 @@ impl GenRuns {
     /// The run just counted failed: the runs from now on shrink it.
     fn failed(&mut self) {
         self.failing = true;
+    }
+
+    /// Where a search of `share` goes on: after the last schedule it reported (schedules are
+    /// reported in order, so every one before it ran).
+    pub fn resume_at(&self, share: Share) -> u64 {
+        self.last.map_or(share.from, |i| i + 1)
     }
 
     /// Ends the progress line.

@@ -827,3 +827,69 @@ fn psql_scripts_rerun_a_lock_wait() {
     let shapes = pg.spec_shapes().expect("a spec backend").to_vec();
     Fresh::start(&dir).rerun("lockwait", &scripts, &spec, &shapes, &h);
 }
+
+/// `--shard K/4`, K = 0 … 3, run every schedule of one `--gen` and `--seed` once between them:
+/// `deploy/merge-gen-shards.sh` adds their summary lines up to the figures one unsharded run
+/// prints; a search started at `--from I` runs the schedules from I on, and each shard says
+/// which it is.
+#[test]
+fn four_shards_add_up_to_one_search() {
+    let Some(dir) = tmp("shards") else { return };
+    let spec = example("seed").display().to_string();
+    let pg = dir.join("pg").display().to_string();
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "audit", &spec, "--gen", "40", "--seed", "3", "--jobs", "1", "--pg-dir", &pg,
+        ];
+        args.extend_from_slice(extra);
+        let (code, out, err) = leaselab(&args);
+        assert_eq!(code, Some(0), "{args:?}\n{out}{err}");
+        out
+    };
+    let field = |line: &str, key: &str| -> u64 {
+        line.split(' ')
+            .find_map(|w| w.strip_prefix(&format!("{key}=")))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no {key} in {line}"))
+    };
+    let summary = |out: &str| {
+        out.lines()
+            .find(|l| l.starts_with("SUMMARY "))
+            .unwrap_or_else(|| panic!("no summary:\n{out}"))
+            .to_string()
+    };
+    let whole = summary(&run(&[]));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let mut files = Vec::new();
+    for k in 0..4 {
+        let shard = format!("{k}/4");
+        let out = run(&["--shard", &shard]);
+        assert!(summary(&out).ends_with(&format!(" shard={k}/4")), "{out}");
+        assert_eq!(field(&summary(&out), "generated"), 10, "{out}");
+        let f = dir.join(format!("audit-{k}.txt"));
+        std::fs::write(&f, &out).expect("write");
+        files.push(f.display().to_string());
+    }
+    let merge = std::process::Command::new("bash")
+        .arg(common::root().join("deploy/merge-gen-shards.sh"))
+        .args(&files)
+        .output()
+        .expect("bash");
+    let merged = String::from_utf8_lossy(&merge.stdout).into_owned();
+    assert_eq!(merge.status.code(), Some(0), "{merged}");
+    let total = merged
+        .lines()
+        .find(|l| l.starts_with("SUMMARY shards=4 "))
+        .unwrap_or_else(|| panic!("no merged summary:\n{merged}"));
+    for key in ["generated", "violations", "shrink_runs"] {
+        assert_eq!(
+            field(total, key),
+            field(&whole, key),
+            "{key}\n{merged}{whole}"
+        );
+    }
+    assert_eq!(field(total, "unfinished"), 0, "{merged}");
+    let rest = summary(&run(&["--from", "31"]));
+    assert!(rest.ends_with(" from=31"), "{rest}");
+    assert_eq!(field(&rest, "generated"), 10, "{rest}");
+}

@@ -148,6 +148,11 @@ fn ctrl_c_on_diff_gen_finishes_the_schedule_reports_and_leaves_no_server() {
     assert!(out.starts_with("SUMMARY generated="), "{out}");
     assert!(out.contains("divergences=0"), "{out}");
     assert!(out.contains(" interrupted (of 5000"), "{out}");
+    let resume = out
+        .lines()
+        .find_map(|l| l.strip_prefix("resume: leaselab diff --gen 5000 --seed 3 --steps 40 "))
+        .unwrap_or_else(|| panic!("no resume line: {out}"));
+    assert!(resume.contains(" --from "), "{resume}");
 }
 
 /// Two SIGTERMs 50 ms apart (a supervisor's, to the process and to its group) are one: the
@@ -229,6 +234,40 @@ fn ctrl_c_on_audit_reports_what_ran() {
         "{out}"
     );
     assert!(out.contains(" interrupted (of 5000"), "{out}");
+    // Where it goes on: after the schedules it ran, as printed — and the printed command runs,
+    // from there (interrupted in its turn).
+    let ran: u64 = out
+        .split("generated=")
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no count: {out}"));
+    let resume = out
+        .lines()
+        .find_map(|l| l.strip_prefix("resume: leaselab "))
+        .unwrap_or_else(|| panic!("no resume line: {out}"));
+    let from = format!(" --from {}", ran + 1);
+    assert!(resume.ends_with(&from), "{resume}");
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join("interrupt")
+        .join("audit");
+    let args: Vec<&str> = resume.split(' ').collect();
+    let child = start(&args, &dir);
+    wait_running(&dir, child.id(), Duration::from_secs(2));
+    signal(&child, "-INT");
+    let again = child.wait_with_output().expect("waits");
+    let again_out = String::from_utf8_lossy(&again.stdout);
+    assert_eq!(again.status.code(), Some(5), "{again_out}");
+    // (A summary names a start other than the first schedule.)
+    let from_note = match ran {
+        0 => String::new(),
+        _ => format!(" from={}", ran + 1),
+    };
+    assert!(
+        again_out.contains(&format!("{from_note} interrupted (of 5000")),
+        "{again_out}"
+    );
+    assert_eq!(servers_under(&dir), Vec::<String>::new(), "{again_out}");
 }
 
 /// Polls until `gone` holds (what a killed owner left has ended), for at most two minutes.

@@ -40,6 +40,41 @@ pub struct Plan {
     pub steps: usize,
     /// Most runs spent shrinking a failure.
     pub shrink_iters: u32,
+    /// Which drawn schedules this search runs ([`Share`]): every one, or a shard's, from a
+    /// resume point on.
+    pub share: Share,
+}
+
+/// The drawn schedules one search runs: of schedules 1, 2, … (in drawing order), those at or
+/// after `from` whose number is `k` modulo `n` (counting from 0, as `sim --shard K/N` does), so
+/// that `n` searches of one plan, `k = 0 … n−1`, run every schedule once between them, and a
+/// search cut short goes on at `from`. The others are still drawn — the schedules are one
+/// sequence from the seed — and cost no run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Share {
+    /// `(k, n)`: the k-th of n shards.
+    pub shard: (u64, u64),
+    /// The first schedule (1-based) to run.
+    pub from: u64,
+}
+
+impl Share {
+    /// Every schedule.
+    pub const ALL: Share = Share {
+        shard: (0, 1),
+        from: 1,
+    };
+
+    /// Whether schedule `i` (1-based) is this search's to run.
+    pub fn runs(self, i: u64) -> bool {
+        let (k, n) = self.shard;
+        i >= self.from && i >= 1 && (i - 1) % n.max(1) == k
+    }
+
+    /// How many of schedules `1..=total` it runs.
+    pub fn count(self, total: u64) -> u64 {
+        (1..=total).filter(|&i| self.runs(i)).count() as u64
+    }
 }
 
 /// How one schedule's run ended.
@@ -270,6 +305,11 @@ where
                     break;
                 }
                 let tree = draw(runner, strategy).map_err(SearchError::Aborted)?;
+                if !plan.share.runs(next_draw) {
+                    // Another shard's, or before the resume point: drawn, not run.
+                    next_draw += 1;
+                    continue;
+                }
                 let k = idle.pop().unwrap_or(0);
                 if inboxes[k].send((next_draw, tree.current())).is_err() {
                     drawing = false;
@@ -287,7 +327,13 @@ where
             idle.push(k);
             results.insert(i, r);
             // Report in drawing order; the first failure ends the drawing.
-            while let Some(r) = results.remove(&next_report) {
+            loop {
+                while next_report < next_draw && !plan.share.runs(next_report) {
+                    next_report += 1;
+                }
+                let Some(r) = results.remove(&next_report) else {
+                    break;
+                };
                 let case = r.map_err(SearchError::Run)?;
                 let i = next_report;
                 next_report += 1;
@@ -425,6 +471,7 @@ mod tests {
                 seed,
                 steps: 40,
                 shrink_iters: 500,
+                share: Share::ALL,
             };
             let seen = RefCell::new(Vec::new());
             let mut reference = runner(&plan);
@@ -492,6 +539,85 @@ mod tests {
         assert!(founds >= 6, "{founds} searches found a failure");
     }
 
+    /// Four shards run every schedule once between them, each the ones numbered its own
+    /// modulo four, in order; a search resumed at `from` runs the rest; a shard's first
+    /// failure is the first failing schedule of its share (its number the unsharded one's).
+    #[test]
+    fn shards_and_a_resume_point_split_the_schedules() {
+        let base = Plan {
+            schedules: 60,
+            seed: 7,
+            steps: 40,
+            shrink_iters: 0,
+            share: Share::ALL,
+        };
+        let failing: Vec<u64> = schedules(&base)
+            .enumerate()
+            .filter(|(_, s)| s.as_ref().is_ok_and(|s| fails(s, 2).is_some()))
+            .map(|(i, _)| i as u64 + 1)
+            .collect();
+        assert!(!failing.is_empty(), "seed 7 draws a failing schedule");
+        let run_share = |share: Share, k: usize| {
+            let plan = Plan { share, ..base };
+            let mut workers = vec![(); 2];
+            let mut ran = Vec::new();
+            let found = search(
+                &mut workers,
+                &plan,
+                |_, s| {
+                    Ok::<_, ()>(Case {
+                        steps: 1,
+                        verdict: fails(s, k).map_or(Verdict::Pass, Verdict::Fail),
+                    })
+                },
+                |p, _| {
+                    if let Phase::Drawn(i) = p {
+                        ran.push(i);
+                    }
+                },
+                || false,
+            )
+            .expect("runs");
+            (ran, found.map(|f| f.first))
+        };
+        let mut all = Vec::new();
+        let mut shards_failing = 0;
+        for k in 0..4 {
+            let share = Share {
+                shard: (k, 4),
+                from: 1,
+            };
+            // Nothing fails (no schedule has more than 40 writes): every one of the share runs.
+            let (ran, found) = run_share(share, 40);
+            assert_eq!(found, None);
+            assert_eq!(
+                ran,
+                (1..=60).filter(|i| (i - 1) % 4 == k).collect::<Vec<_>>()
+            );
+            assert_eq!(share.count(60), ran.len() as u64);
+            all.extend(ran);
+            // The first failing schedule of the share is the one found.
+            let (_, found) = run_share(share, 2);
+            let first = failing.iter().copied().find(|&i| share.runs(i));
+            assert_eq!(found, first, "shard {k}/4");
+            shards_failing += u32::from(found.is_some());
+        }
+        assert!(
+            shards_failing >= 2,
+            "{shards_failing} shards found a failure"
+        );
+        all.sort_unstable();
+        assert_eq!(all, (1..=60).collect::<Vec<_>>());
+        let (ran, _) = run_share(
+            Share {
+                shard: (0, 1),
+                from: 45,
+            },
+            40,
+        );
+        assert_eq!(ran, (45..=60).collect::<Vec<_>>());
+    }
+
     /// [`schedules`] lists what the runner draws.
     #[test]
     fn schedules_are_the_runners_in_order() {
@@ -500,6 +626,7 @@ mod tests {
             seed: 11,
             steps: 40,
             shrink_iters: 0,
+            share: Share::ALL,
         };
         let seen = RefCell::new(Vec::new());
         let _ = runner(&plan).run(&crate::schedule(plan.steps), |s| {
@@ -520,6 +647,7 @@ mod tests {
             seed: 3,
             steps: 20,
             shrink_iters: 10,
+            share: Share::ALL,
         };
         let mut workers = vec![0u32; 2];
         let mut n = 0;
@@ -570,6 +698,7 @@ mod tests {
             seed: 5,
             steps: 40,
             shrink_iters: 500,
+            share: Share::ALL,
         };
         let run = |_: &mut (), s: &Schedule| {
             Ok::<_, ()>(Case {
@@ -616,6 +745,7 @@ mod tests {
             seed: 3,
             steps: 20,
             shrink_iters: 10,
+            share: Share::ALL,
         };
         let ran = std::sync::atomic::AtomicU32::new(0);
         let mut observed = Vec::new();
@@ -646,6 +776,7 @@ mod tests {
             seed: 5,
             steps: 40,
             shrink_iters: 500,
+            share: Share::ALL,
         };
         let shrinking = std::cell::Cell::new(0u32);
         let runs = std::sync::atomic::AtomicU32::new(0);
