@@ -2,7 +2,7 @@
 //! not really fire and a clean verdict proves nothing (stateright's naming).
 
 use crate::facts::Facts;
-use leaselab_model::{Event, Expiry, History, Holder, Op, Outcome, Token};
+use leaselab_model::{DbName, Event, Expiry, History, Holder, Op, Outcome, Token};
 use std::collections::BTreeMap;
 use std::fmt;
 
@@ -12,11 +12,16 @@ use std::fmt;
 pub enum Sometimes {
     /// A pause landed after a passed local-deadline check and before the holder's next write.
     PauseBetweenCheckAndWrite,
+    /// A pause landed inside a write's transaction after its statements were sent, before its
+    /// commit: a write sent while the lease was valid can still land after it ended.
+    PauseBeforeCommit,
     /// The holder's lease expired (by the database clock) while it was paused.
     ExpiredWhilePaused,
     /// A lease was taken over: a grant with token > 1.
     Takeover,
-    /// A write or publish carried a token lower than one already granted.
+    /// A write or publish reached the resource with a token lower than one already granted:
+    /// one of its statements was sent then, or its commit was (a write sent in time and
+    /// committed late) — once per write.
     StaleWriteAttempted,
     /// A fence statement waited on the floor row lock.
     BlockedOnFloorLock,
@@ -28,8 +33,9 @@ pub enum Sometimes {
 
 impl Sometimes {
     /// Every property, in report order.
-    pub const ALL: [Sometimes; 7] = [
+    pub const ALL: [Sometimes; 8] = [
         Sometimes::PauseBetweenCheckAndWrite,
+        Sometimes::PauseBeforeCommit,
         Sometimes::ExpiredWhilePaused,
         Sometimes::Takeover,
         Sometimes::StaleWriteAttempted,
@@ -42,6 +48,7 @@ impl Sometimes {
     pub const fn name(self) -> &'static str {
         match self {
             Sometimes::PauseBetweenCheckAndWrite => "pause-between-check-and-write",
+            Sometimes::PauseBeforeCommit => "pause-before-commit",
             Sometimes::ExpiredWhilePaused => "expired-while-paused",
             Sometimes::Takeover => "takeover",
             Sometimes::StaleWriteAttempted => "stale-write-attempted",
@@ -115,6 +122,16 @@ pub struct Counter {
     expiry: BTreeMap<Holder, Expiry>,
     paused_at: BTreeMap<Holder, (u64, Expiry)>,
     max_granted: Token,
+    /// Each open transaction on the resource, by actor and connection: the token its
+    /// statements carried (once one was sent), and whether it was already counted stale.
+    writes: BTreeMap<(Holder, String), Writing>,
+}
+
+/// A write transaction under way.
+#[derive(Debug, Default)]
+struct Writing {
+    token: Option<Token>,
+    counted: bool,
 }
 
 impl Counter {
@@ -131,6 +148,13 @@ impl Counter {
             (Op::Pause, _) => {
                 if self.checked.get(&e.actor).copied().unwrap_or(false) {
                     c.bump(Sometimes::PauseBetweenCheckAndWrite);
+                }
+                if self
+                    .writes
+                    .iter()
+                    .any(|((a, _), w)| *a == e.actor && w.token.is_some())
+                {
+                    c.bump(Sometimes::PauseBeforeCommit);
                 }
                 let exp = self
                     .expiry
@@ -154,6 +178,32 @@ impl Counter {
                 self.expiry.insert(holder.clone(), *expires);
             }
             (Op::Restart { .. }, Outcome::Ok) => c.bump(Sometimes::DbRestart),
+            (
+                Op::Begin {
+                    db: DbName::Res, ..
+                },
+                _,
+            ) => {
+                self.writes.insert(
+                    (e.actor.clone(), e.conn_str().to_string()),
+                    Writing::default(),
+                );
+            }
+            (Op::Commit { db: DbName::Res }, _) => {
+                // The commit is when the write reaches the resource: stale if a newer token
+                // was granted since its statements went out.
+                let key = (e.actor.clone(), e.conn_str().to_string());
+                if let Some(w) = self.writes.remove(&key) {
+                    if w.token.is_some_and(|t| t < self.max_granted) && !w.counted {
+                        c.bump(Sometimes::StaleWriteAttempted);
+                    }
+                }
+            }
+            (Op::Rollback { db: DbName::Res } | Op::Disconnect { db: DbName::Res }, _) => {
+                self.writes
+                    .remove(&(e.actor.clone(), e.conn_str().to_string()));
+            }
+            (Op::Crash { db: DbName::Res }, _) => self.writes.clear(),
             _ => {}
         }
         let token = match &e.op {
@@ -165,13 +215,23 @@ impl Counter {
         };
         if let Some(t) = token {
             self.checked.insert(e.actor.clone(), false);
-            if t < self.max_granted
-                && matches!(
-                    e.op,
-                    Op::Write { .. } | Op::Fence { .. } | Op::Publish { .. }
-                )
+            let stale = t < self.max_granted;
+            match self
+                .writes
+                .get_mut(&(e.actor.clone(), e.conn_str().to_string()))
             {
-                c.bump(Sometimes::StaleWriteAttempted);
+                // A statement of an open transaction: the write is counted once, at the first
+                // of its statements sent stale, else at its commit.
+                Some(w) => {
+                    w.token = Some(t);
+                    if stale && !w.counted {
+                        w.counted = true;
+                        c.bump(Sometimes::StaleWriteAttempted);
+                    }
+                }
+                // A write on its own (one call, or an autocommitted statement).
+                None if stale => c.bump(Sometimes::StaleWriteAttempted),
+                None => {}
             }
             if matches!(e.op, Op::Write { .. } | Op::Fence { .. }) && e.outcome == Outcome::Blocked
             {

@@ -1,7 +1,8 @@
 //! The `sometimes` tallies count exactly what they name: one hand-made history in which every
 //! property fires a known number of times, next to near misses that must not count (a pause
 //! after a failed check or after the write, a pause that starts exactly at the expiry, a
-//! write with the newest token, an upsert, a restart that failed).
+//! write with the newest token, a pause in a transaction that sent nothing yet, a stale
+//! write's commit counted again, a restart that failed).
 
 use leaselab_checkers::facts::derive;
 use leaselab_checkers::sometimes::{count, Counts, Sometimes};
@@ -59,7 +60,7 @@ fn every_property_counts_exactly_its_occurrences() {
         ("a", 1710, 1710, Op::fence(1), Outcome::Blocked), // stale, blocked
         ("b", 1720, 1720, Op::upsert("summary", "b", 2), Outcome::Ok),
         ("c", 1730, 1730, Op::publish("k", "c", 1), Outcome::Rejected), // stale
-        ("c", 1740, 1740, Op::upsert("detail", "c", 1), Outcome::Ok),   // an upsert: no
+        ("c", 1740, 1740, Op::upsert("detail", "c", 1), Outcome::Ok),   // autocommitted, stale
         (
             "x",
             1750,
@@ -100,13 +101,35 @@ fn every_property_counts_exactly_its_occurrences() {
         ), // newest: no
         ("a", 6220, 6220, Op::Pause, Outcome::Ok), // after the write: no
         ("a", 6230, 6230, Op::Resume, Outcome::Ok),
+        // A write sent in time and committed late: the upsert carries the newest token, the
+        // holder pauses before its commit, a takeover happens meanwhile, the commit lands.
+        ("a", 6300, 6300, Op::Begin { db: DbName::Res }, Outcome::Ok),
+        ("a", 6310, 6310, Op::upsert("summary", "a", 4), Outcome::Ok), // newest: no
+        ("a", 6320, 6320, Op::Pause, Outcome::Ok),                     // before commit: yes
+        ("f", 7000, 7000, Op::acquire("f", 1000), granted(5, 8000)),   // takeover
+        ("a", 7100, 7100, Op::Resume, Outcome::Ok),
+        ("a", 7110, 7110, Op::Commit { db: DbName::Res }, Outcome::Ok), // stale at commit
+        // In time, once: a pause inside a transaction that sent nothing yet is no pause before
+        // a commit, and a write committed with the newest token is not stale.
+        ("f", 7200, 7200, Op::Begin { db: DbName::Res }, Outcome::Ok),
+        ("f", 7205, 7205, Op::Pause, Outcome::Ok), // nothing sent: no
+        ("f", 7206, 7206, Op::Resume, Outcome::Ok),
+        ("f", 7210, 7210, Op::fence(5), Outcome::Ok),
+        ("f", 7215, 7215, Op::upsert("summary", "f", 5), Outcome::Ok),
+        ("f", 7220, 7220, Op::Commit { db: DbName::Res }, Outcome::Ok), // newest: no
+        // A stale fence and its transaction's commit: one write, counted once.
+        ("a", 7300, 7300, Op::Begin { db: DbName::Res }, Outcome::Ok),
+        ("a", 7310, 7310, Op::fence(4), Outcome::Ok), // stale
+        ("a", 7320, 7320, Op::upsert("summary", "a", 4), Outcome::Ok),
+        ("a", 7330, 7330, Op::Commit { db: DbName::Res }, Outcome::Ok), // counted already
     ]);
     let c = count(&h, &derive(&h));
     let want = [
         (Sometimes::PauseBetweenCheckAndWrite, 2),
+        (Sometimes::PauseBeforeCommit, 1),
         (Sometimes::ExpiredWhilePaused, 3),
-        (Sometimes::Takeover, 3),
-        (Sometimes::StaleWriteAttempted, 3),
+        (Sometimes::Takeover, 4),
+        (Sometimes::StaleWriteAttempted, 6),
         (Sometimes::BlockedOnFloorLock, 2),
         (Sometimes::DbRestart, 1),
         (Sometimes::SkewedClock, 1),
@@ -116,8 +139,8 @@ fn every_property_counts_exactly_its_occurrences() {
     }
     assert_eq!(
         c.to_string(),
-        "pause-between-check-and-write=2 expired-while-paused=3 takeover=3 \
-         stale-write-attempted=3 blocked-on-floor-lock=2 db-restart=1 skewed-clock=1"
+        "pause-between-check-and-write=2 pause-before-commit=1 expired-while-paused=3 \
+         takeover=4 stale-write-attempted=6 blocked-on-floor-lock=2 db-restart=1 skewed-clock=1"
     );
 }
 

@@ -544,3 +544,27 @@ fn every_statement_that_waited_is_answered() {
     }
     assert!(answered > 20, "{answered} answered after waiting");
 }
+
+/// The counters tell the truth: over `sim --seeds 0..50 --fence off`, every run whose verdict
+/// has a stale write kept (I3, acceptance) also counts a stale-write attempt — the write that
+/// was sent while the lease was valid and committed after it ended included — and the sweep
+/// sees pauses before a commit at all.
+#[test]
+fn every_run_that_kept_a_stale_write_counts_a_stale_write_attempt() {
+    let o = opts(FenceMode::Off);
+    let (mut kept, mut paused_before_commit) = (0, 0);
+    for seed in 0..50 {
+        let r = run_seed(seed, &o, Driver::Fast);
+        paused_before_commit += r.report.sometimes.get(Sometimes::PauseBeforeCommit);
+        if r.report.violated(Check::I3) || r.report.violated(Check::Acceptance) {
+            kept += 1;
+            assert!(
+                r.report.sometimes.get(Sometimes::StaleWriteAttempted) > 0,
+                "seed {seed}: a stale write kept, none counted: {}",
+                r.report.sometimes
+            );
+        }
+    }
+    assert!(kept >= 3, "{kept} runs kept a stale write");
+    assert!(paused_before_commit > 0);
+}
