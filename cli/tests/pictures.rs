@@ -527,3 +527,55 @@ fn dom_of(browser: &str, page: &Path) -> String {
         .map_or("page".into(), |s| s.to_string_lossy().into_owned());
     headless(browser, &page.to_string_lossy(), &stem, &["--dump-dom"])
 }
+
+/// Where each pause landed, told: over `sim --seeds 0..50 --fence off`, every failing seed's
+/// shrunk trace is explained with its pause's spot — after the local check, before a commit
+/// with what was already sent, or with no write in flight — and a pause the shrunk setup puts
+/// at the before-commit point is told as one, with its statement sent while the lease was
+/// valid, and drawn as one.
+#[test]
+fn every_failing_seed_says_where_its_pause_landed() {
+    let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("pause-spots");
+    let _ = std::fs::remove_dir_all(&out);
+    let o = out.display().to_string();
+    let (code, printed) = leaselab(&["sim", "--seeds", "0..50", "--fence", "off", "--out", &o]);
+    assert_eq!(code, 1, "{printed}");
+    let mut before_commit = 0;
+    let mut failing = 0;
+    for line in printed
+        .lines()
+        .filter(|l| l.trim_start().starts_with("shrunk: "))
+    {
+        failing += 1;
+        let file = line
+            .trim_start()
+            .strip_prefix("shrunk: ")
+            .and_then(|r| r.split(' ').next())
+            .expect("a file");
+        let (code, told) = leaselab(&["explain", file]);
+        assert_eq!(code, 0, "{told}");
+        for paused in told.lines().filter(|l| l.contains(" was paused")) {
+            assert!(
+                paused.contains("right after its local check passed")
+                    || paused.contains(" before its commit — its ")
+                    || paused.contains("with no write of its in flight"),
+                "{file}: {paused}"
+            );
+        }
+        if line.contains("point=before-commit") {
+            before_commit += 1;
+            assert!(
+                told.contains("was paused before its commit — its upsert with token")
+                    && told.contains("while its lease was valid"),
+                "{file}:\n{told}"
+            );
+            let (_, drawn) = leaselab(&["diagram", file]);
+            assert!(drawn.contains("PAUSED before commit for "), "{drawn}");
+        }
+    }
+    assert!(failing >= 3, "{printed}");
+    assert!(
+        before_commit >= 2,
+        "{before_commit} shrunk pauses before a commit"
+    );
+}

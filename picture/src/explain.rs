@@ -165,9 +165,30 @@ pub fn render(story: &Story, title: &str) -> String {
         if until.is_some_and(|t| p.from > t) || (p.resumed && p.to == p.from) {
             continue;
         }
-        let spot = p.after_check.map_or(String::new(), |d| {
-            format!(", right after its local check passed (deadline t={d} on its own clock) and before its write,")
-        });
+        let spot = match (&p.before_commit, p.after_check) {
+            (Some(w), _) => {
+                // Whether the statement went out while its lease was still held.
+                let lease = story
+                    .holdings
+                    .iter()
+                    .find(|h| h.holder == p.holder && h.token == w.token);
+                let when = match lease {
+                    Some(h) if w.sent <= h.until => {
+                        format!(" while its lease was valid (until t={})", h.until)
+                    }
+                    Some(h) => format!(" after its lease ended at t={}", h.until),
+                    None => String::new(),
+                };
+                format!(
+                    " before its commit — its {} with token {} already sent at t={}{when} —",
+                    w.last, w.token, w.sent
+                )
+            }
+            (None, Some(d)) => format!(
+                ", right after its local check passed (deadline t={d} on its own clock) and before its write,"
+            ),
+            (None, None) => ", with no write of its in flight,".to_string(),
+        };
         let mut line = if p.resumed {
             format!(
                 "- t={}: {} was paused{spot} for {} ms, until t={}",
@@ -184,6 +205,12 @@ pub fn render(story: &Story, title: &str) -> String {
         };
         for x in during.iter().chain(taken.iter()) {
             let _ = write!(line, "; {x}");
+        }
+        if let Some(c) = p.before_commit.as_ref().and_then(|w| w.commit) {
+            let _ = write!(
+                line,
+                "; its commit went out at t={c}: a write sent in time can still land late"
+            );
         }
         told.push((p.from, format!("{line}.")));
     }

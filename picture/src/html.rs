@@ -100,8 +100,16 @@ fn data(story: &Story, title: &str, window: (u64, u64)) -> String {
         .pauses
         .iter()
         .map(|p| {
+            let spot = match &p.before_commit {
+                Some(w) => format!(
+                    " before commit ({} with token {} sent at t={})",
+                    w.last, w.token, w.sent
+                ),
+                None if p.after_check.is_some() => " after the local check".to_string(),
+                None => String::new(),
+            };
             format!(
-                "{{\"lane\":{},\"from\":{},\"to\":{}}}",
+                "{{\"lane\":{},\"spot\":\"{spot}\",\"from\":{},\"to\":{}}}",
                 lane(&p.holder),
                 pos(p.from, p.seqs.0),
                 if ordinal && p.seqs.1 == 0 {
@@ -281,7 +289,7 @@ const SCRIPT: &str = r#"
     if (p.lane < 0 || p.to < d.from || p.from > d.to) return;
     const y = top + p.lane * laneH;
     const r = el('rect', {x: x(clipT(p.from)), y: y + 2, width: Math.max(x(clipT(p.to)) - x(clipT(p.from)), 1), height: laneH - 4, class: 'pause'});
-    el('title', {}, r, 'paused ' + p.from + '–' + p.to + ' ms');
+    el('title', {}, r, 'paused' + p.spot + ' ' + p.from + '–' + p.to + ' ms');
   });
   d.holdings.forEach(h => {
     if (h.lane < 0 || h.until < d.from || h.from > d.to) return;

@@ -18,8 +18,9 @@ pub enum Kind {
     /// The holder's own deadline for this token passed, by its own clock (placed on the
     /// database clock's axis).
     Deadline(Token),
-    /// The holder stopped (`ms` long, `None` if it never resumed).
-    Pause(Option<u64>),
+    /// The holder stopped (`ms` long, `None` if it never resumed); `true`: before a commit,
+    /// statements of its write already sent.
+    Pause(Option<u64>, bool),
     /// The holder ran again after `ms`.
     Resume(u64),
     /// A write attempt and its verdict.
@@ -189,7 +190,10 @@ pub fn all(story: &Story) -> Vec<KeyEvent> {
             p.from,
             p.seqs.0,
             lane(&p.holder),
-            Kind::Pause(p.resumed.then(|| p.to.since(p.from))),
+            Kind::Pause(
+                p.resumed.then(|| p.to.since(p.from)),
+                p.before_commit.is_some(),
+            ),
             r,
         );
         if p.resumed {

@@ -64,9 +64,10 @@ pub fn render(story: &Story) -> String {
             Kind::Release(tok) => {
                 let _ = writeln!(s, "    {h}->>L: release token {} (t={t})", tok.0);
             }
-            Kind::Pause(ms) => {
+            Kind::Pause(ms, before_commit) => {
                 let how = ms.map_or("never resumes".to_string(), |m| format!("{m} ms"));
-                let _ = writeln!(s, "    Note over {h}: t={t} PAUSED ({how})");
+                let spot = if *before_commit { " before commit" } else { "" };
+                let _ = writeln!(s, "    Note over {h}: t={t} PAUSED{spot} ({how})");
             }
             Kind::Resume(ms) => {
                 let _ = writeln!(s, "    Note over {h}: t={t} resumes after {ms} ms");

@@ -61,6 +61,22 @@ pub struct Pause {
     /// The local deadline of the check the holder had just passed when it stopped (F4's spot:
     /// between the local check and the write), if that is where the pause landed.
     pub after_check: Option<Millis>,
+    /// What of a write it had sent when it stopped, its commit still to come: a write started
+    /// in time can land late. `None`: no statement of a write was out.
+    pub before_commit: Option<InFlight>,
+}
+
+/// The statements of a write a holder had sent when a pause stopped it, before their commit.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InFlight {
+    /// The last statement sent: `fence` or `upsert`.
+    pub last: &'static str,
+    /// When it was sent (database clock).
+    pub sent: Millis,
+    /// The token it carried.
+    pub token: Token,
+    /// When the commit went out, if it did within the history.
+    pub commit: Option<Millis>,
 }
 
 /// What the resource did with a write.
@@ -269,7 +285,54 @@ impl Story {
         let mut floor_seen: Option<Token> = None;
         // Each holder's last passed check, cleared by anything else it does.
         let mut last_check: Vec<(Holder, Option<Millis>)> = Vec::new();
+        // Each open write transaction on the resource, by actor and connection: its last
+        // statement sent, and the pause (an index into `pauses`) that stopped it before commit.
+        type Open = (
+            (Holder, Option<leaselab_model::ConnId>),
+            Option<InFlight>,
+            Option<usize>,
+        );
+        let mut open: Vec<Open> = Vec::new();
         for e in &history.events {
+            let conn = (e.actor.clone(), e.conn.clone());
+            match &e.op {
+                Op::Begin {
+                    db: DbName::Res, ..
+                } => {
+                    open.retain(|(k, _, _)| *k != conn);
+                    open.push((conn.clone(), None, None));
+                }
+                Op::Fence { token, .. } | Op::Upsert { token, .. } => {
+                    if let Some(o) = open.iter_mut().find(|(k, _, _)| *k == conn) {
+                        o.1 = Some(InFlight {
+                            last: if matches!(e.op, Op::Fence { .. }) {
+                                "fence"
+                            } else {
+                                "upsert"
+                            },
+                            sent: e.at,
+                            token: *token,
+                            commit: None,
+                        });
+                    }
+                }
+                Op::Commit { db: DbName::Res } => {
+                    if let Some(i) = open.iter().position(|(k, _, _)| *k == conn) {
+                        if let (_, _, Some(p)) = open.remove(i) {
+                            if let Some(w) =
+                                pauses.get_mut(p).and_then(|p| p.before_commit.as_mut())
+                            {
+                                w.commit = Some(e.at);
+                            }
+                        }
+                    }
+                }
+                Op::Rollback { db: DbName::Res } | Op::Disconnect { db: DbName::Res } => {
+                    open.retain(|(k, _, _)| *k != conn);
+                }
+                Op::Crash { db: DbName::Res } => open.clear(),
+                _ => {}
+            }
             let passed = match (&e.op, &e.outcome) {
                 (Op::Check { deadline }, Outcome::Valid) => Some(*deadline),
                 _ => None,
@@ -304,14 +367,24 @@ impl Story {
                 _ => e.op.clone(),
             };
             match (&op, &e.outcome) {
-                (Op::Pause, _) => pauses.push(Pause {
-                    holder: e.actor.clone(),
-                    from: e.at,
-                    to: end,
-                    resumed: false,
-                    seqs: (e.seq, 0),
-                    after_check: before,
-                }),
+                (Op::Pause, _) => {
+                    let sent = open
+                        .iter_mut()
+                        .find(|((h, _), w, _)| *h == e.actor && w.is_some());
+                    let before_commit = sent.and_then(|o| {
+                        o.2 = Some(pauses.len());
+                        o.1.clone()
+                    });
+                    pauses.push(Pause {
+                        holder: e.actor.clone(),
+                        from: e.at,
+                        to: end,
+                        resumed: false,
+                        seqs: (e.seq, 0),
+                        after_check: before,
+                        before_commit,
+                    })
+                }
                 (Op::Resume, _) => {
                     if let Some(p) = pauses
                         .iter_mut()

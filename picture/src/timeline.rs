@@ -35,8 +35,10 @@ fn cell(k: &Kind) -> String {
         Kind::Expire(t) => format!("token {} expires (db clock)", t.0),
         Kind::Release(t) => format!("release token {}", t.0),
         Kind::Deadline(t) => format!("token {} deadline (own clock)", t.0),
-        Kind::Pause(Some(ms)) => format!("PAUSED for {ms} ms ┐"),
-        Kind::Pause(None) => "PAUSED (never resumes) ┐".to_string(),
+        Kind::Pause(Some(ms), false) => format!("PAUSED for {ms} ms ┐"),
+        Kind::Pause(None, false) => "PAUSED (never resumes) ┐".to_string(),
+        Kind::Pause(Some(ms), true) => format!("PAUSED before commit for {ms} ms ┐"),
+        Kind::Pause(None, true) => "PAUSED before commit (never resumes) ┐".to_string(),
         Kind::Resume(ms) => format!("resumes after {ms} ms ┘"),
         Kind::Write(w) => write_cell(w),
         Kind::Mark(m) => match m {
