@@ -579,3 +579,28 @@ fn every_failing_seed_says_where_its_pause_landed() {
         "{before_commit} shrunk pauses before a commit"
     );
 }
+
+/// `explain` of an unfenced seed whose paused holder was told its lease was lost and wrote
+/// anyway says why (a holder checks before it starts a write, not during one); a lease
+/// released early is not told as one the holder still counted on.
+#[test]
+fn explain_says_why_a_holder_told_its_lease_was_lost_still_wrote() {
+    let trace = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("lost-still-wrote.trace");
+    let t = trace.display().to_string();
+    let (code, out) = leaselab(&["sim", "--seed", "3", "--fence", "off", "--trace-out", &t]);
+    assert_eq!(code, 1, "{out}");
+    let (code, told) = leaselab(&["explain", &t]);
+    assert_eq!(code, 0, "{told}");
+    assert!(
+        told.contains("holder-a noted its lease lost, yet the write went on: a holder checks that before it starts a write, not while one is under way"),
+        "{told}"
+    );
+    assert!(
+        told.contains("released it at t=2805; by its own clock it could have counted on it until t=3540, had it kept it"),
+        "{told}"
+    );
+    assert!(
+        !told.contains("released it at t=2805; by its own clock it counted on"),
+        "{told}"
+    );
+}

@@ -3,7 +3,7 @@
 //! would have stopped it.
 
 use crate::key;
-use crate::story::{End, Story, Verdict, Write};
+use crate::story::{End, Mark, Story, Verdict, Write};
 use leaselab_checkers::Check;
 use leaselab_model::{ClientExpiry, FenceMode, LeaseDurability, PublishMode};
 use std::fmt::Write as _;
@@ -119,9 +119,15 @@ pub fn render(story: &Story, title: &str) -> String {
             ),
             End::Open => format!("still held it (valid until t={})", h.until),
         };
-        let own = h.local_until.map_or(String::new(), |l| {
-            format!("; by its own clock it counted on the lease until t={l}")
-        });
+        let own = match (h.local_until, h.end) {
+            (None, _) => String::new(),
+            (Some(l), End::Released) => {
+                format!(
+                    "; by its own clock it could have counted on it until t={l}, had it kept it"
+                )
+            }
+            (Some(l), _) => format!("; by its own clock it counted on the lease until t={l}"),
+        };
         told.push((
             h.from,
             format!(
@@ -262,8 +268,33 @@ fn focus_lines(story: &Story, w: &Write) -> String {
         Verdict::Accepted => format!("The resource ACCEPTED it: {}.", why_accepted(story, w)),
         Verdict::Maybe => "Its commit may or may not have happened (the connection was lost during commit).".to_string(),
     };
+    // Told its lease was lost, and wrote anyway: the write was already under way.
+    let told_lost = story
+        .moments
+        .iter()
+        .filter(|m| m.seq < w.seq)
+        .filter_map(|m| match &m.mark {
+            Mark::Lost(h) if *h == w.holder => Some((m.at, "noted its lease lost".to_string())),
+            Mark::RenewRefused(h, t) if *h == w.holder && *t == w.token => {
+                Some((m.at, format!("had its renew of token {t} refused")))
+            }
+            _ => None,
+        })
+        .filter(|(at, _)| {
+            story
+                .holdings
+                .iter()
+                .any(|h| h.holder == w.holder && h.token == w.token && h.from <= *at)
+        })
+        .next_back()
+        .map_or(String::new(), |(at, what)| {
+            format!(
+                "\n  At t={at} {} {what}, yet the write went on: a holder checks that before it starts a write, not while one is under way — statements already sent go on to their commit.",
+                w.holder
+            )
+        });
     format!(
-        "- t={}: {} wrote {} with token {}{why_stale}: the write was stale (event #{}).\n  {verdict}",
+        "- t={}: {} wrote {} with token {}{why_stale}: the write was stale (event #{}).\n  {verdict}{told_lost}",
         w.at, w.holder, w.target, w.token, w.seq
     )
 }
