@@ -280,13 +280,12 @@ fn focus_lines(story: &Story, w: &Write) -> String {
             }
             _ => None,
         })
-        .filter(|(at, _)| {
+        .rfind(|(at, _)| {
             story
                 .holdings
                 .iter()
                 .any(|h| h.holder == w.holder && h.token == w.token && h.from <= *at)
         })
-        .next_back()
         .map_or(String::new(), |(at, what)| {
             format!(
                 "\n  At t={at} {} {what}, yet the write went on: a holder checks that before it starts a write, not while one is under way — statements already sent go on to their commit.",
