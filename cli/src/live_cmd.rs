@@ -40,7 +40,9 @@ pub struct LiveArgs {
     /// local check, for up to three TTLs), kill (the Redis or etcd server killed with SIGKILL
     /// every two to six TTLs, and started again on its folder), clock (the Redis server's clock
     /// jumped forward by half a TTL to two TTLs every one to four TTLs; on etcd, whose clock
-    /// libfaketime cannot reach, a member paused that long instead), partition (each holder
+    /// libfaketime cannot reach, a member paused that long instead), drift (the Redis server's
+    /// clock running 1.5 to 4 times fast for one to three TTLs, every one to four TTLs),
+    /// partition (each holder
     /// cut off from its lease server, Redis or etcd, or from a minority of Redlock's instances,
     /// for half a TTL to three TTLs every two to six TTLs: nothing crosses until it heals); or
     /// none. On Redlock, kleppmann plays Kleppmann's example instead of clock and partition
@@ -58,7 +60,7 @@ pub struct LiveArgs {
 fn nemesis(s: &str) -> Result<Nemesis, String> {
     Nemesis::parse(s).ok_or_else(|| {
         format!(
-            "`{s}`: the faults are pause, kill, clock, partition and kleppmann, joined by commas (pause,kill), or none"
+            "`{s}`: the faults are pause, kill, clock, drift, partition and kleppmann, joined by commas (pause,kill), or none"
         )
     })
 }
@@ -141,9 +143,17 @@ pub fn main(a: LiveArgs) -> Exit {
         return Exit::Usage;
     }
     if a.nemesis.kleppmann
-        && (store != StoreKind::Redlock || a.holders < 2 || a.nemesis.clock || a.nemesis.partition)
+        && (store != StoreKind::Redlock
+            || a.holders < 2
+            || a.nemesis.clock
+            || a.nemesis.drift
+            || a.nemesis.partition)
     {
-        eprintln!("leaselab live: --nemesis kleppmann plays Kleppmann's example on Redlock: it needs --store redlock and two holders or more, and takes the place of clock and partition (it cuts and jumps itself)");
+        eprintln!("leaselab live: --nemesis kleppmann plays Kleppmann's example on Redlock: it needs --store redlock and two holders or more, and takes the place of clock, drift and partition (it cuts and jumps itself)");
+        return Exit::Usage;
+    }
+    if a.nemesis.drift && !matches!(store, StoreKind::Redis | StoreKind::Redlock) {
+        eprintln!("leaselab live: --nemesis drift runs the Redis server's clock fast: it applies to --store redis and redlock (etcd's clock is out of reach: --nemesis clock pauses a member instead)");
         return Exit::Usage;
     }
     if a.nemesis.clock && store == StoreKind::Pg {
@@ -248,6 +258,20 @@ fn judged(a: &LiveArgs, r: &LiveReport) -> (String, Exit) {
             drawn(a),
             r.jumps.len(),
             r.jumps.iter().sum::<u64>()
+        );
+    }
+    if a.nemesis.drift {
+        let rates: Vec<String> = r
+            .drifts
+            .iter()
+            .map(|(ms, tenths)| format!("{}.{}× for {ms} ms", tenths / 10, tenths % 10))
+            .collect();
+        let _ = writeln!(
+            out,
+            "  the lease server's clock rate{}: fast {} times ({}; every key's time to live ran down that much faster — the history's times are the machine's real clock)",
+            drawn(a),
+            r.drifts.len(),
+            if rates.is_empty() { "never".to_string() } else { rates.join(", ") }
         );
     }
     for h in &r.holders {

@@ -519,3 +519,42 @@ fn redlock_kleppmanns_example_gives_two_holders_at_once() {
     assert_eq!(code, 2, "{out}");
     assert!(out.contains("it needs --store redlock"), "{out}");
 }
+
+/// The Redis server's clock running fast for a while (`drift`: its keys' time to live running
+/// down faster) while holders pause: leases end early by the server's clock — two holders at
+/// once by the history's real clock (I1) — and the scope fence still keeps every stale write
+/// out. Not on etcd (its clock is out of reach).
+#[test]
+fn redis_clock_running_fast_gives_two_holders_at_once_and_the_fence_holds() {
+    if !postgres_for_test("cli::live::redis_drift") || !redis_for_test("cli::live::redis_drift") {
+        return;
+    }
+    let (code, out) = live(
+        "redis-drift",
+        &[
+            "--store",
+            "redis",
+            "--nemesis",
+            "pause,drift",
+            "--time",
+            "10s",
+            "--seed",
+            "1",
+        ],
+    );
+    assert!(
+        out.contains("the lease server's clock rate: fast "),
+        "{out}"
+    );
+    assert!(!out.contains("clock rate: fast 0 times"), "{out}");
+    assert!(out.contains("VIOLATION I1"), "{out}");
+    assert!(!out.contains("VIOLATION I3"), "{out}");
+    assert!(!out.contains("VIOLATION acceptance"), "{out}");
+    assert_eq!(code, 1, "{out}");
+    let (code, out) = common::leaselab(&["live", "--store", "etcd", "--nemesis", "drift"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(
+        out.contains("applies to --store redis and redlock"),
+        "{out}"
+    );
+}

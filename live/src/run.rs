@@ -40,6 +40,8 @@ pub struct Nemesis {
     /// etcd is a Go binary that reads the clock without libc, out of libfaketime's reach: there
     /// a member is paused (SIGSTOP) instead — its clock stands still while the others' runs on.
     pub clock: bool,
+    /// Runs the lease server's clock fast now and then (Redis, Redlock: [`drift_now_and_then`]).
+    pub drift: bool,
     /// Partitions holders from the lease server now and then ([`crate::proxy`]; Redis, etcd;
     /// on Redlock from a minority of its instances, drawn each time).
     pub partition: bool,
@@ -60,6 +62,7 @@ impl Nemesis {
                 "pause" => n.pause = true,
                 "kill" => n.kill = true,
                 "clock" => n.clock = true,
+                "drift" => n.drift = true,
                 "partition" => n.partition = true,
                 "kleppmann" => n.kleppmann = true,
                 _ => return None,
@@ -74,6 +77,7 @@ impl Nemesis {
             (self.pause, "pause"),
             (self.kill, "kill"),
             (self.clock, "clock"),
+            (self.drift, "drift"),
             (self.partition, "partition"),
             (self.kleppmann, "kleppmann"),
         ]
@@ -148,6 +152,9 @@ pub struct LiveReport {
     pub jumps: Vec<u64>,
     /// The clock nemesis paused a member instead of jumping a clock (etcd).
     pub clock_is_pause: bool,
+    /// Each spell of a fast server clock: how long it lasted (ms) and how fast it ran (tenths
+    /// of real time).
+    pub drifts: Vec<(u64, u64)>,
     /// The record files: one per holder, then the observer's final read.
     pub records: Vec<PathBuf>,
     /// Each holder, in order.
@@ -174,6 +181,9 @@ const SERVER_STREAM: u64 = u64::MAX;
 
 /// The server clock's stream.
 const CLOCK_STREAM: u64 = u64::MAX - 1;
+
+/// The server clock's rate's stream.
+const DRIFT_STREAM: u64 = u64::MAX - 2;
 
 /// Holder i's partitions come from stream `PARTITION_STREAMS + i`.
 const PARTITION_STREAMS: u64 = 1 << 32;
@@ -217,6 +227,17 @@ impl Schedule {
         let by = self.0.random_range(ttl_ms / 2..=ttl_ms * 2);
         let which = if n > 1 { self.0.random_range(0..n) } else { 0 };
         (wait, by, which)
+    }
+
+    /// When the server's clock runs fast next (ms after the last spell: one to four TTLs), for
+    /// how long (one to three TTLs), how fast (1.5 to 4 times real time, in tenths), and on
+    /// which of `n` servers (drawn only when there is a choice).
+    fn next_drift(&mut self, ttl_ms: u64, n: usize) -> (u64, u64, u64, usize) {
+        let wait = self.0.random_range(ttl_ms..=ttl_ms * 4);
+        let spell = self.0.random_range(ttl_ms..=ttl_ms * 3);
+        let tenths = self.0.random_range(15..=40);
+        let which = if n > 1 { self.0.random_range(0..n) } else { 0 };
+        (wait, spell, tenths, which)
     }
 
     /// When to kill a server next (ms after it came up: two to six TTLs), how long it stays
@@ -418,6 +439,17 @@ pub fn live(cfg: &LiveCfg, stop: &'static AtomicBool) -> Result<LiveReport, Live
         }
         false => None,
     };
+    // The clock's rate, while the holders run (Redis, Redlock: the caller checks).
+    let drifter = match cfg.nemesis.drift && !urls.is_empty() {
+        true => {
+            let (seed, time_ms, all) = (cfg.seed, cfg.time_ms, servers.clone());
+            Some(std::thread::spawn(move || {
+                let schedule = Schedule::new(seed, DRIFT_STREAM);
+                drift_now_and_then(&all, schedule, (time_ms, ttl), stop)
+            }))
+        }
+        false => None,
+    };
     let mut holders = Vec::new();
     let mut failed = None;
     for t in threads {
@@ -472,6 +504,17 @@ pub fn live(cfg: &LiveCfg, stop: &'static AtomicBool) -> Result<LiveReport, Live
             }
         }
     }
+    let mut drifts = Vec::new();
+    if let Some(d) = drifter {
+        match d.join() {
+            Ok(done) => drifts = done,
+            Err(_) => {
+                failed = failed.or(Some(LiveError::Unexpected(
+                    "the clock drifter's thread panicked".into(),
+                )))
+            }
+        }
+    }
     if let Some(e) = failed {
         return Err(e);
     }
@@ -487,6 +530,7 @@ pub fn live(cfg: &LiveCfg, stop: &'static AtomicBool) -> Result<LiveReport, Live
     Ok(LiveReport {
         kills,
         jumps,
+        drifts,
         clock_is_pause,
         records: files,
         holders,
@@ -635,6 +679,47 @@ fn jump_now_and_then(
             s.signal("-CONT");
         }
         jumps.push(t.elapsed().as_millis() as u64);
+    }
+}
+
+/// Runs a Redis server's clock fast as the schedule says — drawn spells of 1.5 to 4 times real
+/// time — until the run's time is up or it is stopped; each spell that reached the server,
+/// its length and rate. A fast clock, as far as the leases can tell, is one that jumps a
+/// little at every tick: every 50 ms of a spell, every key's time to live is cut by the time
+/// the clock ran ahead in them ([`crate::redis::jump`]), so a key of TTL t lives t / rate.
+fn drift_now_and_then(
+    servers: &Servers,
+    mut schedule: Schedule,
+    (time_ms, ttl_ms): (u64, u64),
+    stop: &AtomicBool,
+) -> Vec<(u64, u64)> {
+    const TICK: u64 = 50;
+    let start = std::time::Instant::now();
+    let over = || stop.load(Ordering::SeqCst) || start.elapsed() >= Duration::from_millis(time_ms);
+    let n = lock(servers).len();
+    let mut spells = Vec::new();
+    loop {
+        let (wait, spell, tenths, which) = schedule.next_drift(ttl_ms, n);
+        let t = std::time::Instant::now();
+        while t.elapsed() < Duration::from_millis(wait) {
+            if over() {
+                return spells;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let Some(url) = lock(servers).get(which).map(Server::url) else {
+            return spells;
+        };
+        let t = std::time::Instant::now();
+        let mut reached = false;
+        while t.elapsed() < Duration::from_millis(spell) && !over() {
+            std::thread::sleep(Duration::from_millis(TICK));
+            // The clock ran (rate − 1) × TICK ahead of real time in this tick.
+            reached |= crate::redis::jump(&url, TICK * (tenths - 10) / 10).is_ok();
+        }
+        if reached {
+            spells.push((t.elapsed().as_millis() as u64, tenths));
+        }
     }
 }
 
@@ -811,13 +896,14 @@ mod tests {
     /// every combination.
     #[test]
     fn every_nemesis_reads_back_as_printed() {
-        for bits in 0u8..32 {
+        for bits in 0u8..64 {
             let n = Nemesis {
                 pause: bits & 1 != 0,
                 kill: bits & 2 != 0,
                 clock: bits & 4 != 0,
                 partition: bits & 8 != 0,
                 kleppmann: bits & 16 != 0,
+                drift: bits & 32 != 0,
             };
             assert_eq!(Nemesis::parse(&n.as_str()), Some(n), "{}", n.as_str());
         }
