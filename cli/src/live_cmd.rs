@@ -38,7 +38,8 @@ pub struct LiveArgs {
     pub time: u64,
     /// The faults, joined by commas: pause (holders stopped with SIGSTOP right after their
     /// local check, for up to three TTLs), kill (the Redis or etcd server killed with SIGKILL
-    /// every two to six TTLs, and started again on its folder), clock (the Redis server's clock
+    /// every two to six TTLs, and started again on its folder; on pg the lease database
+    /// stopped at once and recovered), clock (the Redis server's clock
     /// jumped forward by half a TTL to two TTLs every one to four TTLs; on etcd, whose clock
     /// libfaketime cannot reach, a member paused that long instead), drift (the Redis server's
     /// clock running 1.5 to 4 times fast for one to three TTLs, every one to four TTLs),
@@ -164,10 +165,6 @@ pub fn main(a: LiveArgs) -> Exit {
         eprintln!("leaselab live: --nemesis partition cuts holders off from the lease server: it applies to --store redis and etcd so far");
         return Exit::Usage;
     }
-    if a.nemesis.kill && store == StoreKind::Pg {
-        eprintln!("leaselab live: --nemesis kill kills the lease server: it applies to --store redis and etcd so far (PostgreSQL keeps the resource too)");
-        return Exit::Usage;
-    }
     let Ok(exe) = std::env::current_exe() else {
         eprintln!("leaselab live: cannot find this program to start holder processes");
         return Exit::Usage;
@@ -238,7 +235,12 @@ fn judged(a: &LiveArgs, r: &LiveReport) -> (String, Exit) {
     if a.nemesis.kill {
         let _ = writeln!(
             out,
-            "  the lease server{}: killed {} times ({} ms down in all)",
+            "  the lease {}{}: killed {} times ({} ms down in all)",
+            if a.store == "pg" {
+                "database (PostgreSQL's lease26 cluster: an immediate stop, then WAL recovery; the resource's cluster goes on)"
+            } else {
+                "server"
+            },
             drawn(a),
             r.kills.len(),
             r.kills.iter().sum::<u64>()

@@ -558,3 +558,35 @@ fn redis_clock_running_fast_gives_two_holders_at_once_and_the_fence_holds() {
         "{out}"
     );
 }
+
+/// The source design with its lease database crashed now and then (an immediate stop, then WAL
+/// recovery) while holders pause: the logged lease table keeps its counter, so no token comes
+/// twice, and nothing certain breaks (a call in flight at a crash may leave a violation
+/// possible: exit 6).
+#[test]
+fn pg_with_the_scope_fence_holds_under_pauses_and_lease_database_crashes() {
+    if !postgres_for_test("cli::live::pg_kill") {
+        return;
+    }
+    let (code, out) = live(
+        "pg-kill",
+        &[
+            "--store",
+            "pg",
+            "--nemesis",
+            "pause,kill",
+            "--time",
+            "10s",
+            "--seed",
+            "2",
+        ],
+    );
+    assert!(
+        out.contains("the lease database (PostgreSQL's lease26 cluster: an immediate stop, then WAL recovery; the resource's cluster goes on): killed ")
+            && !out.contains("goes on): killed 0 times"),
+        "{out}"
+    );
+    assert!(!out.contains("VIOLATION"), "{out}");
+    assert!(!out.contains("POSSIBLE I2"), "{out}");
+    assert!(code == 0 || code == 6, "{out}");
+}

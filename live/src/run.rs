@@ -406,10 +406,30 @@ pub fn live(cfg: &LiveCfg, stop: &'static AtomicBool) -> Result<LiveReport, Live
             let (seed, time_ms, all) = (cfg.seed, cfg.time_ms, servers.clone());
             Some(std::thread::spawn(move || {
                 let schedule = Schedule::new(seed, SERVER_STREAM);
-                kill_now_and_then(&all, schedule, (time_ms, ttl), stop)
+                let n = lock(&all).len();
+                let act = |which, up| kill_or_boot(&all, which, up);
+                kill_now_and_then(n, act, schedule, (time_ms, ttl), stop)
             }))
         }
         false => None,
+    };
+    // On PostgreSQL the lease database is the server the killer crashes: the backend goes to
+    // the killer's thread and comes back with it.
+    let mut pg = Some(pg);
+    let pg_killer = match (cfg.nemesis.kill, cfg.store, pg.take()) {
+        (true, StoreKind::Pg, Some(mut lease_pg)) => {
+            let (seed, time_ms) = (cfg.seed, cfg.time_ms);
+            Some(std::thread::spawn(move || {
+                let schedule = Schedule::new(seed, SERVER_STREAM);
+                let act = |_, up| crash_or_restart(&mut lease_pg, up);
+                let (downs, up) = kill_now_and_then(1, act, schedule, (time_ms, ttl), stop);
+                (lease_pg, downs, up)
+            }))
+        }
+        (_, _, kept) => {
+            pg = kept;
+            None
+        }
     };
     // The partitions, one thread per holder.
     let partitioners: Vec<_> = (0..cfg.holders)
@@ -478,6 +498,22 @@ pub fn live(cfg: &LiveCfg, stop: &'static AtomicBool) -> Result<LiveReport, Live
             }
         }
     }
+    if let Some(k) = pg_killer {
+        match k.join() {
+            Ok((back, downs, up)) => {
+                pg = Some(back);
+                kills = downs;
+                if let Err(e) = up {
+                    failed = failed.or(Some(e));
+                }
+            }
+            Err(_) => {
+                failed = failed.or(Some(LiveError::Unexpected(
+                    "the lease database's killer thread panicked".into(),
+                )))
+            }
+        }
+    }
     for (i, p) in partitioners.into_iter().enumerate() {
         match p.join() {
             Ok(cuts) => {
@@ -527,6 +563,7 @@ pub fn live(cfg: &LiveCfg, stop: &'static AtomicBool) -> Result<LiveReport, Live
     files.push(observer);
     // Stopped only now: the holders are done (and the nemeses' threads, which held the others).
     drop(servers);
+    drop(pg);
     Ok(LiveReport {
         kills,
         jumps,
@@ -548,11 +585,13 @@ fn lock(servers: &Servers) -> std::sync::MutexGuard<'_, Vec<Server>> {
 /// The lease servers, shared by the nemeses that act on them.
 type Servers = std::sync::Mutex<Vec<Server>>;
 
-/// Kills a server (kill -9; of a cluster, a member drawn from the schedule) and starts it
+/// Kills one of `n` servers (kill -9; of several, one drawn from the schedule) and starts it
 /// again as the schedule says, until the run's time is up or it is stopped; how long one was
-/// down each time, and whether it came up again every time.
+/// down each time, and whether it came up again every time. `act(which, false)` kills server
+/// `which`, `act(which, true)` starts it again.
 fn kill_now_and_then(
-    servers: &Servers,
+    n: usize,
+    mut act: impl FnMut(usize, bool) -> Result<(), LiveError>,
     mut schedule: Schedule,
     (time_ms, ttl_ms): (u64, u64),
     stop: &AtomicBool,
@@ -563,7 +602,6 @@ fn kill_now_and_then(
             || start.elapsed() + Duration::from_millis(extra) >= Duration::from_millis(time_ms)
     };
     let mut downs = Vec::new();
-    let n = lock(servers).len();
     loop {
         let (up, down, which) = schedule.next_kill(ttl_ms, n);
         let t = std::time::Instant::now();
@@ -576,15 +614,54 @@ fn kill_now_and_then(
         if over(down) {
             return (downs, Ok(()));
         }
-        match lock(servers).get_mut(which) {
-            Some(server) => server.kill(),
-            None => return (downs, Ok(())),
+        if let Err(e) = act(which, false) {
+            return (downs, Err(e));
         }
         std::thread::sleep(Duration::from_millis(down));
         downs.push(down);
-        if let Some(Err(e)) = lock(servers).get_mut(which).map(Server::boot) {
+        if let Err(e) = act(which, true) {
             return (downs, Err(e));
         }
+    }
+}
+
+/// A live server killed (`up` false) or started again on its folder.
+fn kill_or_boot(servers: &Servers, which: usize, up: bool) -> Result<(), LiveError> {
+    match (lock(servers).get_mut(which), up) {
+        (Some(s), true) => s.boot(),
+        (Some(s), false) => {
+            s.kill();
+            Ok(())
+        }
+        (None, _) => Ok(()),
+    }
+}
+
+/// The PostgreSQL lease database crashed (an immediate stop: every backend killed at once,
+/// no checkpoint — what `pg_ctl stop -m immediate` does; F8) or started again with WAL
+/// recovery. The resource database, a cluster of its own, goes on.
+fn crash_or_restart(pg: &mut PgBackend, up: bool) -> Result<(), LiveError> {
+    use leaselab_model::Admin;
+    let (actor, conn) = (
+        leaselab_model::Holder::new("admin"),
+        leaselab_model::ConnId::new("admin"),
+    );
+    let cx = leaselab_model::Ctx {
+        now: leaselab_model::Millis::ZERO,
+        local: leaselab_model::Millis::ZERO,
+        actor: &actor,
+        conn: &conn,
+    };
+    let out = match up {
+        true => pg.restart(&cx, DbName::Lease),
+        false => pg.crash(&cx, DbName::Lease),
+    };
+    match out {
+        Outcome::Ok => Ok(()),
+        other => Err(LiveError::Pg(format!(
+            "the lease database's {}: {other}",
+            if up { "restart" } else { "crash" }
+        ))),
     }
 }
 
