@@ -470,87 +470,37 @@ pub fn live(cfg: &LiveCfg, stop: &'static AtomicBool) -> Result<LiveReport, Live
         }
         false => None,
     };
-    let mut holders = Vec::new();
+    // Every thread is waited for, whatever an earlier one says: the first error is the run's.
     let mut failed = None;
+    let mut holders = Vec::new();
     for t in threads {
-        match t.join() {
-            Ok(Ok(h)) => holders.push(h),
-            Ok(Err(e)) => failed = failed.or(Some(e)),
-            Err(_) => {
-                failed = failed.or(Some(LiveError::Unexpected(
-                    "a holder's thread panicked".into(),
-                )))
-            }
+        if let Some(h) = joined(t, "a holder's", &mut failed).and_then(|r| keep(r, &mut failed)) {
+            holders.push(h);
         }
     }
-    if let Some(k) = killer {
-        match k.join() {
-            Ok((downs, up)) => {
-                kills = downs;
-                if let Err(e) = up {
-                    failed = failed.or(Some(e));
-                }
-            }
-            Err(_) => {
-                failed = failed.or(Some(LiveError::Unexpected(
-                    "the server killer's thread panicked".into(),
-                )))
-            }
-        }
+    if let Some((downs, up)) = killer.and_then(|k| joined(k, "the server killer's", &mut failed)) {
+        kills = downs;
+        keep(up, &mut failed);
     }
-    if let Some(k) = pg_killer {
-        match k.join() {
-            Ok((back, downs, up)) => {
-                pg = Some(back);
-                kills = downs;
-                if let Err(e) = up {
-                    failed = failed.or(Some(e));
-                }
-            }
-            Err(_) => {
-                failed = failed.or(Some(LiveError::Unexpected(
-                    "the lease database's killer thread panicked".into(),
-                )))
-            }
-        }
+    if let Some((back, downs, up)) =
+        pg_killer.and_then(|k| joined(k, "the lease database's killer", &mut failed))
+    {
+        pg = Some(back);
+        kills = downs;
+        keep(up, &mut failed);
     }
     for (i, p) in partitioners.into_iter().enumerate() {
-        match p.join() {
-            Ok(cuts) => {
-                if let Some(h) = holders.get_mut(i) {
-                    h.partitions = cuts;
-                }
-            }
-            Err(_) => {
-                failed = failed.or(Some(LiveError::Unexpected(
-                    "a partition thread panicked".into(),
-                )))
-            }
+        if let (Some(cuts), Some(h)) = (joined(p, "a partition", &mut failed), holders.get_mut(i)) {
+            h.partitions = cuts;
         }
     }
     drop(proxies);
-    let mut jumps = Vec::new();
-    if let Some(j) = jumper {
-        match j.join() {
-            Ok(done) => jumps = done,
-            Err(_) => {
-                failed = failed.or(Some(LiveError::Unexpected(
-                    "the clock jumper's thread panicked".into(),
-                )))
-            }
-        }
-    }
-    let mut drifts = Vec::new();
-    if let Some(d) = drifter {
-        match d.join() {
-            Ok(done) => drifts = done,
-            Err(_) => {
-                failed = failed.or(Some(LiveError::Unexpected(
-                    "the clock drifter's thread panicked".into(),
-                )))
-            }
-        }
-    }
+    let jumps = jumper
+        .and_then(|j| joined(j, "the clock jumper's", &mut failed))
+        .unwrap_or_default();
+    let drifts = drifter
+        .and_then(|d| joined(d, "the clock drifter's", &mut failed))
+        .unwrap_or_default();
     if let Some(e) = failed {
         return Err(e);
     }
@@ -573,6 +523,34 @@ pub fn live(cfg: &LiveCfg, stop: &'static AtomicBool) -> Result<LiveReport, Live
         holders,
         store,
     })
+}
+
+/// What thread `t` (`whose` thread, in an error) returned; `None` if it panicked, which is
+/// `failed` unless an earlier error is.
+fn joined<T>(
+    t: std::thread::JoinHandle<T>,
+    whose: &str,
+    failed: &mut Option<LiveError>,
+) -> Option<T> {
+    match t.join() {
+        Ok(v) => Some(v),
+        Err(_) => {
+            let e = LiveError::Unexpected(format!("{whose} thread panicked"));
+            *failed = failed.take().or(Some(e));
+            None
+        }
+    }
+}
+
+/// `r`'s value, or `None` with its error kept in `failed` unless an earlier error is.
+fn keep<T>(r: Result<T, LiveError>, failed: &mut Option<LiveError>) -> Option<T> {
+    match r {
+        Ok(v) => Some(v),
+        Err(e) => {
+            *failed = failed.take().or(Some(e));
+            None
+        }
+    }
 }
 
 /// The servers, for one nemesis at a time.
