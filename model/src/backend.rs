@@ -137,6 +137,27 @@ pub trait Backend: LeaseStore + FencedResource + Admin {
 #[macro_export]
 macro_rules! delegate_backend {
     ($ty:ty, $self:ident => $inner:expr) => {
+        $crate::delegate_statements!($ty, $self => $inner);
+        impl $crate::Admin for $ty {
+            fn session(&mut $self, cx: &$crate::Ctx<'_>, db: $crate::DbName, step: $crate::SessionStep) -> $crate::Outcome {
+                $inner.session(cx, db, step)
+            }
+            fn crash(&mut $self, cx: &$crate::Ctx<'_>, db: $crate::DbName) -> $crate::Outcome {
+                $inner.crash(cx, db)
+            }
+            fn restart(&mut $self, cx: &$crate::Ctx<'_>, db: $crate::DbName) -> $crate::Outcome {
+                $inner.restart(cx, db)
+            }
+        }
+    };
+}
+
+/// Implements [`LeaseStore`] and [`FencedResource`] (not [`Admin`]) for `$ty` by delegating
+/// every method to `$inner`: a backend that keeps its own sessions but picks the statements
+/// an operation runs (the PostgreSQL adapter: the source design's or a user's).
+#[macro_export]
+macro_rules! delegate_statements {
+    ($ty:ty, $self:ident => $inner:expr) => {
         impl $crate::LeaseStore for $ty {
             fn acquire(&mut $self, cx: &$crate::Ctx<'_>, lease: &$crate::LeaseName, holder: &$crate::Holder, ttl_ms: u64) -> $crate::Outcome {
                 $inner.acquire(cx, lease, holder, ttl_ms)
@@ -175,17 +196,6 @@ macro_rules! delegate_backend {
             }
             fn count_attempts(&mut $self, cx: &$crate::Ctx<'_>, writer: &$crate::Holder, outcome: $crate::AttemptOutcome) -> $crate::Outcome {
                 $inner.count_attempts(cx, writer, outcome)
-            }
-        }
-        impl $crate::Admin for $ty {
-            fn session(&mut $self, cx: &$crate::Ctx<'_>, db: $crate::DbName, step: $crate::SessionStep) -> $crate::Outcome {
-                $inner.session(cx, db, step)
-            }
-            fn crash(&mut $self, cx: &$crate::Ctx<'_>, db: $crate::DbName) -> $crate::Outcome {
-                $inner.crash(cx, db)
-            }
-            fn restart(&mut $self, cx: &$crate::Ctx<'_>, db: $crate::DbName) -> $crate::Outcome {
-                $inner.restart(cx, db)
             }
         }
     };

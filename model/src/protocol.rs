@@ -48,6 +48,16 @@ pub fn admit(db: &mut impl Admits, conn: &ConnId) -> Option<Outcome> {
     }
 }
 
+/// A one-shot write (fence and upsert as one operation) on a connection whose client holds a
+/// transaction open: refused (`in-transaction`). The one-shot write is its own transaction —
+/// `BEGIN` … `COMMIT`, or each statement autocommitted — and inside an open one its `BEGIN`
+/// would only warn (manual, BEGIN: "Issuing BEGIN when already inside a transaction block will
+/// provoke a warning") while its `COMMIT` would end the holder's transaction with it; a holder
+/// inside a transaction writes step by step (`fence`, `upsert`) instead.
+pub fn refuse_one_shot_write(in_txn: bool) -> Option<Outcome> {
+    in_txn.then_some(Outcome::Error(Reason::InTransaction))
+}
+
 /// Whether a plain UPDATE waits: its WHERE qualifies the version it sees and another
 /// transaction holds the row lock. (A REPEATABLE READ conflict fails before this.)
 pub fn update_waits(qualifies: bool, locked_by_other: bool) -> bool {

@@ -26,8 +26,10 @@ pub fn audit_schedule(
     let mut history = whole_ops(pg, schedule, ops, &terms, |pg, intent, e| {
         if intent.b % 5 == 4 && pausable(&e.op) {
             let after = usize::from(intent.a % 3);
-            pg.pause_next(after);
             pauses.insert(e.seq, after);
+            pg.apply_paused(e, after)
+        } else {
+            apply_event(pg, e)
         }
     });
     if ops.read_part {
@@ -51,14 +53,14 @@ fn pausable(op: &Op) -> bool {
     )
 }
 
-/// The whole-operation client's run of `schedule` on any backend; `before` sees each event
-/// before it runs.
+/// The whole-operation client's run of `schedule` on any backend; `apply` runs each event
+/// (`apply_event`, or with a pause inside it).
 fn whole_ops<B: LeaseStore + FencedResource + Admin>(
     b: &mut B,
     schedule: &Schedule,
     ops: WholeOps,
     terms: &Terms,
-    mut before: impl FnMut(&mut B, &Intent, &Event),
+    mut apply: impl FnMut(&mut B, &Intent, &Event) -> Outcome,
 ) -> History {
     let mut client = Client::whole_operations(schedule.actors, ops).with_terms(terms);
     let mut history = History::default();
@@ -66,8 +68,7 @@ fn whole_ops<B: LeaseStore + FencedResource + Admin>(
         let Some(e) = client.event(intent) else {
             continue;
         };
-        before(b, intent, &e);
-        let got = apply_event(b, &e);
+        let got = apply(b, intent, &e);
         client.observe(&e, &got);
         let mut recorded = e;
         recorded.outcome = got;
@@ -93,7 +94,9 @@ pub fn cross_check(
     };
     let run_pg = |pg: &mut PgBackend| -> Result<History, PgError> {
         pg.reset(&config)?;
-        let mut h = whole_ops(pg, schedule, ops, &Terms::default(), |_, _, _| {});
+        let mut h = whole_ops(pg, schedule, ops, &Terms::default(), |b, _, e| {
+            apply_event(b, e)
+        });
         if ops.read_part {
             read_back(pg, &mut h);
         }
@@ -102,7 +105,9 @@ pub fn cross_check(
     let a = run_pg(spec)?;
     let b = run_pg(builtin)?;
     let mut model = Model::new(config.clone());
-    let mut m = whole_ops(&mut model, schedule, ops, &Terms::default(), |_, _, _| {});
+    let mut m = whole_ops(&mut model, schedule, ops, &Terms::default(), |b, _, e| {
+        apply_event(b, e)
+    });
     if ops.read_part {
         read_back(&mut model, &mut m);
     }

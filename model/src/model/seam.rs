@@ -91,8 +91,8 @@ impl FencedResource for Model {
         if let Some(o) = self.res.admit(cx.conn) {
             return o;
         }
-        if self.res.in_txn(cx.conn) {
-            return Outcome::Error(Reason::InTransaction);
+        if let Some(o) = crate::protocol::refuse_one_shot_write(self.res.in_txn(cx.conn)) {
+            return o;
         }
         if self.res.uses_txn() {
             self.res.engine.begin(cx.conn, cx.now, false);

@@ -1,17 +1,15 @@
-//! `FencedResource` on PostgreSQL: one-shot and step-wise writes under every fence mode,
+//! `FencedResource` with the source design's SQL: one-shot and step-wise writes under every fence mode,
 //! publishes and reads.
 
 use super::error::*;
-use super::spec_ops::Args;
+use super::seam::SourceSql;
 use super::state::*;
 use super::statements::*;
-use crate::spec::OpKind;
-use leaselab_model::Reason;
 use leaselab_model::{
     AttemptOutcome, Ctx, DbName, FencedResource, Holder, Outcome, Part, PartRow, Scope, Token,
 };
 
-impl FencedResource for PgBackend {
+impl FencedResource for SourceSql<'_> {
     fn write(
         &mut self,
         cx: &Ctx<'_>,
@@ -20,27 +18,16 @@ impl FencedResource for PgBackend {
         content: &str,
         token: Token,
     ) -> Outcome {
-        let args = Args {
-            lease: self.spec_lease(),
-            holder: cx.actor.to_string(),
-            token: token.0 as i64,
-            scope: scope.to_string(),
-            part: part.to_string(),
-            content: content.to_string(),
-            ..Args::default()
-        };
-        if let Some(o) = self.spec_op(cx, OpKind::Write, args) {
+        let be = &mut *self.0;
+        let (c, s, in_txn) = session_or_return!(be, DbName::Res, cx);
+        if let Some(o) = leaselab_model::protocol::refuse_one_shot_write(in_txn) {
             return o;
         }
-        let (c, s, in_txn) = session_or_return!(self, DbName::Res, cx);
-        if in_txn {
-            return Outcome::Error(Reason::InTransaction);
-        }
-        let now = self.now_for(false, cx.now);
-        let mode = self.config.fence;
-        let txn = self.uses_txn(DbName::Res);
-        let w = Self::write_args(cx, scope, part, content, token);
-        self.run(DbName::Res, cx.conn, async move {
+        let now = be.now_for(false, cx.now);
+        let mode = be.config.fence;
+        let txn = be.uses_txn(DbName::Res);
+        let w = PgBackend::write_args(cx, scope, part, content, token);
+        be.run(DbName::Res, cx.conn, async move {
             let r: Result<Outcome, Outcome> = async {
                 set_now(&c, &s, now).await.map_err(stmt_err)?;
                 if txn {
@@ -82,14 +69,12 @@ impl FencedResource for PgBackend {
     }
 
     fn fence(&mut self, cx: &Ctx<'_>, scope: &Scope, token: Token) -> Outcome {
-        if self.spec.is_some() {
-            return Outcome::Error(Reason::Other("spec-writes-are-one-shot".into()));
-        }
-        let (c, s, in_txn) = session_or_return!(self, DbName::Res, cx);
-        let now = self.now_for(in_txn, cx.now);
-        let mode = self.config.fence;
-        let w = Self::write_args(cx, scope, &Part::new(""), "", token);
-        self.run(DbName::Res, cx.conn, async move {
+        let be = &mut *self.0;
+        let (c, s, in_txn) = session_or_return!(be, DbName::Res, cx);
+        let now = be.now_for(in_txn, cx.now);
+        let mode = be.config.fence;
+        let w = PgBackend::write_args(cx, scope, &Part::new(""), "", token);
+        be.run(DbName::Res, cx.conn, async move {
             let r: Result<Out, Out> = async {
                 flatten(set_now(&c, &s, now).await.map_err(stmt_err))?;
                 if flatten(fence(&c, &s, mode, &w).await)? {
@@ -117,14 +102,12 @@ impl FencedResource for PgBackend {
         content: &str,
         token: Token,
     ) -> Outcome {
-        if self.spec.is_some() {
-            return Outcome::Error(Reason::Other("spec-writes-are-one-shot".into()));
-        }
-        let (c, s, in_txn) = session_or_return!(self, DbName::Res, cx);
-        let now = self.now_for(in_txn, cx.now);
-        let mode = self.config.fence;
-        let w = Self::write_args(cx, scope, part, content, token);
-        self.run(DbName::Res, cx.conn, async move {
+        let be = &mut *self.0;
+        let (c, s, in_txn) = session_or_return!(be, DbName::Res, cx);
+        let now = be.now_for(in_txn, cx.now);
+        let mode = be.config.fence;
+        let w = PgBackend::write_args(cx, scope, part, content, token);
+        be.run(DbName::Res, cx.conn, async move {
             let r: Result<Out, Out> = async {
                 flatten(set_now(&c, &s, now).await.map_err(stmt_err))?;
                 let pass = flatten(upsert(&c, &s, mode, &w).await)?;
@@ -148,26 +131,16 @@ impl FencedResource for PgBackend {
     }
 
     fn publish(&mut self, cx: &Ctx<'_>, key: &str, content: &str, token: Token) -> Outcome {
-        let args = Args {
-            lease: self.spec_lease(),
-            holder: cx.actor.to_string(),
-            token: token.0 as i64,
-            key: key.to_string(),
-            content: content.to_string(),
-            ..Args::default()
-        };
-        if let Some(o) = self.spec_op(cx, OpKind::Publish, args) {
-            return o;
-        }
-        let (c, s, in_txn) = session_or_return!(self, DbName::Res, cx);
-        let now = self.now_for(in_txn, cx.now);
+        let be = &mut *self.0;
+        let (c, s, in_txn) = session_or_return!(be, DbName::Res, cx);
+        let now = be.now_for(in_txn, cx.now);
         let (k, ct, wr, t) = (
             key.to_string(),
             content.to_string(),
             cx.actor.to_string(),
             token.0 as i64,
         );
-        self.run(DbName::Res, cx.conn, async move {
+        be.run(DbName::Res, cx.conn, async move {
             one_row(
                 &c,
                 &s,
@@ -183,9 +156,10 @@ impl FencedResource for PgBackend {
     }
 
     fn read_floor(&mut self, cx: &Ctx<'_>, scope: &Scope) -> Outcome {
-        let (c, s, _) = session_or_return!(self, DbName::Res, cx);
+        let be = &mut *self.0;
+        let (c, s, _) = session_or_return!(be, DbName::Res, cx);
         let sc = scope.to_string();
-        self.rt.block_on(async move {
+        be.rt.block_on(async move {
             match st(&s.floor_read) {
                 Ok(q) => match c.query_opt(q, &[&sc]).await {
                     Ok(r) => Outcome::Floor(r.map(|r| Token(r.get::<_, i64>(0) as u64))),
@@ -197,18 +171,10 @@ impl FencedResource for PgBackend {
     }
 
     fn read_part(&mut self, cx: &Ctx<'_>, scope: &Scope, part: &Part) -> Outcome {
-        let args = Args {
-            lease: self.spec_lease(),
-            scope: scope.to_string(),
-            part: part.to_string(),
-            ..Args::default()
-        };
-        if let Some(o) = self.spec_op(cx, OpKind::ReadPart, args) {
-            return o;
-        }
-        let (c, s, _) = session_or_return!(self, DbName::Res, cx);
+        let be = &mut *self.0;
+        let (c, s, _) = session_or_return!(be, DbName::Res, cx);
         let (sc, p) = (scope.to_string(), part.to_string());
-        self.rt.block_on(async move {
+        be.rt.block_on(async move {
             match st(&s.read_part) {
                 Ok(q) => match c.query_opt(q, &[&sc, &p]).await {
                     Ok(r) => Outcome::Part(r.map(|r| PartRow {
@@ -224,9 +190,10 @@ impl FencedResource for PgBackend {
     }
 
     fn read_publish(&mut self, cx: &Ctx<'_>, key: &str) -> Outcome {
-        let (c, s, _) = session_or_return!(self, DbName::Res, cx);
+        let be = &mut *self.0;
+        let (c, s, _) = session_or_return!(be, DbName::Res, cx);
         let k = key.to_string();
-        self.rt.block_on(async move {
+        be.rt.block_on(async move {
             match st(&s.read_publish) {
                 Ok(q) => match c.query_opt(q, &[&k]).await {
                     Ok(r) => Outcome::Published(r.map(|r| PartRow {
@@ -247,9 +214,10 @@ impl FencedResource for PgBackend {
         writer: &Holder,
         outcome: AttemptOutcome,
     ) -> Outcome {
-        let (c, s, _) = session_or_return!(self, DbName::Res, cx);
+        let be = &mut *self.0;
+        let (c, s, _) = session_or_return!(be, DbName::Res, cx);
         let (w, acc) = (writer.to_string(), outcome == AttemptOutcome::Accepted);
-        self.rt.block_on(async move {
+        be.rt.block_on(async move {
             match st(&s.count) {
                 Ok(q) => match c.query_one(q, &[&w, &acc]).await {
                     Ok(r) => Outcome::Count(r.get::<_, i64>(0) as u64),

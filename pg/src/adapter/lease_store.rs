@@ -1,13 +1,11 @@
-//! `LeaseStore` on PostgreSQL: acquire, renew, release with the source's SQL.
+//! `LeaseStore` with the source design's SQL: acquire, renew, release, read the lease.
 
 use super::error::*;
-use super::spec_ops::Args;
-use super::state::*;
+use super::seam::SourceSql;
 use super::statements::*;
-use crate::spec::OpKind;
 use leaselab_model::{Ctx, DbName, Holder, LeaseName, LeaseRow, LeaseStore, Outcome, Token};
 
-impl LeaseStore for PgBackend {
+impl LeaseStore for SourceSql<'_> {
     fn acquire(
         &mut self,
         cx: &Ctx<'_>,
@@ -15,19 +13,11 @@ impl LeaseStore for PgBackend {
         holder: &Holder,
         ttl_ms: u64,
     ) -> Outcome {
-        let args = Args {
-            lease: lease.to_string(),
-            holder: holder.to_string(),
-            ttl_ms: ttl_ms as i64,
-            ..Args::default()
-        };
-        if let Some(o) = self.spec_op(cx, OpKind::Acquire, args) {
-            return o;
-        }
-        let (c, s, in_txn) = session_or_return!(self, DbName::Lease, cx);
-        let now = self.now_for(in_txn, cx.now);
+        let be = &mut *self.0;
+        let (c, s, in_txn) = session_or_return!(be, DbName::Lease, cx);
+        let now = be.now_for(in_txn, cx.now);
         let (name, h) = (lease.to_string(), holder.to_string());
-        self.run(DbName::Lease, cx.conn, async move {
+        be.run(DbName::Lease, cx.conn, async move {
             let grant = |r: &tokio_postgres::Row| {
                 let t: i64 = r.get(0);
                 Ok(Outcome::Granted {
@@ -58,20 +48,11 @@ impl LeaseStore for PgBackend {
         token: Token,
         ttl_ms: u64,
     ) -> Outcome {
-        let args = Args {
-            lease: lease.to_string(),
-            holder: holder.to_string(),
-            ttl_ms: ttl_ms as i64,
-            token: token.0 as i64,
-            ..Args::default()
-        };
-        if let Some(o) = self.spec_op(cx, OpKind::Renew, args) {
-            return o;
-        }
-        let (c, s, in_txn) = session_or_return!(self, DbName::Lease, cx);
-        let now = self.now_for(in_txn, cx.now);
+        let be = &mut *self.0;
+        let (c, s, in_txn) = session_or_return!(be, DbName::Lease, cx);
+        let now = be.now_for(in_txn, cx.now);
         let (name, h, t) = (lease.to_string(), holder.to_string(), token.0 as i64);
-        self.run(DbName::Lease, cx.conn, async move {
+        be.run(DbName::Lease, cx.conn, async move {
             let renewed = |r: &tokio_postgres::Row| {
                 Ok(Outcome::Renewed {
                     expires: ms_of_us(r.get(0))?,
@@ -99,19 +80,11 @@ impl LeaseStore for PgBackend {
         holder: &Holder,
         token: Token,
     ) -> Outcome {
-        let args = Args {
-            lease: lease.to_string(),
-            holder: holder.to_string(),
-            token: token.0 as i64,
-            ..Args::default()
-        };
-        if let Some(o) = self.spec_op(cx, OpKind::Release, args) {
-            return o;
-        }
-        let (c, s, in_txn) = session_or_return!(self, DbName::Lease, cx);
-        let now = self.now_for(in_txn, cx.now);
+        let be = &mut *self.0;
+        let (c, s, in_txn) = session_or_return!(be, DbName::Lease, cx);
+        let now = be.now_for(in_txn, cx.now);
         let (name, h, t) = (lease.to_string(), holder.to_string(), token.0 as i64);
-        self.run(DbName::Lease, cx.conn, async move {
+        be.run(DbName::Lease, cx.conn, async move {
             one_row(
                 &c,
                 &s,
@@ -127,9 +100,10 @@ impl LeaseStore for PgBackend {
     }
 
     fn read_lease(&mut self, cx: &Ctx<'_>, lease: &LeaseName) -> Outcome {
-        let (c, s, _) = session_or_return!(self, DbName::Lease, cx);
+        let be = &mut *self.0;
+        let (c, s, _) = session_or_return!(be, DbName::Lease, cx);
         let name = lease.to_string();
-        self.rt.block_on(async move {
+        be.rt.block_on(async move {
             let r: Result<Outcome, Outcome> = async {
                 let row = c
                     .query_opt(st(&s.read_lease)?, &[&name])

@@ -12,9 +12,12 @@
 //! `conn-lost` once) are the same as the model's; the data semantics are PostgreSQL's.
 //!
 //! - `state`: what the adapter holds; `throwaway`: clusters, schema, reset, crash-restart;
-//! - `session`: sessions, lock waits, settling, orphans; `statements`: the source's SQL;
-//! - `lease_store`, `fenced_resource`, `admin`: the seam's traits; `snapshot`: committed state;
-//! - `error`: the adapter's errors and statement errors as outcomes.
+//! - `session`: sessions, lock waits, settling, orphans; `admin`: the seam's sessions and
+//!   faults; `snapshot`: committed state; `error`: the adapter's errors and statement errors
+//!   as outcomes;
+//! - `seam`: the two statement sets and which one an operation runs; the source design's:
+//!   `statements` (its SQL), `lease_store`, `fenced_resource`; a user's spec: `spec_run` (the
+//!   checked spec, prepared), `spec_ops` (running an operation's statements), `spec_seam`.
 
 // `session` first: its `session_or_return!` is used by the trait impls below.
 #[macro_use]
@@ -23,9 +26,11 @@ mod admin;
 mod error;
 mod fenced_resource;
 mod lease_store;
+mod seam;
 mod snapshot;
 mod spec_ops;
 mod spec_run;
+mod spec_seam;
 mod state;
 mod statements;
 mod throwaway;

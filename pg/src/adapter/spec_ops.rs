@@ -4,11 +4,12 @@
 //! and the virtual clock are the adapter's, unchanged.
 
 use super::error::*;
+use super::seam::SpecSql;
 use super::state::*;
 use super::statements::*;
 use crate::spec::{OpKind, Param, Shape, StatementKind};
 use leaselab_model::Reason;
-use leaselab_model::{Ctx, DbName, Expiry, Millis, Outcome, Token};
+use leaselab_model::{Ctx, Expiry, Millis, Outcome, Token};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use tokio_postgres::types::{FromSql, ToSql, Type};
@@ -218,30 +219,24 @@ async fn exec(
     Ok(ran)
 }
 
-impl PgBackend {
-    /// Runs the spec's `kind` for `cx` with `args`; `None` when the backend runs no spec.
-    pub(super) fn spec_op(&mut self, cx: &Ctx<'_>, kind: OpKind, args: Args) -> Option<Outcome> {
-        let run = self.spec.clone()?;
+impl SpecSql<'_> {
+    /// Runs the spec's `kind` for `cx` with `args`.
+    pub(super) fn op(&mut self, cx: &Ctx<'_>, kind: OpKind, args: Args) -> Outcome {
+        let run = self.run.clone();
         // A pause belongs to this operation even if it never reaches the server (a database
         // down, a lost connection): it must not move on to a later one.
-        let pause_next = self.pause_next.take();
+        let pause_next = self.pause.take();
+        let be = &mut *self.be;
         let Some(at) = run.spec.ops.iter().position(|o| o.kind == kind) else {
-            return Some(Outcome::Error(Reason::other(format!(
-                "spec-has-no-{}",
-                kind.as_str()
-            ))));
+            return Outcome::Error(Reason::other(format!("spec-has-no-{}", kind.as_str())));
         };
-        let db = if kind.on_lease_side() {
-            DbName::Lease
-        } else {
-            DbName::Res
-        };
-        if let Some(o) = self.admit(db, cx.conn) {
-            return Some(o);
+        let db = kind.db();
+        if let Some(o) = be.admit(db, cx.conn) {
+            return o;
         }
-        let (c, st, in_txn) = match self.session(db, cx.conn) {
+        let (c, st, in_txn) = match be.session(db, cx.conn) {
             Ok(s) => s,
-            Err(o) => return Some(o),
+            Err(o) => return o,
         };
         let op = &run.spec.ops[at];
         let shape = run.shapes[at].clone();
@@ -266,9 +261,9 @@ impl PgBackend {
             (false, false) => Mode::Autocommit,
         };
         // Inside a held transaction `now()` is its start, set at its BEGIN.
-        let now = self.now_for(in_txn, cx.now);
+        let now = be.now_for(in_txn, cx.now);
         let began = match in_txn {
-            true => self.began(db, cx.conn),
+            true => be.began(db, cx.conn),
             false => now,
         };
         let ttl = args.ttl_ms;
@@ -290,10 +285,10 @@ impl PgBackend {
         };
         let flag = hold.as_ref().map(|p| p.at.clone());
         // Before the task runs: `settle` must know of the pause point from the start.
-        if let Some(s) = self.sides[db.index()].sessions.get_mut(cx.conn) {
+        if let Some(s) = be.sides[db.index()].sessions.get_mut(cx.conn) {
             s.paused = hold;
         }
-        let o = self.run_pausable(
+        let o = be.run_pausable(
             db,
             cx.conn,
             async move {
@@ -338,18 +333,11 @@ impl PgBackend {
             flag,
         );
         if o != Outcome::Blocked {
-            if let Some(s) = self.sides[db.index()].sessions.get_mut(cx.conn) {
+            if let Some(s) = be.sides[db.index()].sessions.get_mut(cx.conn) {
                 s.paused = None;
             }
         }
-        Some(o)
-    }
-
-    /// The next spec operation pauses after its statement `after` (0-based; after its last,
-    /// that is before COMMIT), until the holder's `await`: a holder stopped inside its
-    /// operation, with its transaction and locks held.
-    pub fn pause_next(&mut self, after: usize) {
-        self.pause_next = Some(after);
+        o
     }
 }
 

@@ -28,11 +28,7 @@ pub(super) async fn prepare_spec(
 ) -> Result<Prepared, tokio_postgres::Error> {
     let mut out = Vec::new();
     for op in &run.spec.ops {
-        let side = if op.kind.on_lease_side() {
-            DbName::Lease
-        } else {
-            DbName::Res
-        };
+        let side = op.kind.db();
         let mut v = Vec::new();
         for s in &op.statements {
             if side != db || s.kind == StatementKind::Utility {

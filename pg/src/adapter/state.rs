@@ -100,8 +100,6 @@ pub struct PgBackend {
     pub(super) virtual_time: bool,
     /// The user's schema and statements instead of the source design's (`leaselab audit`).
     pub(super) spec: Option<Arc<super::spec_run::SpecRun>>,
-    /// The next spec operation pauses after this statement (0-based; clamped to its last).
-    pub(super) pause_next: Option<usize>,
     /// Waits that ran out their bound ([`super::session::STUCK`]) instead of ending in an
     /// answer: each made a step as slow as the bound, so a run with any is not at full speed
     /// (see [`super::PgBackend::waits_out_of_bound`]).

@@ -89,7 +89,6 @@ impl PgBackend {
             sides,
             virtual_time,
             spec: None,
-            pause_next: None,
             out_of_bound: 0,
             schema_builds: 0,
             restore: [None, None],

@@ -63,7 +63,8 @@ pub async fn check(spec: &Spec, lease: &Client, res: &Client) -> Result<Vec<Shap
     }
     let mut shapes = Vec::new();
     for op in &spec.ops {
-        let c = if op.kind.on_lease_side() || spec.databases == Databases::One {
+        let c = if op.kind.db() == leaselab_model::DbName::Lease || spec.databases == Databases::One
+        {
             lease
         } else {
             res

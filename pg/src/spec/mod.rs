@@ -93,9 +93,13 @@ impl OpKind {
         !matches!(self, OpKind::ReadPart | OpKind::Publish)
     }
 
-    /// The database its statements run on (with [`Databases::One`], both are one).
-    pub fn on_lease_side(self) -> bool {
-        matches!(self, OpKind::Acquire | OpKind::Renew | OpKind::Release)
+    /// The database its statements run on: the lease calls on the lease database, the rest
+    /// on the resource's (with [`Databases::One`], both are one cluster).
+    pub fn db(self) -> leaselab_model::DbName {
+        match self {
+            OpKind::Acquire | OpKind::Renew | OpKind::Release => leaselab_model::DbName::Lease,
+            OpKind::Write | OpKind::ReadPart | OpKind::Publish => leaselab_model::DbName::Res,
+        }
     }
 }
 

@@ -162,15 +162,6 @@ fn with_literals(sql: &str, params: &[Param], value: &dyn Fn(Param) -> Literal) 
     out
 }
 
-/// The database an operation of `kind` runs on.
-fn db_of(kind: OpKind) -> DbName {
-    if kind.on_lease_side() {
-        DbName::Lease
-    } else {
-        DbName::Res
-    }
-}
-
 /// The scripts that rerun `h` (recorded by `leaselab audit` on `spec`, with its `pauses`):
 /// `run.sh`, `setup-lease.sql`, `setup-resource.sql` and one `sessions/<session>.sql` each.
 pub fn scripts(spec: &Spec, h: &History, pauses: &BTreeMap<u64, usize>, title: &str) -> Files {
@@ -189,7 +180,7 @@ pub fn scripts(spec: &Spec, h: &History, pauses: &BTreeMap<u64, usize>, title: &
                 let _ = writeln!(driver, "recorded {n} 'the spec has no {}'", kind.as_str());
                 continue;
             };
-            let db = db_of(kind);
+            let db = kind.db();
             let s = session_name(db, e);
             if down[db.index()] || !reached_server(&e.outcome) {
                 // The adapter answered without the server (down, connection lost).
@@ -635,7 +626,7 @@ pub fn expected(h: &History) -> BTreeMap<u64, String> {
     let mut open: BTreeMap<String, u64> = BTreeMap::new();
     for e in &h.events {
         if let Some((kind, _)) = operation(e, "") {
-            let s = session_name(db_of(kind), e);
+            let s = session_name(kind.db(), e);
             if e.outcome == Outcome::Blocked {
                 open.insert(s, e.seq);
             } else {
