@@ -323,8 +323,7 @@ pub fn replay_cmd(
     trace_file: &Path,
     pg_dir: &Path,
 ) -> Result<Exit, CliError> {
-    let t = Trace::read(trace_file)?;
-    let schedule = crate::schedule_file::schedule_of(trace_file, &t, "audit --gen")?;
+    let (t, schedule) = crate::schedule_file::read(trace_file, "audit --gen")?;
     let (spec, mut pg) = load_as(file, pg_dir, o)?;
     let (h, _) =
         leaselab_pg::audit::audit_schedule(&mut pg, &schedule, leaselab_pg::audit::ops_of(&spec))?;

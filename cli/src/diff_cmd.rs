@@ -430,8 +430,7 @@ pub fn replay_cmd(
     wrong: Option<leaselab_model::model::WrongRule>,
     pg_dir: &Path,
 ) -> Result<Exit, CliError> {
-    let t = Trace::read(trace_file)?;
-    let schedule = crate::schedule_file::schedule_of(trace_file, &t, "diff --gen")?;
+    let (t, schedule) = crate::schedule_file::read(trace_file, "diff --gen")?;
     let mut pg = PgBackend::throwaway(pg_dir)?;
     let r = diff_schedule(&mut pg, &schedule, wrong)?;
     let same = crate::schedule_file::compare(&t.history.events, &r.history.events);

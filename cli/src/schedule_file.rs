@@ -8,9 +8,16 @@ use leaselab_model::Event;
 use leaselab_trace::Trace;
 use std::path::Path;
 
-/// The schedule `t` (read from `file`) holds; an error names the file, line and field, or says
-/// that the trace holds no schedule (`written_by`: the command whose traces do).
-pub fn schedule_of(file: &Path, t: &Trace, written_by: &str) -> Result<Schedule, CliError> {
+/// The trace in `file` and the schedule it holds; an error names the file, line and field, or
+/// says that the trace holds no schedule (`written_by`: the command whose traces do).
+pub fn read(file: &Path, written_by: &str) -> Result<(Trace, Schedule), CliError> {
+    let name = file.display().to_string();
+    let text =
+        std::fs::read_to_string(file).map_err(|error| leaselab_trace::TraceFileError::Read {
+            path: name.clone(),
+            error,
+        })?;
+    let t = Trace::parse(&text, &name)?;
     // An audit's trace names its spec; a differential's names none. Run by the other command
     // it would replay a schedule against statements it was not drawn for, and say so only as
     // "step #1 differs".
@@ -18,42 +25,23 @@ pub fn schedule_of(file: &Path, t: &Trace, written_by: &str) -> Result<Schedule,
     match (&t.spec, audit) {
         (Some(spec), false) => {
             return Err(CliError::Input(format!(
-                "{}: the trace of an audit of {spec}: replay it with `leaselab audit {spec} --replay {}`",
-                file.display(),
-                file.display()
+                "{name}: the trace of an audit of {spec}: replay it with `leaselab audit {spec} --replay {name}`"
             )))
         }
         (None, true) if t.setup.iter().any(|l| l.starts_with("schedule")) => {
             return Err(CliError::Input(format!(
-                "{}: the trace of a `diff --gen` search (it names no spec): replay it with `leaselab diff --replay {}`",
-                file.display(),
-                file.display()
+                "{name}: the trace of a `diff --gen` search (it names no spec): replay it with `leaselab diff --replay {name}`"
             )))
         }
         _ => {}
     }
-    Schedule::from_setup_lines(&t.config, &t.setup)
-        .map_err(|e| {
-            let text = std::fs::read_to_string(file).unwrap_or_default();
-            let line = text
-                .lines()
-                .enumerate()
-                .filter(|(_, l)| l.starts_with("setup "))
-                .nth(e.index)
-                .map_or(0, |(n, _)| n + 1);
-            CliError::Input(format!(
-                "{}:{line}: field {}: {}",
-                file.display(),
-                e.field,
-                e.message
-            ))
-        })?
-        .ok_or_else(|| {
-            CliError::Input(format!(
-                "{}: no `setup schedule` line: only the traces `{written_by}` writes hold the schedule to replay",
-                file.display()
-            ))
-        })
+    let lines = Trace::header_lines(&text, "setup");
+    let schedule = Schedule::from_setup_lines(&t.config, &name, &lines)?.ok_or_else(|| {
+        CliError::Input(format!(
+            "{name}: no `setup schedule` line: only the traces `{written_by}` writes hold the schedule to replay"
+        ))
+    })?;
+    Ok((t, schedule))
 }
 
 /// Whether a rerun answered every step as recorded, else the first step that differs.

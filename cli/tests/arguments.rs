@@ -193,7 +193,10 @@ fn diff_replay_names_what_is_missing_or_wrong_in_the_trace() {
     std::fs::write(&bad, text).expect("write");
     let (code, _, err) = common::leaselab_apart(&["diff", "--replay", &bad.display().to_string()]);
     assert_eq!(code, Some(2), "{err}");
-    assert!(err.contains("bad.trace:6: field kind"), "{err}");
+    assert!(
+        err.contains("bad.trace:6: field `kind`: unknown kind `fly`"),
+        "{err}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 

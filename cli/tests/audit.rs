@@ -593,7 +593,7 @@ fn every_command_audit_prints_runs_as_printed() {
         (
             text.replacen(" kind=", " kind=jump-", 1),
             format!(
-                "{}:{line}: field kind: unknown kind `jump-",
+                "{}:{line}: field `kind`: unknown kind `jump-",
                 bad_trace.display()
             ),
         ),

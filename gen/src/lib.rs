@@ -26,7 +26,6 @@
 pub mod holders;
 pub mod search;
 mod text;
-pub use text::SetupError;
 
 use leaselab_model::names::defaults;
 use leaselab_model::Reason;

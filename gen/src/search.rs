@@ -492,7 +492,9 @@ mod tests {
                 .borrow()
                 .iter()
                 .position(|l| {
-                    let s = Schedule::from_setup_lines(&Default::default(), l)
+                    let numbered: Vec<(usize, &str)> =
+                        l.iter().map(String::as_str).enumerate().collect();
+                    let s = Schedule::from_setup_lines(&Default::default(), "drawn", &numbered)
                         .ok()
                         .flatten();
                     s.is_some_and(|s| fails(&s, k).is_some())

@@ -17,6 +17,7 @@
 //! the schedule's and are left alone.
 
 use crate::{Intent, Kind, Schedule};
+use leaselab_model::text::{Fields, TextError};
 use leaselab_model::Config;
 
 impl Kind {
@@ -67,18 +68,6 @@ impl Kind {
     }
 }
 
-/// A `setup` line of a schedule that cannot be read: which one (0-based among the trace's
-/// `setup` lines), which field, and why.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SetupError {
-    /// The index of the line among the trace's `setup` lines.
-    pub index: usize,
-    /// The field (`actors`, `actor`, `kind`, `a`, `b`, or the line's kind).
-    pub field: String,
-    /// What is wrong.
-    pub message: String,
-}
-
 impl Schedule {
     /// The schedule as `setup` lines (without the `setup ` word), for a trace.
     pub fn setup_lines(&self) -> Vec<String> {
@@ -95,73 +84,54 @@ impl Schedule {
         lines
     }
 
-    /// The schedule a trace's `setup` lines hold, with the trace's `config`: `Ok(None)` when
-    /// they hold none (no `schedule` line).
+    /// The schedule a trace's `setup` lines hold — each with its line number in `file`
+    /// (`leaselab_trace::header_lines`) — with the trace's `config`: `Ok(None)` when they hold
+    /// none (no `schedule` line). The words are read by the one `key=value` reader of every
+    /// trace line ([`Fields`]), so an error names the file, the line and the field.
     pub fn from_setup_lines(
         config: &Config,
-        lines: &[String],
-    ) -> Result<Option<Schedule>, SetupError> {
+        file: &str,
+        lines: &[(usize, &str)],
+    ) -> Result<Option<Schedule>, TextError> {
         let mut actors: Option<usize> = None;
         let mut intents = Vec::new();
-        for (index, line) in lines.iter().enumerate() {
-            let err = |field: &str, message: String| SetupError {
-                index,
-                field: field.to_string(),
-                message,
+        for &(line, text) in lines {
+            let words: Vec<&str> = text.split_whitespace().collect();
+            let Some((&kind, rest)) = words.split_first() else {
+                continue;
             };
-            let mut words = line.split_whitespace();
-            let kind = words.next().unwrap_or_default();
-            let fields: Vec<(&str, &str)> = words
-                .map(|w| w.split_once('=').unwrap_or((w, "")))
-                .collect();
-            let value = |name: &str| -> Result<&str, SetupError> {
-                fields
-                    .iter()
-                    .find(|(k, _)| *k == name)
-                    .map(|(_, v)| *v)
-                    .ok_or_else(|| err(name, format!("missing `{name}=`")))
-            };
-            let small = |name: &str| -> Result<u8, SetupError> {
-                let v = value(name)?;
-                v.parse()
-                    .map_err(|_| err(name, format!("`{v}` is not a number from 0 to 255")))
-            };
-            let unknown = |known: &[&str]| -> Result<(), SetupError> {
-                match fields.iter().find(|(k, _)| !known.contains(k)) {
-                    Some((k, _)) => Err(err(k, format!("unknown field `{k}`"))),
-                    None => Ok(()),
-                }
+            if kind != "schedule" && kind != "intent" {
+                continue;
+            }
+            let mut f = Fields::read(file, line, rest)?;
+            let small = |f: &mut Fields<'_>, name: &str| -> Result<u8, TextError> {
+                f.parse(name, "a number from 0 to 255")
             };
             match kind {
                 "schedule" => {
                     if actors.is_some() {
-                        return Err(err("schedule", "a second `schedule` line".into()));
+                        return Err(f.err("schedule", "a second `schedule` line"));
                     }
-                    unknown(&["actors"])?;
-                    let v = value("actors")?;
+                    let v = f.take("actors")?;
                     let n: usize = v
                         .parse()
                         .ok()
                         .filter(|n| (2..=4).contains(n))
-                        .ok_or_else(|| err("actors", format!("`{v}` is not 2, 3 or 4")))?;
+                        .ok_or_else(|| f.err("actors", format!("`{v}` is not 2, 3 or 4")))?;
                     actors = Some(n);
                 }
-                "intent" => {
+                _ => {
                     let Some(n) = actors else {
-                        return Err(err(
-                            "intent",
-                            "an `intent` line before the `schedule` line".into(),
-                        ));
+                        return Err(f.err("intent", "an `intent` line before the `schedule` line"));
                     };
-                    unknown(&["actor", "kind", "a", "b"])?;
-                    let actor = small("actor")?;
+                    let actor = small(&mut f, "actor")?;
                     if usize::from(actor) >= n {
-                        return Err(err(
+                        return Err(f.err(
                             "actor",
                             format!("session {actor} of a schedule of {n} (0 to {})", n - 1),
                         ));
                     }
-                    let k = value("kind")?;
+                    let k = f.take("kind")?;
                     let kind =
                         Kind::ALL
                             .into_iter()
@@ -169,19 +139,17 @@ impl Schedule {
                             .ok_or_else(|| {
                                 let names: Vec<&str> =
                                     Kind::ALL.iter().map(|x| x.as_str()).collect();
-                                err(
+                                f.err(
                                     "kind",
                                     format!("unknown kind `{k}` (one of {})", names.join(", ")),
                                 )
                             })?;
-                    intents.push(Intent {
-                        actor,
-                        kind,
-                        a: small("a")?,
-                        b: small("b")?,
-                    });
+                    let (a, b) = (small(&mut f, "a")?, small(&mut f, "b")?);
+                    intents.push(Intent { actor, kind, a, b });
                 }
-                _ => {}
+            }
+            if let Some(k) = f.leftover() {
+                return Err(f.err(k, format!("unknown field `{k}`")));
             }
         }
         Ok(actors.map(|actors| Schedule {
@@ -196,8 +164,8 @@ impl Schedule {
 mod tests {
     use super::*;
 
-    fn lines(text: &str) -> Vec<String> {
-        text.lines().map(str::to_string).collect()
+    fn lines(text: &str) -> Vec<(usize, &str)> {
+        text.lines().enumerate().map(|(i, l)| (i + 1, l)).collect()
     }
 
     #[test]
@@ -216,15 +184,17 @@ mod tests {
                 })
                 .collect(),
         };
-        let mut l = vec!["sim driver=fast".to_string()];
-        l.extend(s.setup_lines());
-        let back = Schedule::from_setup_lines(&s.config, &l)
+        let mut text = vec!["sim driver=fast".to_string()];
+        text.extend(s.setup_lines());
+        let text = text.join("\n");
+        let l = lines(&text);
+        let back = Schedule::from_setup_lines(&s.config, "t", &l)
             .expect("reads")
             .expect("a schedule");
         assert_eq!(back.actors, 3);
         assert_eq!(back.intents, s.intents);
         assert!(matches!(
-            Schedule::from_setup_lines(&s.config, &l[..1]),
+            Schedule::from_setup_lines(&s.config, "t", &l[..1]),
             Ok(None)
         ));
     }
@@ -232,30 +202,40 @@ mod tests {
     #[test]
     fn each_bad_line_names_its_field() {
         let c = Config::default();
-        for (text, index, field) in [
-            ("intent actor=0 kind=acquire a=0 b=0", 0, "intent"),
-            ("schedule actors=5", 0, "actors"),
-            ("schedule actors=2\nschedule actors=3", 1, "schedule"),
+        for (text, line, field) in [
+            ("intent actor=0 kind=acquire a=0 b=0", 1, "intent"),
+            ("schedule actors=5", 1, "actors"),
+            ("schedule actors=2\nschedule actors=3", 2, "schedule"),
             (
                 "schedule actors=2\nintent actor=2 kind=acquire a=0 b=0",
-                1,
+                2,
                 "actor",
             ),
             (
                 "schedule actors=2\nintent actor=0 kind=jump a=0 b=0",
-                1,
+                2,
                 "kind",
             ),
             (
                 "schedule actors=2\nintent actor=0 kind=acquire a=256 b=0",
-                1,
+                2,
                 "a",
             ),
-            ("schedule actors=2\nintent actor=0 kind=acquire a=1", 1, "b"),
-            ("schedule actors=2 holders=2", 0, "holders"),
+            ("schedule actors=2\nintent actor=0 kind=acquire a=1", 2, "b"),
+            ("schedule actors=2 holders=2", 1, "holders"),
+            ("schedule actors=2 actors=3", 1, "actors"),
+            (
+                "schedule actors=2\nintent actor=0 kind=acquire a",
+                2,
+                "kind",
+            ),
         ] {
-            let e = Schedule::from_setup_lines(&c, &lines(text)).expect_err(text);
-            assert_eq!((e.index, e.field.as_str()), (index, field), "{text}: {e:?}");
+            let e = Schedule::from_setup_lines(&c, "t.trace", &lines(text)).expect_err(text);
+            assert_eq!(
+                (e.file.as_str(), e.line, e.field.as_str()),
+                ("t.trace", line, field),
+                "{text}: {e:?}"
+            );
         }
     }
 }

@@ -195,20 +195,9 @@ impl Reader<'_> {
     }
 
     fn read(&self, text: &str, trace: Trace) -> Result<FromTrace, SetupError> {
-        // Line numbers of the setup and fault lines, in file order (the header ends at `events`).
-        let mut setup: Vec<(usize, &str)> = Vec::new();
-        let mut faults: Vec<(usize, &str)> = Vec::new();
-        for (i, raw) in text.lines().enumerate() {
-            let line = raw.trim_end_matches('\r');
-            if line == "events" {
-                break;
-            }
-            if let Some(rest) = line.strip_prefix("setup ") {
-                setup.push((i + 1, rest));
-            } else if let Some(rest) = line.strip_prefix("fault ") {
-                faults.push((i + 1, rest));
-            }
-        }
+        // Line numbers of the setup and fault lines, in file order.
+        let mut setup = Trace::header_lines(text, "setup");
+        let mut faults = Trace::header_lines(text, "fault");
         let legacy = setup.is_empty();
         if legacy {
             // Format v1 before `setup` lines: the settings were the first `fault` lines.

@@ -66,6 +66,22 @@ impl Trace {
         Ok(Trace::parse(&text, &name)?)
     }
 
+    /// The header lines of `kind` (`setup`, `fault`) in a trace's `text`, each with its line
+    /// number (from 1) and without its first word: what a reader of those lines needs to name
+    /// the line at fault. The header ends at `events`.
+    pub fn header_lines<'a>(text: &'a str, kind: &str) -> Vec<(usize, &'a str)> {
+        text.lines()
+            .map(|l| l.trim_end_matches('\r'))
+            .take_while(|l| *l != "events")
+            .enumerate()
+            .filter_map(|(i, l)| {
+                l.strip_prefix(kind)
+                    .and_then(|r| r.strip_prefix(' '))
+                    .map(|r| (i + 1, r))
+            })
+            .collect()
+    }
+
     /// Writes the trace's canonical text to `path` (every command that writes a trace writes
     /// it this way, so `read` gives back the same trace).
     pub fn save(&self, path: &std::path::Path) -> Result<(), TraceFileError> {
