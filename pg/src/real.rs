@@ -80,16 +80,16 @@ pub async fn connect(info: &str) -> Result<Client, RealError> {
     Ok(c)
 }
 
-// Both return the expiry they set, in ms since the epoch, for the recorders: what the server
-// reported is what a recorded history carries.
-const ACQUIRE_REAL: &str = "INSERT INTO lease AS l (name, holder, token, expires_at)
-VALUES ($1, $2, 1, now() + make_interval(secs => $3::float8 / 1000))
-ON CONFLICT (name) DO UPDATE SET holder = EXCLUDED.holder, token = l.token + 1, expires_at = EXCLUDED.expires_at
-WHERE l.expires_at <= now() RETURNING l.token, floor(extract(epoch FROM l.expires_at) * 1000)::int8";
-const RENEW_REAL: &str =
-    "UPDATE lease SET expires_at = now() + make_interval(secs => $1::float8 / 1000)
-WHERE name = $2 AND holder = $3 AND token = $4 AND expires_at > now()
-RETURNING floor(extract(epoch FROM expires_at) * 1000)::int8";
+/// The source design's acquire (`sql::acquire`), its expiry in ms since the Unix epoch by the
+/// server's clock: what the recorders write.
+fn acquire_sql() -> String {
+    sql::acquire_returning(0, &sql::expiry_epoch_ms("l.expires_at"))
+}
+
+/// The source design's renew, returning its expiry as [`acquire_sql`] does.
+fn renew_sql() -> String {
+    sql::renew_returning(false, &sql::expiry_epoch_ms("expires_at"))
+}
 
 /// The source design's acquire on the lease table: the new token and the expiry it set (ms
 /// since the epoch, by the server's `now()`), or `None` while another holder's lease is valid.
@@ -101,7 +101,7 @@ pub async fn acquire(
 ) -> Result<Option<(Token, i64)>, RealError> {
     let args: [&(dyn tokio_postgres::types::ToSql + Sync); 3] = [&lease, &holder, &(ttl_ms as f64)];
     Ok(client
-        .query_opt(ACQUIRE_REAL, &args)
+        .query_opt(&acquire_sql(), &args)
         .await
         .ctx("acquire")?
         .map(|r| (Token(r.get::<_, i64>(0) as u64), r.get(1))))
@@ -119,7 +119,7 @@ pub async fn renew(
     let args: [&(dyn tokio_postgres::types::ToSql + Sync); 4] =
         [&(ttl_ms as f64), &lease, &holder, &(token.0 as i64)];
     Ok(client
-        .query_opt(RENEW_REAL, &args)
+        .query_opt(&renew_sql(), &args)
         .await
         .ctx("renew")?
         .map(|r| r.get(0)))
@@ -596,7 +596,7 @@ pub fn race_experiment(lease: &str, ttl_ms: u64) -> Result<(Vec<usize>, i64), Re
             for (i, c) in clients.iter().enumerate() {
                 let (c, barrier) = (c.clone(), barrier.clone());
                 hs.push(tokio::spawn(async move {
-                    let stmt = c.prepare(ACQUIRE_REAL).await.ok()?;
+                    let stmt = c.prepare(&acquire_sql()).await.ok()?;
                     barrier.wait().await;
                     c.query_opt(
                         &stmt,
@@ -645,7 +645,7 @@ pub fn long_txn_experiment(lease: &str) -> Result<LongTxnReport, RealError> {
     rt.block_on(async {
         let long = connect(lease).await?;
         let auto = connect(lease).await?;
-        auto.query_opt(ACQUIRE_REAL, &[&"report-job", &"holder-a", &300f64])
+        auto.query_opt(&acquire_sql(), &[&"report-job", &"holder-a", &300f64])
             .await
             .ctx("acquire")?;
         long.batch_execute("BEGIN").await.ctx("begin")?;
@@ -670,12 +670,12 @@ pub fn long_txn_experiment(lease: &str) -> Result<LongTxnReport, RealError> {
             .ctx("expired")?
             .get(0);
         let inside = long
-            .query_opt(ACQUIRE_REAL, &[&"report-job", &"holder-b", &300f64])
+            .query_opt(&acquire_sql(), &[&"report-job", &"holder-b", &300f64])
             .await
             .ctx("acquire inside")?;
         long.batch_execute("COMMIT").await.ctx("commit")?;
         let outside = auto
-            .query_opt(ACQUIRE_REAL, &[&"report-job", &"holder-b", &300f64])
+            .query_opt(&acquire_sql(), &[&"report-job", &"holder-b", &300f64])
             .await
             .ctx("acquire outside")?;
         Ok(LongTxnReport {
@@ -711,13 +711,13 @@ pub fn crash_prefix(lease: &str, res: &str) -> Result<(), RealError> {
     rt.block_on(async {
         let l = connect(lease).await?;
         let r = connect(res).await?;
-        l.query_opt(ACQUIRE_REAL, &[&"report-job", &"holder-b", &1500f64])
+        l.query_opt(&acquire_sql(), &[&"report-job", &"holder-b", &1500f64])
             .await
             .ctx("acquire b")?;
         l.execute(sql::RELEASE, &[&"report-job", &"holder-b", &1i64])
             .await
             .ctx("release")?;
-        l.query_opt(ACQUIRE_REAL, &[&"report-job", &"holder-a", &1500f64])
+        l.query_opt(&acquire_sql(), &[&"report-job", &"holder-a", &1500f64])
             .await
             .ctx("acquire a")?;
         write(&r, true, "holder-a", 2, "A-2").await?;
@@ -754,7 +754,7 @@ pub fn crash_suffix(lease: &str, res: &str) -> Result<CrashReport, RealError> {
         let give_up = Instant::now() + Duration::from_secs(60);
         while rep.next_token.is_none() && Instant::now() < give_up {
             rep.next_token = l
-                .query_opt(ACQUIRE_REAL, &[&"report-job", &"holder-b", &1500f64])
+                .query_opt(&acquire_sql(), &[&"report-job", &"holder-b", &1500f64])
                 .await
                 .ctx("acquire")?
                 .map(|r| r.get(0));

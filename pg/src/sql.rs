@@ -50,11 +50,22 @@ CREATE TABLE write_attempt (
 CREATE TABLE publish (key text PRIMARY KEY, content text NOT NULL, writer text NOT NULL, token bigint NOT NULL);
 ";
 
+/// `expires_at` as milliseconds since the Unix epoch by the server's clock: what the real-time
+/// holders record (a recorded history carries what the server reported).
+pub fn expiry_epoch_ms(col: &str) -> String {
+    format!("floor(extract(epoch FROM {col}) * 1000)::int8")
+}
+
 /// Acquire: one atomic statement; a returned row means success. With a lock-delay (Chubby; 0
 /// in the source design, whose statement is then unchanged) an expired row is taken over only
 /// that long after its expiry; `'-infinity' + interval` stays `-infinity`, so a released lease
-/// is free at once.
+/// is free at once. The expiry is returned in virtual microseconds ([`expiry_us`]).
 pub fn acquire(lock_delay_ms: u64) -> String {
+    acquire_returning(lock_delay_ms, &expiry_us("l.expires_at"))
+}
+
+/// [`acquire`] returning the token and `expiry` (an expression over `l.expires_at`).
+pub fn acquire_returning(lock_delay_ms: u64, expiry: &str) -> String {
     let expired = if lock_delay_ms == 0 {
         "l.expires_at <= now()".to_string()
     } else {
@@ -68,23 +79,26 @@ ON CONFLICT (name) DO UPDATE
        token = l.token + 1,
        expires_at = EXCLUDED.expires_at
  WHERE {expired}
-RETURNING l.token, {}",
-        expiry_us("l.expires_at")
+RETURNING l.token, {expiry}"
     )
 }
 
 /// Renew: never after expiry (unless the renew-after-expiry mistake is on).
 pub fn renew(after_expiry: bool) -> String {
+    renew_returning(after_expiry, &expiry_us("expires_at"))
+}
+
+/// [`renew`] returning `expiry` (an expression over `expires_at`).
+pub fn renew_returning(after_expiry: bool, expiry: &str) -> String {
     format!(
         "UPDATE lease SET expires_at = now() + make_interval(secs => $1::float8 / 1000)
  WHERE name = $2 AND holder = $3 AND token = $4{}
-RETURNING {}",
+RETURNING {expiry}",
         if after_expiry {
             ""
         } else {
             " AND expires_at > now()"
         },
-        expiry_us("expires_at")
     )
 }
 
