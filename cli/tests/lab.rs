@@ -256,3 +256,19 @@ fn the_lab_passes_on_postgres_too() {
         );
     }
 }
+
+/// G3 says which clock each of its two checks read: the wall clock stepped back (its check
+/// passes against the wall-clock deadline) and the monotonic one (its check says expired),
+/// and the timeline gives each check the deadline it compared with.
+#[test]
+fn g3_names_the_clock_each_check_read() {
+    let res = lab::run(Some("G3"), None).expect("lab runs");
+    for needle in [
+        "note [G3] two clocks of holder-a at t=250: its wall clock, stepped back 200 ms, reads 50",
+        "its monotonic clock reads 250 since the request",
+        "local check ✓ (own clock 50 ≤ 100)",
+        "local check ✗ (deadline 100)",
+    ] {
+        assert!(res.text.contains(needle), "no `{needle}`:\n{}", res.text);
+    }
+}

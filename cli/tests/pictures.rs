@@ -398,7 +398,8 @@ fn a_whole_run_shows_its_gaps_and_every_violation_in_time_order() {
             "#{seq} is not told:\n{words}"
         );
     }
-    assert!(words.contains(" more time"), "{words}");
+    // The second violation of a check is told with what it is.
+    assert!(words.contains("\n  also: scope daily-report: "), "{words}");
 }
 
 /// The HTML page of a whole simulation run (1,264 steps) is cropped to the span around its
@@ -511,6 +512,11 @@ fn f6_shows_the_floor_reads_the_regression_and_the_wait() {
             && !words.contains("paused for 0 ms"),
         "{words}"
     );
+    // A second violation of the same check says what it is, not only its events.
+    assert!(
+        words.contains("\n  also: ") && !words.contains("more time"),
+        "{words}"
+    );
     let (code, out) = leaselab(&["diagram", "traces/F6b-b-first.trace"]);
     assert_eq!(code, 0, "{out}");
     let wait = out.find("waits for a row lock").expect("the wait");
@@ -518,6 +524,36 @@ fn f6_shows_the_floor_reads_the_regression_and_the_wait() {
         .find("fence token 1 ✗ rejected STALE")
         .expect("the refusal");
     assert!(wait < refused, "{out}");
+    // Both orders: holder-a's lane on the left, and the uncommitted fence the other holder
+    // waits on is drawn before the wait.
+    for (trace, holds) in [
+        (
+            "traces/F6b-b-first.trace",
+            "fence token 2 ✓, floor row locked",
+        ),
+        (
+            "traces/F6b-a-first.trace",
+            "fence token 1 ✓, floor row locked",
+        ),
+    ] {
+        let (code, out) = leaselab(&["diagram", trace]);
+        assert_eq!(code, 0, "{out}");
+        let head = out.lines().next().unwrap_or_default();
+        assert!(
+            head.find("holder-a") < head.find("holder-b") && head.contains("holder-a"),
+            "{trace}: {out}"
+        );
+        let held = out.find(holds).unwrap_or_else(|| panic!("{trace}: {out}"));
+        assert!(
+            held < out.find("waits for a row lock").unwrap_or(0),
+            "{trace}: {out}"
+        );
+        let (_, mermaid) = leaselab(&["diagram", "--mermaid", trace]);
+        assert!(
+            mermaid.contains("passes: the floor row stays locked until its commit"),
+            "{trace}: {mermaid}"
+        );
+    }
 }
 
 /// The DOM of `page` once its script has drawn it, in a Chromium profile named after the page.

@@ -8,6 +8,9 @@ use leaselab_checkers::Check;
 use leaselab_model::{ClientExpiry, FenceMode, LeaseDurability, PublishMode};
 use std::fmt::Write as _;
 
+/// How many further violations of one check `explain` spells out.
+const MORE_SHOWN: usize = 3;
+
 /// What the resource's fence does, in one sentence.
 pub fn fence_words(f: FenceMode) -> &'static str {
     match f {
@@ -318,23 +321,23 @@ fn verdict(story: &Story, s: &mut String) {
             }
             seen.push(v.check);
             let _ = writeln!(s, "- {} broke: {}", v.check, v.message);
-            let more: Vec<String> = story
+            // Each further violation of the check says what it is, not only where: the same
+            // check can break between two reads of the floor and again between two writes.
+            let more: Vec<_> = story
                 .violations
                 .iter()
                 .filter(|x| x.check == v.check)
                 .skip(1)
-                .map(|x| {
-                    let ev: Vec<String> = x.events.iter().map(|e| format!("#{e}")).collect();
-                    format!("events {}", ev.join(" and "))
-                })
                 .collect();
-            if !more.is_empty() {
+            for x in more.iter().take(MORE_SHOWN) {
+                let _ = writeln!(s, "  also: {}", x.message);
+            }
+            if more.len() > MORE_SHOWN {
+                let rest = more.len() - MORE_SHOWN;
                 let _ = writeln!(
                     s,
-                    "  and {} more time{}: {}",
-                    more.len(),
-                    if more.len() == 1 { "" } else { "s" },
-                    more.join("; ")
+                    "  and {rest} more time{} of the same check",
+                    if rest == 1 { "" } else { "s" },
                 );
             }
             let fix = safeguard(story, v.check);

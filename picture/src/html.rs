@@ -174,6 +174,16 @@ fn data(story: &Story, title: &str, window: (u64, u64)) -> String {
                 m.seq,
                 js(&format!("{h}'s statement waits for a row lock"))
             )),
+            Mark::HoldsFloor(h, token) => Some(format!(
+                "{{\"lane\":{},\"at\":{},\"seq\":{},\"label\":\"fence ✓ locks floor\",\"tip\":{}}}",
+                lane(h),
+                pos(m.at, m.seq),
+                m.seq,
+                js(&format!(
+                    "{h}'s fence with token {} passed: the floor row stays locked until its commit",
+                    token.0
+                ))
+            )),
             _ => None,
         })
         .collect();

@@ -224,10 +224,10 @@ pub fn all(story: &Story) -> Vec<KeyEvent> {
         let (l, rank) = match &m.mark {
             Mark::Crash(_) | Mark::Restart(_) => (None, 2),
             Mark::Lost(h) => (lane(h), 3),
-            Mark::RenewRefused(h, _) | Mark::CheckExpired(h) => (lane(h), 6),
+            Mark::RenewRefused(h, _) | Mark::CheckExpired(h, ..) => (lane(h), 6),
             Mark::CheckPassed(h, ..) => (lane(h), if Some(m) == check_before { 1 } else { 8 }),
             Mark::FloorCheckPassed(h, _) => (lane(h), 1),
-            Mark::Waits(h) => (lane(h), 2),
+            Mark::Waits(h) | Mark::HoldsFloor(h, _) => (lane(h), 2),
             Mark::Floor(_, back) => (None, if back.is_some() { 0 } else { 7 }),
         };
         push(m.at, m.seq, l, Kind::Mark(m.mark.clone()), rank);

@@ -99,7 +99,13 @@ pub fn render(story: &Story) -> String {
                     Mark::Restart(db) => format!("{} database restarts", db.as_str()),
                     Mark::Lost(_) => "renew failed: lease lost".to_string(),
                     Mark::RenewRefused(_, tok) => format!("renew token {} refused", tok.0),
-                    Mark::CheckExpired(_) => "local check: expired".to_string(),
+                    Mark::CheckExpired(_, d, None) => {
+                        format!("local check: expired (deadline {} by its own clock)", d.0)
+                    }
+                    Mark::CheckExpired(_, d, Some(own)) => format!(
+                        "local check: expired: its own clock read {}, deadline {}",
+                        own.0, d.0
+                    ),
                     Mark::CheckPassed(_, d, None) => {
                         format!("local check passed (deadline {} by its own clock)", d.0)
                     }
@@ -114,6 +120,10 @@ pub fn render(story: &Story) -> String {
                         )
                     }
                     Mark::Waits(_) => "its statement waits for a row lock".to_string(),
+                    Mark::HoldsFloor(_, tok) => format!(
+                        "fence token {} passes: the floor row stays locked until its commit",
+                        tok.0
+                    ),
                     Mark::Floor(tok, None) => format!("the floor is {}", tok.0),
                     Mark::Floor(tok, Some(high)) => {
                         format!("the floor is {}: it went back from {}", tok.0, high.0)

@@ -122,8 +122,9 @@ pub enum Mark {
     Lost(Holder),
     /// A renew was refused.
     RenewRefused(Holder, Token),
-    /// The holder's local check said its deadline had passed.
-    CheckExpired(Holder),
+    /// The holder's local check said its deadline had passed: the deadline, and the holder's
+    /// clock reading when it is not the database's (as [`Mark::CheckPassed`]).
+    CheckExpired(Holder, Millis, Option<Millis>),
     /// The holder's local check passed: by its own clock, its lease was valid until this
     /// deadline. The check a stale write follows is the moment the lesson is about — it was
     /// true when it ran. With the holder's clock reading when it is not the database's.
@@ -133,6 +134,10 @@ pub enum Mark {
     FloorCheckPassed(Holder, Token),
     /// The holder's statement waits for a row lock another transaction holds.
     Waits(Holder),
+    /// The holder's fence passed inside its open write transaction: the floor row stays
+    /// locked until it commits or rolls back. Told where another holder's write then waits on
+    /// it — the uncommitted UPDATE the wait is for (F6b).
+    HoldsFloor(Holder, Token),
     /// A read of the floor found this value; the second value is the higher one an earlier
     /// read found, when the floor went back.
     Floor(Token, Option<Token>),
@@ -221,12 +226,15 @@ impl Story {
             .flat_map(|v| v.events.iter().copied())
             .collect();
 
+        // One order of lanes for every run of the same holders, whoever acted first (F6b's two
+        // orders drew holder-a on the left in one and on the right in the other).
         let mut lanes: Vec<Holder> = Vec::new();
         for e in &history.events {
             if is_holder(&e.actor) && !lanes.contains(&e.actor) {
                 lanes.push(e.actor.clone());
             }
         }
+        lanes.sort();
 
         // Holdings from the committed lease changes: a grant, its renewals, its release.
         let mut holdings: Vec<Holding> = Vec::new();
@@ -287,12 +295,12 @@ impl Story {
         let mut last_check: Vec<(Holder, Option<Millis>)> = Vec::new();
         // Each open write transaction on the resource, by actor and connection: its last
         // statement sent, and the pause (an index into `pauses`) that stopped it before commit.
-        type Open = (
-            (Holder, Option<leaselab_model::ConnId>),
-            Option<InFlight>,
-            Option<usize>,
-        );
+        type OpenKey = (Holder, Option<leaselab_model::ConnId>);
+        type Open = (OpenKey, Option<InFlight>, Option<usize>);
         let mut open: Vec<Open> = Vec::new();
+        // Each passed fence inside an open write transaction, by actor and connection: its
+        // moment (not yet told), until the transaction ends.
+        let mut floor_held: Vec<(OpenKey, Option<Moment>)> = Vec::new();
         for e in &history.events {
             let conn = (e.actor.clone(), e.conn.clone());
             match &e.op {
@@ -317,6 +325,7 @@ impl Story {
                     }
                 }
                 Op::Commit { db: DbName::Res } => {
+                    floor_held.retain(|(k, _)| *k != conn);
                     if let Some(i) = open.iter().position(|(k, _, _)| *k == conn) {
                         if let (_, _, Some(p)) = open.remove(i) {
                             if let Some(w) =
@@ -329,8 +338,12 @@ impl Story {
                 }
                 Op::Rollback { db: DbName::Res } | Op::Disconnect { db: DbName::Res } => {
                     open.retain(|(k, _, _)| *k != conn);
+                    floor_held.retain(|(k, _)| *k != conn);
                 }
-                Op::Crash { db: DbName::Res } => open.clear(),
+                Op::Crash { db: DbName::Res } => {
+                    open.clear();
+                    floor_held.clear();
+                }
                 _ => {}
             }
             let passed = match (&e.op, &e.outcome) {
@@ -356,6 +369,14 @@ impl Story {
                 (_, Outcome::Blocked) => {
                     waiting.retain(|(k, _)| *k != key);
                     waiting.push((key, e.op.clone()));
+                    // A write that waits at its fence waits for another writer's floor lock.
+                    if matches!(e.op, Op::Fence { .. } | Op::Write { .. }) {
+                        for (k, m) in &mut floor_held {
+                            if k.0 != e.actor {
+                                moments.extend(m.take());
+                            }
+                        }
+                    }
                     moments.push(mark(Mark::Waits(e.actor.clone())));
                     continue;
                 }
@@ -410,7 +431,11 @@ impl Story {
                         h.local_until = Some(h.local_until.map_or(shown, |x| x.max(shown)));
                     }
                     match o {
-                        Outcome::Expired => moments.push(mark(Mark::CheckExpired(e.actor.clone()))),
+                        Outcome::Expired => moments.push(mark(Mark::CheckExpired(
+                            e.actor.clone(),
+                            *deadline,
+                            (e.local != e.at).then_some(e.local),
+                        ))),
                         Outcome::Valid => moments.push(mark(Mark::CheckPassed(
                             e.actor.clone(),
                             *deadline,
@@ -423,6 +448,15 @@ impl Story {
                     if config.fence == leaselab_model::FenceMode::CheckThenWrite =>
                 {
                     moments.push(mark(Mark::FloorCheckPassed(e.actor.clone(), *token)))
+                }
+                (Op::Fence { token, .. }, Outcome::Passed)
+                    if open.iter().any(|(k, _, _)| *k == conn) =>
+                {
+                    floor_held.retain(|(k, _)| *k != conn);
+                    floor_held.push((
+                        conn.clone(),
+                        Some(mark(Mark::HoldsFloor(e.actor.clone(), *token))),
+                    ));
                 }
                 (Op::ReadFloor { .. }, Outcome::Floor(Some(t))) => {
                     let back = floor_seen.filter(|high| high > t);
@@ -478,6 +512,8 @@ impl Story {
             });
         }
         writes.sort_by_key(|w| w.seq);
+        // A held floor is told at its fence, before the wait that revealed it.
+        moments.sort_by_key(|m: &Moment| m.seq);
         // Stale: a higher token had been granted before it — or, where the run shows no
         // grants (a resource-only case such as F6), the resource had already accepted a write
         // with a higher token.

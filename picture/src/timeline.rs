@@ -46,13 +46,17 @@ fn cell(k: &Kind) -> String {
             Mark::Restart(db) => format!("── {} database restarts ──", db.as_str()),
             Mark::Lost(_) => "renew failed: lease lost".to_string(),
             Mark::RenewRefused(_, t) => format!("renew token {} refused", t.0),
-            Mark::CheckExpired(_) => "local check: expired".to_string(),
+            Mark::CheckExpired(_, d, None) => format!("local check ✗ (deadline {})", d.0),
+            Mark::CheckExpired(_, d, Some(own)) => {
+                format!("local check ✗ (own clock {} > {})", own.0, d.0)
+            }
             Mark::CheckPassed(_, d, None) => format!("local check ✓ (deadline {})", d.0),
             Mark::CheckPassed(_, d, Some(own)) => {
                 format!("local check ✓ (own clock {} ≤ {})", own.0, d.0)
             }
             Mark::FloorCheckPassed(_, t) => format!("reads floor: token {} ≥ it, passes", t.0),
             Mark::Waits(_) => "waits for a row lock…".to_string(),
+            Mark::HoldsFloor(_, t) => format!("fence token {} ✓, floor row locked", t.0),
             Mark::Floor(t, None) => format!("── floor is {} ──", t.0),
             Mark::Floor(t, Some(high)) => {
                 format!("── floor is {}: it went back from {} ──", t.0, high.0)

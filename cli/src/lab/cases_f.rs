@@ -492,14 +492,14 @@ fn f6a(lab: &mut Lab) {
     let mut w = lab.world(Config::with_fence(FenceMode::CheckThenWrite));
     let o = w.run(A, Op::fence(1));
     lab.expect(
-        "F6a: A (t=1) reads floor 0 and passes",
+        "F6a: A (token 1) reads floor 0 and passes",
         s("passed"),
         brief(&o),
     );
     w.run(A, Op::Pause);
     let o = w.run(B, Op::fence(2));
     lab.expect(
-        "F6a: B (t=2) reads floor 0 and passes",
+        "F6a: B (token 2) reads floor 0 and passes",
         s("passed"),
         brief(&o),
     );

@@ -168,6 +168,12 @@ fn g3(lab: &mut Lab) {
         s("thinksValid=false check=expired"),
         format!("thinksValid={by_mono} check={}", brief(&o)),
     );
+    lab.note(format!(
+        "[G3] two clocks of {A} at t={server_now}: its wall clock, stepped back 200 ms, reads \
+         {client_now} (the first check, against the wall-clock deadline {client_deadline}); its \
+         monotonic clock reads {} since the request (the second check, against {})",
+        server_now, mono.deadline.0
+    ));
     lab.judge("G3", "client clock step", &w, &[]);
 }
 
