@@ -384,6 +384,13 @@ pub fn run(o: &Options, trace_out: Option<&Path>) -> Result<(String, Exit), CliE
         None,
     );
     let _ = writeln!(s, "VIOLATION {}: {stats}", names.join(", "));
+    // stateright counts depth in states, the initial one being 1, and reports the deepest it
+    // visited — which a breadth-first search reaches past the counterexample's end.
+    let _ = writeln!(
+        s,
+        "(depth {} is the deepest state the search visited, the initial state being depth 1: a path of N steps ends at depth N + 1)",
+        f.depth
+    );
     if f.stopped_at_violation {
         let _ = writeln!(
             s,

@@ -46,6 +46,20 @@ fn each_negative_control_has_its_shortest_counterexample_as_the_committed_trace(
             out.contains(&format!("shortest counterexample: {prop} in {len} steps")),
             "{name}:\n{out}"
         );
+        // The search's depth (in states, at least the path's steps + 1) is told as such.
+        let depth: usize = out
+            .split("), depth ")
+            .nth(1)
+            .and_then(|r| r.split(',').next())
+            .and_then(|d| d.parse().ok())
+            .unwrap_or_else(|| panic!("{name}: no depth\n{out}"));
+        assert!(depth > len, "{name}: depth {depth}, {len} steps\n{out}");
+        assert!(
+            out.contains(&format!(
+                "(depth {depth} is the deepest state the search visited, the initial state being depth 1: a path of N steps ends at depth N + 1)"
+            )),
+            "{name}:\n{out}"
+        );
         assert!(
             out.contains(&format!(
                 "the search says broken: {checks}; the History checkers judge the trace: {checks}"
