@@ -197,6 +197,8 @@ struct PauseRun {
     summary: Outcome,
     floor: Outcome,
     a_rejected: Outcome,
+    /// When holder-a's renewer renewed (database clock), before the pause.
+    renewed: Vec<u64>,
 }
 
 fn pause_timeline(mut w: LabWorld) -> PauseRun {
@@ -204,11 +206,13 @@ fn pause_timeline(mut w: LabWorld) -> PauseRun {
     w.run(A, Op::acquire(A, TTL_MS));
     let mut deadline = LocalDeadline::from_request_start(sent, TTL_MS, MARGIN_MS);
     // The background renewer keeps the lease for 3000 ms (two TTLs).
+    let mut renewed = Vec::new();
     while w.now().0 + RENEW_MS <= 3000 {
         w.advance(RENEW_MS);
         let sent = w.local(&Holder::new(A));
         if matches!(w.run(A, Op::renew(A, 1, TTL_MS)), Outcome::Renewed { .. }) {
             deadline = deadline.renewed(sent, TTL_MS, MARGIN_MS);
+            renewed.push(w.now().0);
         }
     }
     w.advance(3000 - w.now().0);
@@ -241,6 +245,7 @@ fn pause_timeline(mut w: LabWorld) -> PauseRun {
         summary,
         floor,
         a_rejected,
+        renewed,
     }
 }
 
@@ -452,13 +457,22 @@ fn judge_records(lab: &mut Lab, files: &[std::path::PathBuf], fenced: bool) {
 
 fn f5(lab: &mut Lab) {
     let r = pause_timeline(lab.world(Config::with_fence(FenceMode::Off)));
+    let last = r.renewed.last().copied().unwrap_or(0);
+    lab.note(format!(
+        "lease: TTL {TTL_MS} ms; holder-a's renewer renewed every {RENEW_MS} ms ({} times, the \
+         last at t={last}) until the pause stopped it with the holder, so the lease ends at \
+         t={} by the database clock",
+        r.renewed.len(),
+        last + TTL_MS
+    ));
     lab.note(format!(
         "A after resume: WRITE {} token=1; RENEW_AFTER_WRITE {}",
         brief(&r.a_write),
         brief(&r.a_renew)
     ));
     lab.note(format!(
-        "final summary = {}; fence_floor={}",
+        "final summary = {}; fence_floor={} (the floor is the highest token a fenced write \
+         set; with no fence nothing sets it)",
         brief(&r.summary),
         brief(&r.floor)
     ));
