@@ -93,9 +93,15 @@ fn mermaid_of_f5_is_a_sequence_diagram_with_the_stale_write_boxed() {
     ] {
         assert!(out.contains(want), "missing `{want}`:\n{out}");
     }
-    // Both writes of the pair in red boxes, each closed; no `;` (a Mermaid statement end) in
-    // any text.
-    assert_eq!(out.matches("rect rgb(255, 205, 205)").count(), 2, "{out}");
+    // The pair boxed apart, each box closed: the stale write red, the newer one blue, each
+    // note saying which it is; no `;` (a Mermaid statement end) in any text.
+    assert_eq!(out.matches("rect rgb(255, 205, 205)").count(), 1, "{out}");
+    assert_eq!(out.matches("rect rgb(205, 222, 255)").count(), 1, "{out}");
+    assert!(
+        out.contains("violating (event 17): the STALE write: an older token after a newer one")
+            && out.contains("violating (event 13): the newer write the stale one came after"),
+        "{out}"
+    );
     assert_eq!(out.matches("\n    end\n").count(), 2, "{out}");
     assert!(!out.contains(';'), "{out}");
 }
@@ -382,6 +388,12 @@ fn a_whole_run_shows_its_gaps_and_every_violation_in_time_order() {
     }
     assert!(gaps >= 1, "{picture}");
     assert!(picture.lines().count() <= 12, "{picture}");
+    // The Mermaid diagram says where it skips time, as the timeline does.
+    let (_, mermaid) = leaselab(&["diagram", "--mermaid", &t]);
+    assert!(
+        mermaid.contains(" s later (what happened in between is not drawn)"),
+        "{mermaid}"
+    );
     let (_, words) = leaselab(&["explain", &t]);
     let times: Vec<u64> = words
         .lines()

@@ -1,6 +1,7 @@
 //! A Mermaid `sequenceDiagram` of a story, like the source's figure 26-2: the holders, the
 //! lease database and the resource as participants; grants, writes and their verdicts as
-//! messages; pauses as notes; the violating writes in a red box.
+//! messages; pauses as notes; the violating pair boxed (the stale write red, the newer one blue);
+//! skipped time as a note.
 
 use crate::key::{self, Kind};
 use crate::story::{Mark, Story, Verdict};
@@ -39,9 +40,18 @@ pub fn render(story: &Story) -> String {
             total
         );
     }
+    let mut last_at: Option<u64> = None;
     for k in &keys {
         let h = k.lane.map(id).unwrap_or_else(|| "L".to_string());
         let t = k.at.0;
+        if let Some(prev) = last_at.filter(|p| story.is_gap(*p, t)) {
+            let secs = (t - prev) as f64 / 1000.0;
+            let _ = writeln!(
+                s,
+                "    Note over L,R: ⋮ {secs:.1} s later (what happened in between is not drawn)"
+            );
+        }
+        last_at = Some(t);
         match &k.kind {
             Kind::Grant(tok) => {
                 let _ = writeln!(s, "    {h}->>L: acquire (t={t})");
@@ -79,8 +89,18 @@ pub fn render(story: &Story) -> String {
                     Verdict::Maybe => "maybe applied",
                 };
                 let stale = if w.stale { " STALE" } else { "" };
+                // The two writes of a violating pair apart, as the HTML page colours them:
+                // the stale one red, the newer one it came after blue.
+                let (colour, role) = if w.stale {
+                    (
+                        "255, 205, 205",
+                        "the STALE write: an older token after a newer one",
+                    )
+                } else {
+                    ("205, 222, 255", "the newer write the stale one came after")
+                };
                 if w.violating {
-                    let _ = writeln!(s, "    rect rgb(255, 205, 205)");
+                    let _ = writeln!(s, "    rect rgb({colour})");
                 }
                 let _ = writeln!(
                     s,
@@ -89,7 +109,11 @@ pub fn render(story: &Story) -> String {
                 );
                 let _ = writeln!(s, "    R-->>{h}: {verdict}");
                 if w.violating {
-                    let _ = writeln!(s, "    Note right of R: violating (event {})", w.seq);
+                    let _ = writeln!(
+                        s,
+                        "    Note right of R: violating (event {}): {role}",
+                        w.seq
+                    );
                     let _ = writeln!(s, "    end");
                 }
             }

@@ -191,6 +191,14 @@ fn is_holder(h: &Holder) -> bool {
 }
 
 impl Story {
+    /// Whether the time between two shown moments is skipped time worth saying so: more than
+    /// five seconds and more than a quarter of the run, so that a jump of 43 s in a 50 s run is
+    /// not read as the next instant.
+    pub fn is_gap(&self, from: u64, to: u64) -> bool {
+        let d = to.saturating_sub(from);
+        d > 5_000 && d > self.end.0 / 4
+    }
+
     /// This story told of the recorded history `name` (`leaselab judge`'s format). A call there
     /// shown `blocked` was only in flight — sent, its answer to come (a merge keeps every call's
     /// window) — not waiting on a row lock the history cannot see: no mark says it did.

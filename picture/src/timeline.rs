@@ -109,14 +109,6 @@ pub fn verdict_line(story: &Story) -> String {
     }
 }
 
-/// Whether the time between two shown rows is skipped time worth a row of its own: more than
-/// five seconds and more than a quarter of the run, so that a jump of 43 s in a 50 s run is
-/// not read as the next instant.
-fn is_gap(story: &Story, from: u64, to: u64) -> bool {
-    let d = to.saturating_sub(from);
-    d > 5_000 && d > story.end.0 / 4
-}
-
 /// The timeline of `story`, at most [`MAX_LINES`] lines, each ending in `\n`.
 pub fn render(story: &Story) -> String {
     // Gap rows take lines too: fewer key events until both fit.
@@ -125,7 +117,7 @@ pub fn render(story: &Story) -> String {
         let (keys, total) = key::select(story, cap);
         let gaps = keys
             .windows(2)
-            .filter(|w| is_gap(story, w[0].at.0, w[1].at.0))
+            .filter(|w| story.is_gap(w[0].at.0, w[1].at.0))
             .count();
         if keys.len() + gaps <= MAX_LINES - 2 || cap <= 2 {
             break (keys, total);
@@ -143,7 +135,7 @@ pub fn render(story: &Story) -> String {
     let _ = writeln!(s, "{}", head.trim_end());
     let mut shown = 0;
     for (n, k) in keys.iter().enumerate() {
-        if n > 0 && is_gap(story, keys[n - 1].at.0, k.at.0) && shown + 1 < MAX_LINES - 2 {
+        if n > 0 && story.is_gap(keys[n - 1].at.0, k.at.0) && shown + 1 < MAX_LINES - 2 {
             let secs = k.at.since(keys[n - 1].at) as f64 / 1000.0;
             let _ = writeln!(s, "{:>7} │ ⋮ {secs:.1} s later", "⋮");
             shown += 1;
