@@ -12,6 +12,8 @@ if [ -z "$bin" ]; then
 fi
 out="$PWD/docs/pictures"
 work="$(mktemp -d)"
+# Readable by the server's own user: as root, the live run's PostgreSQL runs as another one.
+chmod 755 "$work"
 trap 'rm -rf "$work"; [ -n "${explorer:-}" ] && kill "$explorer" 2>/dev/null || true' EXIT
 mkdir -p "$out"
 shot() { # shot PAGE-OR-URL OUT.png HEIGHT

@@ -183,6 +183,7 @@ fn html_of_f5_renders_in_chromium_with_the_stale_write_highlighted() {
         "│ check ✓ local check passed",
         "│ expires (database clock)",
         "│ deadline (holder's own clock)",
+        "\"floor N\" — the fence floor a read found",
     ] {
         assert!(dom.contains(legend), "legend `{legend}`: {dom}");
     }
@@ -198,6 +199,20 @@ fn html_of_f5_renders_in_chromium_with_the_stale_write_highlighted() {
     );
     assert!(
         dom.contains("<g class=\"instant deadline\">") && dom.contains(">deadline</text>"),
+        "{dom}"
+    );
+    // The writes' labels say token, the axis says whose clock it is, and the picture scales
+    // to the window instead of scrolling.
+    assert!(
+        dom.contains(">token 1 ✓ stale</text>") && dom.contains(">token 2 ✓</text>"),
+        "{dom}"
+    );
+    assert!(
+        dom.contains("class=\"tick\" data-box=") && dom.contains(">db clock</text>"),
+        "{dom}"
+    );
+    assert!(
+        dom.contains("viewBox=\"0 0 1130 ") && dom.contains("width=\"100%\""),
         "{dom}"
     );
     // Round axis ticks.
@@ -291,7 +306,15 @@ fn replay_prints_the_recordings_timeline_when_a_trace_stops_reproducing() {
 
 #[test]
 fn the_envelope_finds_the_boundary_unfenced_and_none_with_the_scope_fence() {
-    let (code, out) = leaselab(&["envelope", "--fence", "off", "--margin"]);
+    let page = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("envelope.html");
+    let (code, out) = leaselab(&[
+        "envelope",
+        "--fence",
+        "off",
+        "--margin",
+        "--html",
+        &page.to_string_lossy(),
+    ]);
     assert_eq!(code, 0, "{out}");
     for row in [
         "pause    1499 ms",
@@ -299,6 +322,39 @@ fn the_envelope_finds_the_boundary_unfenced_and_none_with_the_scope_fence() {
         "margin   margin ≤ 1254 ms",
     ] {
         assert!(out.contains(row), "missing `{row}`:\n{out}");
+    }
+    // The boundary run's picture draws the upsert holder-a sent while its lease was valid, and
+    // the pause that held its commit back.
+    let html = std::fs::read_to_string(&page).expect("page written");
+    let sent: u64 = html
+        .split("\"sent\":{\"at\":")
+        .nth(1)
+        .and_then(|r| r.split(',').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no statement sent before the pause: {html}"));
+    assert!(html.contains("\"label\":\"upsert sent\""), "{html}");
+    let token_2 = html
+        .split("\"token\":2,\"from\":")
+        .nth(1)
+        .and_then(|r| {
+            let from: u64 = r.split(',').next()?.parse().ok()?;
+            let until: u64 = r
+                .split("\"until\":")
+                .nth(1)?
+                .split(',')
+                .next()?
+                .parse()
+                .ok()?;
+            Some((from, until))
+        })
+        .unwrap_or_else(|| panic!("no holding of token 2: {html}"));
+    assert!(
+        token_2.0 <= sent && sent < token_2.1,
+        "sent at {sent}, token 2 held {token_2:?}"
+    );
+    if let Some(browser) = chromium("pictures::envelope") {
+        let dom = dom_of(browser, &page);
+        assert!(dom.contains(">upsert sent</text>"), "{dom}");
     }
     let (code, out) = leaselab(&["envelope", "--fence", "scope", "--margin"]);
     assert_eq!(code, 0, "{out}");

@@ -108,8 +108,21 @@ fn data(story: &Story, title: &str, window: (u64, u64)) -> String {
                 None if p.after_check.is_some() => " after the local check".to_string(),
                 None => String::new(),
             };
+            // The statement already sent before the pause, drawn where it was sent: inside
+            // the lease, for a write that was on time and committed late.
+            let sent = p.before_commit.as_ref().map_or("null".to_string(), |w| {
+                format!(
+                    "{{\"at\":{},\"label\":\"{} sent\",\"tip\":{}}}",
+                    pos(w.sent, w.seq),
+                    w.last,
+                    js(&format!(
+                        "{}'s {} with token {} sent at t={}; its commit waited for the pause",
+                        p.holder, w.last, w.token.0, w.sent.0
+                    ))
+                )
+            });
             format!(
-                "{{\"lane\":{},\"spot\":\"{spot}\",\"from\":{},\"to\":{}}}",
+                "{{\"lane\":{},\"spot\":\"{spot}\",\"sent\":{sent},\"from\":{},\"to\":{}}}",
                 lane(&p.holder),
                 pos(p.from, p.seqs.0),
                 if ordinal && p.seqs.1 == 0 {
@@ -228,6 +241,7 @@ svg text { font: 11px system-ui, sans-serif; }
 .mark.violating.newer circle { stroke: #1565c0; }
 .mark.violating.newer text { fill: #1565c0; font-weight: 700; }
 .check line { stroke: #2e7d32; stroke-width: 2; } .check text { fill: #2e7d32; }
+.sent line { stroke: #555; stroke-width: 2; } .sent text { fill: #555; font-size: 10px; }
 .instant line { stroke-width: 2; } .instant text { font-size: 10px; }
 .instant.expiry line { stroke: #4a78c2; } .instant.expiry text { fill: #4a78c2; }
 .instant.deadline line { stroke: #c77800; } .instant.deadline text { fill: #c77800; }
@@ -248,8 +262,12 @@ const SCRIPT: &str = r#"
   const inside = t => t >= d.from && t <= d.to;
   const clipT = t => Math.max(d.from, Math.min(t, d.to));
   const svg = document.createElementNS(NS, 'svg');
-  svg.setAttribute('width', left + width + 120);
-  svg.setAttribute('height', top + d.lanes.length * laneH + 30);
+  // Drawn in fixed user units, shown at the page's width (never wider than drawn): a narrow
+  // window scales the picture down instead of scrolling it.
+  const W = left + width + 120, H = top + d.lanes.length * laneH + 30;
+  svg.setAttribute('viewBox', '0 0 ' + W + ' ' + H);
+  svg.setAttribute('width', '100%');
+  svg.setAttribute('style', 'max-width: ' + W + 'px');
   // Attached first, so that labels can be measured as they are placed.
   document.getElementById('picture').appendChild(svg);
   const el = (name, attrs, parent, txt) => {
@@ -280,6 +298,9 @@ const SCRIPT: &str = r#"
   // Axis ticks on round values: a step of 1, 2 or 5 times a power of ten, about ten of them.
   const raw = Math.max(d.to - d.from, 1) / 10, pow = Math.pow(10, Math.floor(Math.log10(raw)));
   const step = Math.max([1, 2, 5, 10].map(m => m * pow).find(v => v >= raw), d.axis === 'event' ? 1 : 0);
+  // The axis says which clock it is: the database's (holders' own clocks are drawn as their
+  // deadlines, placed on it).
+  place(el('text', {x: 4, y: top - 12, class: 'tick'}, null, d.axis === 'event' ? 'event' : 'db clock'), 1);
   for (let t = Math.ceil(d.from / step) * step; t <= d.to; t += step) {
     el('line', {x1: x(t), x2: x(t), y1: top - 8, y2: top + d.lanes.length * laneH, stroke: '#eee'});
     place(el('text', {x: x(t), y: top - 12, 'text-anchor': 'middle', class: 'tick'}, null, d.axis === 'event' ? '#' + t : t + ' ms'), 1);
@@ -300,6 +321,12 @@ const SCRIPT: &str = r#"
     const y = top + p.lane * laneH;
     const r = el('rect', {x: x(clipT(p.from)), y: y + 2, width: Math.max(x(clipT(p.to)) - x(clipT(p.from)), 1), height: laneH - 4, class: 'pause'});
     el('title', {}, r, 'paused' + p.spot + ' ' + p.from + '–' + p.to + ' ms');
+    if (p.sent && inside(p.sent.at)) {
+      const g = el('g', {class: 'sent'});
+      el('line', {x1: x(p.sent.at), x2: x(p.sent.at), y1: y + 33, y2: y + 43}, g);
+      place(el('text', {x: x(p.sent.at) + 2, y: y + 43}, g, p.sent.label), 2);
+      el('title', {}, g, p.sent.tip);
+    }
   });
   d.holdings.forEach(h => {
     if (h.lane < 0 || h.until < d.from || h.from > d.to) return;
@@ -335,6 +362,12 @@ const SCRIPT: &str = r#"
     place(el('text', {x: x(c.at) + 2, y: y + 43}, g, c.label), 1);
     el('title', {}, g, '#' + c.seq + ' ' + c.tip);
   });
+  // Every write's mark is reserved before any label is placed, so that no label covers one.
+  d.writes.forEach(w => {
+    if (w.lane < 0 || !inside(w.at)) return;
+    const y = top + w.lane * laneH + 56;
+    placed.push({x: x(w.at) - 6, y: y - 6, width: 12, height: 12});
+  });
   const pair = document.getElementById('violating-pair');
   // The violating writes first, so that theirs are the labels that get a place.
   const order = d.writes.map((w, n) => [w, n]).sort((a, b) => (b[0].violating - a[0].violating) || (a[1] - b[1]));
@@ -350,7 +383,7 @@ const SCRIPT: &str = r#"
     const g = el('g', {class: 'mark ' + w.verdict + role, 'data-seq': w.seq});
     el('circle', {cx: x(w.at), cy: y, r: 5}, g);
     const sign = w.verdict === 'accepted' ? '✓' : (w.verdict === 'rejected' ? '✗' : '?');
-    place(el('text', {x: x(w.at) + 8, y: y + 4}, g, 't' + w.token + ' ' + sign + (w.stale ? ' stale' : '')), 3);
+    place(el('text', {x: x(w.at) + 8, y: y + 4}, g, 'token ' + w.token + ' ' + sign + (w.stale ? ' stale' : '')), 3);
     el('title', {}, g, '#' + w.seq + ' write ' + w.target + ' token ' + w.token + ' ' + w.verdict + (d.axis === 'event' ? '' : ' at ' + w.at + ' ms'));
   });
   const v = document.getElementById('verdict');
@@ -381,7 +414,7 @@ fn page(story: &Story, title: &str, window: Option<(Millis, Millis)>) -> String 
     let mut s = String::new();
     let _ = write!(
         s,
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<h1>{}</h1>\n<div>fence: {}</div>\n<div id=\"verdict\"></div>\n{crop}<div id=\"picture\"></div>\n<div id=\"legend\"><span><i class=\"sw\" style=\"background:#4a78c2\"></i>lease held (database clock)</span><span><i class=\"sw\" style=\"background:#f0a030\"></i>lease valid (holder's own clock)</span><span><i class=\"sw\" style=\"background:#888;opacity:.35\"></i>paused</span><span style=\"color:#2e7d32\">● accepted write</span><span>○ rejected write</span><span style=\"color:#d50000\">◉ stale write (an older token, after a newer one)</span><span style=\"color:#1565c0\">◉ the newer write it overtook</span><span style=\"color:#2e7d32\">│ check ✓ local check passed</span><span style=\"color:#4a78c2\">│ expires (database clock)</span><span style=\"color:#c77800\">│ deadline (holder's own clock)</span></div>\n<ul id=\"violating-pair\"></ul>\n<script type=\"application/json\" id=\"story\">{}</script>\n<script>{SCRIPT}</script>\n</body>\n</html>\n",
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<h1>{}</h1>\n<div>fence: {}</div>\n<div id=\"verdict\"></div>\n{crop}<div id=\"picture\"></div>\n<div id=\"legend\"><span><i class=\"sw\" style=\"background:#4a78c2\"></i>lease held (database clock)</span><span><i class=\"sw\" style=\"background:#f0a030\"></i>lease valid (holder's own clock)</span><span><i class=\"sw\" style=\"background:#888;opacity:.35\"></i>paused</span><span style=\"color:#2e7d32\">● accepted write</span><span>○ rejected write</span><span style=\"color:#d50000\">◉ stale write (an older token, after a newer one)</span><span style=\"color:#1565c0\">◉ the newer write it overtook</span><span style=\"color:#2e7d32\">│ check ✓ local check passed</span><span style=\"color:#4a78c2\">│ expires (database clock)</span><span style=\"color:#c77800\">│ deadline (holder's own clock)</span><span style=\"color:#6a1b9a\">┆ a moment of the run: a crash, a lost lease, or \"floor N\" — the fence floor a read found (the highest token the resource's fence has let through; 0 before any)</span></div>\n<ul id=\"violating-pair\"></ul>\n<script type=\"application/json\" id=\"story\">{}</script>\n<script>{SCRIPT}</script>\n</body>\n</html>\n",
         text(title),
         text(title),
         text(&story.fence_label()),

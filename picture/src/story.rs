@@ -73,6 +73,8 @@ pub struct InFlight {
     pub last: &'static str,
     /// When it was sent (database clock).
     pub sent: Millis,
+    /// The event that sent it.
+    pub seq: u64,
     /// The token it carried.
     pub token: Token,
     /// When the commit went out, if it did within the history.
@@ -327,6 +329,7 @@ impl Story {
                                 "upsert"
                             },
                             sent: e.at,
+                            seq: e.seq,
                             token: *token,
                             commit: None,
                         });
