@@ -48,11 +48,22 @@ fn cell(k: &Kind) -> String {
             Mark::RenewRefused(_, t) => format!("renew token {} refused", t.0),
             Mark::CheckExpired(_, d, None) => format!("local check ✗ (deadline {})", d.0),
             Mark::CheckExpired(_, d, Some(own)) => {
-                format!("local check ✗ (own clock {} > {})", own.0, d.0)
+                let long = format!("local check ✗ (own clock {} > {})", own.0, d.0);
+                if long.chars().count() <= LANE {
+                    long
+                } else {
+                    format!("check ✗ (own clock {} > {})", own.0, d.0)
+                }
             }
             Mark::CheckPassed(_, d, None) => format!("local check ✓ (deadline {})", d.0),
             Mark::CheckPassed(_, d, Some(own)) => {
-                format!("local check ✓ (own clock {} ≤ {})", own.0, d.0)
+                // Both numbers must show: a long pair drops words, never a digit.
+                let long = format!("local check ✓ (own clock {} ≤ {})", own.0, d.0);
+                if long.chars().count() <= LANE {
+                    long
+                } else {
+                    format!("check ✓ (own clock {} ≤ {})", own.0, d.0)
+                }
             }
             Mark::FloorCheckPassed(_, t) => format!("reads floor: token {} ≥ it, passes", t.0),
             Mark::Waits(_) => "waits for a row lock…".to_string(),
@@ -171,4 +182,41 @@ pub fn render(story: &Story) -> String {
     }
     let _ = writeln!(s, "{}", verdict_line(story));
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use leaselab_model::{Holder, Millis};
+
+    /// A check's numbers always show whole: a long pair drops words instead (a cell once read
+    /// `≤ 1289…`).
+    #[test]
+    fn a_checks_numbers_are_never_clipped() {
+        for (own, deadline) in [
+            (50, 100),
+            (1234, 1289),
+            (12_345, 12_890),
+            (123_456, 128_900),
+        ] {
+            for m in [
+                Mark::CheckPassed(Holder::new("holder-a"), Millis(deadline), Some(Millis(own))),
+                Mark::CheckExpired(Holder::new("holder-a"), Millis(deadline), Some(Millis(own))),
+            ] {
+                let c = clip(&cell(&Kind::Mark(m)), LANE);
+                assert!(
+                    !c.contains('…')
+                        && c.contains(&own.to_string())
+                        && c.contains(&deadline.to_string()),
+                    "{c}"
+                );
+            }
+        }
+        let short = cell(&Kind::Mark(Mark::CheckPassed(
+            Holder::new("holder-a"),
+            Millis(100),
+            Some(Millis(50)),
+        )));
+        assert_eq!(short, "local check ✓ (own clock 50 ≤ 100)");
+    }
 }
