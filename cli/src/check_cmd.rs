@@ -478,7 +478,30 @@ fn steps_text(
                 format!("{}–{}", from + 1, k)
             };
             let ticks = if n == 1 { "tick" } else { "ticks" };
-            let _ = writeln!(s, "  {steps:>7}  {n} {ticks}: t={before} → {now} ms");
+            let _ = write!(s, "  {steps:>7}  {n} {ticks}: t={before} → {now} ms");
+            // A holder that acts before and after these ticks but not during them was held back
+            // by the search — what a pause does, drawn nowhere else in the counterexample.
+            let holder = |a: &Action| match a {
+                Action::Run(i) | Action::Timer(i) => Some(*i),
+                _ => None,
+            };
+            let mut idle: Vec<u8> = actions[..from].iter().filter_map(holder).collect();
+            idle.sort_unstable();
+            idle.dedup();
+            idle.retain(|i| actions[k..].iter().any(|a| holder(a) == Some(*i)));
+            if !idle.is_empty() {
+                let names: Vec<String> = idle
+                    .iter()
+                    .map(|i| leaselab_model::names::holder_name(*i as usize))
+                    .collect();
+                let _ = write!(
+                    s,
+                    " — {} took no step for these {} ms (held back by the search, as a pause would)",
+                    names.join(" and "),
+                    n * tick_ms
+                );
+            }
+            s.push('\n');
             continue;
         }
         let n = counts.get(k).copied().unwrap_or(0);

@@ -46,6 +46,13 @@ fn each_negative_control_has_its_shortest_counterexample_as_the_committed_trace(
             out.contains(&format!("shortest counterexample: {prop} in {len} steps")),
             "{name}:\n{out}"
         );
+        // The time a holder was held back between its steps is said where the ticks are.
+        if name == "check-off" {
+            assert!(
+                out.contains("15 ticks: t=0 → 1500 ms — holder-a took no step for these 1500 ms (held back by the search, as a pause would)"),
+                "{name}:\n{out}"
+            );
+        }
         // The search's depth (in states, at least the path's steps + 1) is told as such.
         let depth: usize = out
             .split("), depth ")
