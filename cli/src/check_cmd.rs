@@ -482,7 +482,7 @@ fn steps_text(
             // A holder that acts before and after these ticks but not during them was held back
             // by the search — what a pause does, drawn nowhere else in the counterexample.
             let holder = |a: &Action| match a {
-                Action::Run(i) | Action::Timer(i) => Some(*i),
+                Action::Run(i, _) | Action::Timer(i) => Some(*i),
                 _ => None,
             };
             let mut idle: Vec<u8> = actions[..from].iter().filter_map(holder).collect();

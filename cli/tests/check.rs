@@ -285,7 +285,7 @@ fn the_explorer_serves_its_status_on_loopback() {
         .find(|x| x.contains(&format!("\"actionIndex\":{last}}}")))
         .unwrap_or_else(|| panic!("no step {last}: {steps}"));
     assert!(
-        step.contains("holder-a runs its next statement")
+        step.contains("holder-a sends its COMMIT")
             && step.contains("commit db=res")
             && step.contains("BROKEN: I3")
             && step.contains(" ms"),

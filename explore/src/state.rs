@@ -256,8 +256,9 @@ pub enum Action {
     /// The holder's timers that are due fire (a job starts with an acquire, the renewer
     /// renews), and what they send runs.
     Timer(u8),
-    /// The holder's deferred statement runs, and what its reply makes the holder send.
-    Run(u8),
+    /// The holder's deferred statement (named, so that a path reads as what each step sent)
+    /// runs, and what its reply makes the holder send.
+    Run(u8, Stmt),
     /// Both databases crash and restart.
     Crash,
 }

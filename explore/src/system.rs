@@ -197,9 +197,9 @@ impl LeaseSystem {
                         .is_some_and(|t| t <= self.local_ms(s, i))
                     && (!slot.h.between_jobs() || slot.acquired < b.acquires)
             }
-            Action::Run(i) => s.holders[i as usize]
+            Action::Run(i, stmt) => s.holders[i as usize]
                 .pending
-                .is_some_and(|p| !self.waits(s, i, p.stmt)),
+                .is_some_and(|p| p.stmt == stmt && !self.waits(s, i, p.stmt)),
         }
     }
 
@@ -272,8 +272,11 @@ impl LeaseSystem {
                 );
                 n.holders[i as usize].h = *m.state();
             }
-            Action::Run(i) => {
-                let p = n.holders[i as usize].pending.take()?;
+            Action::Run(i, stmt) => {
+                let p = n.holders[i as usize]
+                    .pending
+                    .take()
+                    .filter(|p| p.stmt == stmt)?;
                 self.answer_and_reply(&mut n, i, p, log);
             }
         }
@@ -352,7 +355,12 @@ impl Model for LeaseSystem {
         if s.broken != 0 {
             return;
         }
-        let holders = (0..self.b.holders as u8).flat_map(|i| [Action::Timer(i), Action::Run(i)]);
+        let holders = (0..self.b.holders as u8).flat_map(|i| {
+            let run = s.holders[i as usize]
+                .pending
+                .map(|p| Action::Run(i, p.stmt));
+            std::iter::once(Action::Timer(i)).chain(run)
+        });
         for a in [Action::Tick, Action::Crash].into_iter().chain(holders) {
             if self.enabled(s, a) {
                 out.push(a);

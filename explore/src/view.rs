@@ -7,6 +7,20 @@ use crate::system::{Action, Event, LeaseSystem, State, Stmt};
 use leaselab_model::names::holder_name;
 use std::fmt::Write as _;
 
+/// A deferred statement in words, as a path item names it.
+fn stmt_text(s: Stmt) -> String {
+    match s {
+        Stmt::Acquire => "its acquire".into(),
+        Stmt::Renew(t) => format!("its renew (token {t})"),
+        Stmt::Release(t) => format!("its release (token {t})"),
+        Stmt::Begin => "the BEGIN of its write (its local check passed)".into(),
+        Stmt::Fence(t) => format!("its fence (token {t})"),
+        Stmt::Upsert { part, token } => format!("its upsert of part {} (token {token})", part + 1),
+        Stmt::Commit => "its COMMIT".into(),
+        Stmt::Rollback => "its ROLLBACK".into(),
+    }
+}
+
 impl LeaseSystem {
     fn ms(&self, ticks: u8) -> u64 {
         ticks as u64 * self.b.tick_ms
@@ -19,7 +33,7 @@ impl LeaseSystem {
             Action::Tick => format!("tick (+{} ms)", self.b.tick_ms),
             Action::Crash => "both databases crash and restart".into(),
             Action::Timer(i) => format!("{} timer", who(i)),
-            Action::Run(i) => format!("{} runs its next statement", who(i)),
+            Action::Run(i, stmt) => format!("{} sends {}", who(i), stmt_text(stmt)),
         }
     }
 

@@ -4,7 +4,7 @@
 //! outcome. A walk where the view and the model disagree fails the test with the step.
 //! Also: the search's own verdict equals the History checkers' verdict on every walk.
 
-use leaselab_explore::system::{Action, Bounds, LeaseSystem, Pending, State};
+use leaselab_explore::system::{Action, Bounds, LeaseSystem, Pending, State, Stmt};
 use leaselab_explore::trace::{search_verdict, to_trace};
 use leaselab_model::{FenceMode, LeaseDurability, Millis, Op};
 use stateright::Model;
@@ -22,8 +22,14 @@ impl Lcg {
     }
 }
 
+/// Holder `i`'s Run in `s`: it names the statement the holder has pending.
+fn run(s: &State, i: u8) -> Action {
+    let p = s.holders[i as usize].pending.expect("a statement pending");
+    Action::Run(i, p.stmt)
+}
+
 fn involves(a: Action, h: u8) -> bool {
-    matches!(a, Action::Timer(i) | Action::Run(i) if i == h)
+    matches!(a, Action::Timer(i) | Action::Run(i, _) if i == h)
 }
 
 fn walks(b: Bounds, count: usize, seed: u64) -> usize {
@@ -117,7 +123,7 @@ fn the_view_agrees_with_the_model_on_random_walks() {
 #[test]
 fn an_action_the_view_does_not_allow_is_reported_not_run() {
     let sys = LeaseSystem::new(Bounds::default());
-    let e = to_trace(&sys, &[Action::Run(0)], "bad").expect_err("not enabled");
+    let e = to_trace(&sys, &[Action::Run(0, Stmt::Commit)], "bad").expect_err("not enabled");
     assert_eq!(e.step, 1);
     assert!(e.to_string().contains("not enabled"), "{e}");
 }
@@ -169,8 +175,19 @@ fn enabled_agrees_with_step() {
         };
         let sys = LeaseSystem::new(b.clone());
         for s in visited(&b, 40) {
+            // Each holder's Run names the statement it has pending; a Run of another
+            // statement is neither enabled nor a step.
             let all = (0..3)
-                .flat_map(|i| [Action::Timer(i), Action::Run(i)])
+                .flat_map(|i| {
+                    let p = s.holders[i as usize].pending;
+                    [
+                        Some(Action::Timer(i)),
+                        p.map(|p| Action::Run(i, p.stmt)),
+                        Some(Action::Run(i, Stmt::Rollback))
+                            .filter(|_| p.is_none_or(|p| p.stmt != Stmt::Rollback)),
+                    ]
+                })
+                .flatten()
                 .chain([Action::Tick, Action::Crash]);
             for a in all {
                 let step = sys.step(&s, a, &mut |_| {});
@@ -289,15 +306,27 @@ fn after_a_crash_the_holder_writes_on_a_new_connection() {
         ..Bounds::default()
     };
     let sys = LeaseSystem::new(b);
-    let mut path = vec![
-        Action::Timer(0),
-        Action::Run(0),
-        Action::Crash,
-        Action::Run(0),
-    ];
+    // Each Run names the statement holder-a has pending where it is taken.
+    let mut path = Vec::new();
+    let mut at = sys.init_states().remove(0);
+    let mut take = |a: Option<Action>, at: &mut State| {
+        let a = a.unwrap_or_else(|| {
+            let p = at.holders[0].pending.expect("a statement pending");
+            Action::Run(0, p.stmt)
+        });
+        path.push(a);
+        *at = sys.next_state(at, a).expect("enabled");
+    };
+    take(Some(Action::Timer(0)), &mut at);
+    take(None, &mut at);
+    take(Some(Action::Crash), &mut at);
+    take(None, &mut at);
     // The lease it still holds expires; the next job acquires it again and begins a write.
-    path.extend([Action::Tick; 15]);
-    path.extend([Action::Timer(0), Action::Run(0)]);
+    for _ in 0..15 {
+        take(Some(Action::Tick), &mut at);
+    }
+    take(Some(Action::Timer(0)), &mut at);
+    take(None, &mut at);
     let t = to_trace(&sys, &path, "crash").expect("agrees");
     let mut s = sys.init_states().remove(0);
     for a in &path[..3] {
@@ -342,12 +371,8 @@ fn a_takeover_is_another_holders_grant() {
     });
     let mut s = sys.init_states().remove(0);
     // Acquire (and check); begin and fence; upsert; commit and release.
-    for a in [
-        Action::Timer(0),
-        Action::Run(0),
-        Action::Run(0),
-        Action::Run(0),
-    ] {
+    for a in [Some(Action::Timer(0)), None, None, None] {
+        let a = a.unwrap_or_else(|| run(&s, 0));
         s = sys.next_state(&s, a).expect("enabled");
     }
     assert!(
@@ -376,7 +401,7 @@ fn the_acquires_bound_holds_and_the_state_tells_the_next_statement() {
         "{}",
         text(&s)
     );
-    s = sys.next_state(&s, Action::Run(0)).expect("begin and fence");
+    s = sys.next_state(&s, run(&s, 0)).expect("begin and fence");
     assert!(
         text(&s).contains("holder-a: next: upsert part 1"),
         "{}",
@@ -384,12 +409,10 @@ fn the_acquires_bound_holds_and_the_state_tells_the_next_statement() {
     );
     // Upsert, commit (and the next part's check), begin and fence, upsert.
     for _ in 0..4 {
-        s = sys.next_state(&s, Action::Run(0)).expect("the job goes on");
+        s = sys.next_state(&s, run(&s, 0)).expect("the job goes on");
     }
     assert!(text(&s).contains("holder-a: next: commit"), "{}", text(&s));
-    s = sys
-        .next_state(&s, Action::Run(0))
-        .expect("commit and release");
+    s = sys.next_state(&s, run(&s, 0)).expect("commit and release");
     assert!(s.lease.is_some_and(|r| r.expires.is_none()), "{}", text(&s));
     assert_eq!(s.holders[0].acquired, 1);
     assert!(
