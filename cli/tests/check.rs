@@ -286,6 +286,7 @@ fn the_explorer_serves_its_status_on_loopback() {
         .unwrap_or_else(|| panic!("no step {last}: {steps}"));
     assert!(
         step.contains("holder-a sends its COMMIT")
+            && step.contains("summary: holder-a token 1")
             && step.contains("commit db=res")
             && step.contains("BROKEN: I3")
             && step.contains(" ms"),

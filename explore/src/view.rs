@@ -78,7 +78,7 @@ impl LeaseSystem {
             .take(self.b.parts as usize)
         {
             if let Some((w, t)) = s.parts[p] {
-                let _ = write!(out, " · {part}: {} t{t}", holder_name(w as usize));
+                let _ = write!(out, " · {part}: {} token {t}", holder_name(w as usize));
             }
         }
         for (i, slot) in s.holders.iter().enumerate().take(self.b.holders) {
