@@ -3,6 +3,7 @@
 
 use crate::key::{self, Kind};
 use crate::story::{Mark, Story, Verdict, Write};
+use leaselab_model::Millis;
 use std::fmt::Write as _;
 
 /// The most lines a timeline takes, header and verdict included.
@@ -46,25 +47,8 @@ fn cell(k: &Kind) -> String {
             Mark::Restart(db) => format!("── {} database restarts ──", db.as_str()),
             Mark::Lost(_) => "renew failed: lease lost".to_string(),
             Mark::RenewRefused(_, t) => format!("renew token {} refused", t.0),
-            Mark::CheckExpired(_, d, None) => format!("local check ✗ (deadline {})", d.0),
-            Mark::CheckExpired(_, d, Some(own)) => {
-                let long = format!("local check ✗ (own clock {} > {})", own.0, d.0);
-                if long.chars().count() <= LANE {
-                    long
-                } else {
-                    format!("check ✗ (own clock {} > {})", own.0, d.0)
-                }
-            }
-            Mark::CheckPassed(_, d, None) => format!("local check ✓ (deadline {})", d.0),
-            Mark::CheckPassed(_, d, Some(own)) => {
-                // Both numbers must show: a long pair drops words, never a digit.
-                let long = format!("local check ✓ (own clock {} ≤ {})", own.0, d.0);
-                if long.chars().count() <= LANE {
-                    long
-                } else {
-                    format!("check ✓ (own clock {} ≤ {})", own.0, d.0)
-                }
-            }
+            Mark::CheckExpired(_, d, own) => check_cell("✗", ">", *d, *own),
+            Mark::CheckPassed(_, d, own) => check_cell("✓", "≤", *d, *own),
             Mark::FloorCheckPassed(_, t) => format!("reads floor: token {} ≥ it, passes", t.0),
             Mark::Waits(_) => "waits for a row lock…".to_string(),
             Mark::HoldsFloor(_, t) => format!("fence token {} ✓, floor row locked", t.0),
@@ -73,6 +57,23 @@ fn cell(k: &Kind) -> String {
                 format!("── floor is {}: it went back from {} ──", t.0, high.0)
             }
         },
+    }
+}
+
+/// A local check's cell: the deadline it compared with, and the holder's clock reading when it
+/// is not the database's. Both numbers must show: a long pair drops words, never a digit.
+fn check_cell(sign: &str, cmp: &str, deadline: Millis, own: Option<Millis>) -> String {
+    let Some(own) = own else {
+        return format!("local check {sign} (deadline {})", deadline.0);
+    };
+    let long = format!(
+        "local check {sign} (own clock {} {cmp} {})",
+        own.0, deadline.0
+    );
+    if long.chars().count() <= LANE {
+        long
+    } else {
+        format!("check {sign} (own clock {} {cmp} {})", own.0, deadline.0)
     }
 }
 
@@ -187,7 +188,7 @@ pub fn render(story: &Story) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use leaselab_model::{Holder, Millis};
+    use leaselab_model::Holder;
 
     /// A check's numbers always show whole: a long pair drops words instead (a cell once read
     /// `≤ 1289…`).

@@ -22,7 +22,12 @@ impl SpecSql<'_> {
     fn not_prepared(&mut self, cx: &Ctx<'_>, db: DbName) -> Outcome {
         let be = &mut *self.be;
         let _ = session_or_return!(be, db, cx);
-        Outcome::Error(Reason::Other("statement-not-prepared".into()))
+        super::statements::not_prepared()
+    }
+
+    /// A step-wise write's fence or upsert: a spec's write is one operation, with no steps.
+    fn one_shot() -> Outcome {
+        Outcome::Error(Reason::Other("spec-writes-are-one-shot".into()))
     }
 }
 
@@ -103,12 +108,10 @@ impl FencedResource for SpecSql<'_> {
         self.op(cx, OpKind::Write, args)
     }
 
-    /// A spec's write is one operation: it has no fence step of its own.
     fn fence(&mut self, _cx: &Ctx<'_>, _scope: &Scope, _token: Token) -> Outcome {
-        Outcome::Error(Reason::Other("spec-writes-are-one-shot".into()))
+        Self::one_shot()
     }
 
-    /// See [`Self::fence`].
     fn upsert(
         &mut self,
         _cx: &Ctx<'_>,
@@ -117,7 +120,7 @@ impl FencedResource for SpecSql<'_> {
         _content: &str,
         _token: Token,
     ) -> Outcome {
-        Outcome::Error(Reason::Other("spec-writes-are-one-shot".into()))
+        Self::one_shot()
     }
 
     fn publish(&mut self, cx: &Ctx<'_>, key: &str, content: &str, token: Token) -> Outcome {

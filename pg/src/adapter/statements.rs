@@ -29,8 +29,13 @@ pub(super) struct Stmts {
 }
 
 pub(super) fn st(s: &Option<Statement>) -> Result<&Statement, Outcome> {
-    s.as_ref()
-        .ok_or_else(|| Outcome::Error(Reason::Other("statement-not-prepared".into())))
+    s.as_ref().ok_or_else(not_prepared)
+}
+
+/// The answer to a statement the session has not prepared: not this database's, or one a
+/// user's spec does not define.
+pub(super) fn not_prepared() -> Outcome {
+    Outcome::Error(Reason::Other("statement-not-prepared".into()))
 }
 
 /// A write's arguments (writer = the calling actor).
