@@ -690,3 +690,24 @@ fn wrong_rules_round_trip_through_their_names() {
     }
     assert!("no-such-rule".parse::<WrongRule>().is_err());
 }
+
+/// A one-shot write on a connection whose client holds a transaction open is refused
+/// (`in-transaction`) and changes nothing: its own BEGIN … COMMIT would end the holder's
+/// transaction. After the holder's COMMIT the same write goes through.
+#[test]
+fn a_one_shot_write_inside_an_open_transaction_is_refused() {
+    let mut w = World::new(Config::default());
+    w.run(A, Op::begin(DbName::Res));
+    assert_eq!(
+        w.run(A, Op::write("summary", "a", 1)),
+        Outcome::Error(Reason::InTransaction)
+    );
+    assert_eq!(w.model.floor(&Scope::new("daily-report")), Some(Token(0)));
+    w.run(A, Op::commit(DbName::Res));
+    assert_eq!(w.run(A, Op::write("summary", "a", 1)), Outcome::Accepted);
+    assert_eq!(
+        leaselab_model::protocol::refuse_one_shot_write(false),
+        None,
+        "no transaction open: nothing to refuse"
+    );
+}
