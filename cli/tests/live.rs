@@ -510,10 +510,14 @@ fn redlock_kleppmanns_example_gives_two_holders_at_once() {
         out.contains("Kleppmann's example: cut off from the last 1 instances until it held the lock on the others, then the last of those had its clock jumped forward 1500 ms"),
         "{out}"
     );
-    assert!(
-        out.contains("VIOLATION I1: lease report-job: holder-b was granted"),
-        "{out}"
-    );
+    // The two grants overlap by real time; which of them the message names first depends on
+    // whether holder-b's acquire was already under way when holder-a's returned (then neither
+    // is definitely first), which the servers' real timing decides.
+    let two_holders = out
+        .lines()
+        .filter(|l| l.contains("VIOLATION I1: lease report-job: "))
+        .any(|l| l.contains("holder-a") && l.contains("holder-b"));
+    assert!(two_holders, "{out}");
     assert_eq!(code, 1, "{out}");
     let (code, out) = common::leaselab(&["live", "--store", "redis", "--nemesis", "kleppmann"]);
     assert_eq!(code, 2, "{out}");
