@@ -17,7 +17,7 @@ use leaselab::audit_cmd::run_gen;
 use leaselab::audit_spec::load;
 use leaselab::gen_search::plan;
 use leaselab_model::{apply_event, ConnId, DbName, Event, Holder, LeaseName, Millis, Op, Outcome};
-use leaselab_pg::audit::ops_of;
+use leaselab_pg::audit::Audit;
 use leaselab_pg::PgBackend;
 use std::time::Instant;
 
@@ -29,20 +29,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .unwrap_or(300);
     let spec_file =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/leases/seed.toml");
-    let (spec, mut pg) = load(&spec_file, std::path::Path::new("target/bench-audit"))?;
+    let mut audit = load(&spec_file, std::path::Path::new("target/bench-audit"))?;
     let out = std::env::temp_dir().join("leaselab-bench-audit");
 
     // 1. The audit, and what its schedules did.
     let t = Instant::now();
-    let r = run_gen(
-        std::slice::from_mut(&mut pg),
-        &spec,
-        plan(n, 1),
-        &out,
-        false,
-    )?;
+    let r = run_gen(&mut audit, plan(n, 1), &out, false)?;
     let audit_s = t.elapsed().as_secs_f64();
-    let (sessions, crashes) = counts(&mut pg, &spec, n)?;
+    let (sessions, crashes) = counts(&mut audit, n)?;
+    let pg = audit.first_backend().ok_or("the audit's backend is lent")?;
 
     // 2. Each part alone.
     let reset_ms = per_ms(30, || {
@@ -53,18 +48,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let connect_ms = per_ms(60, || {
         i += 1;
         // A new connection each time: its first statement opens the session.
-        step(&mut pg, &format!("fresh-{i}"), i);
+        step(pg, &format!("fresh-{i}"), i);
         Ok(())
     })? - per_ms(60, || {
         i += 1;
-        step(&mut pg, "warm", i);
+        step(pg, "warm", i);
         Ok(())
     })?;
     pg.reset(&leaselab_model::Config::default())?;
     let mut k = 0u64;
     let warm_ms = per_ms(600, || {
         k += 1;
-        step(&mut pg, "warm", k);
+        step(pg, "warm", k);
         Ok(())
     })?;
     let crash_ms = per_ms(6, || {
@@ -72,12 +67,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             Op::Crash { db: DbName::Res },
             Op::Restart { db: DbName::Res },
         ] {
-            apply_event(&mut pg, &event("admin", "admin", 0, op));
+            apply_event(pg, &event("admin", "admin", 0, op));
         }
         Ok(())
     })?;
-    let probe_ms = 1e3 / probe_rate(&pg, 2_000)?;
-    let raw = raw_rate(&pg, 3_000)?;
+    let probe_ms = 1e3 / probe_rate(pg, 2_000)?;
+    let raw = raw_rate(pg, 3_000)?;
 
     // 3. The run rebuilt from its parts.
     let steps = r.steps as f64;
@@ -116,13 +111,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
 
     // 4. The same audit on two workers (`audit --jobs 2`): the same schedules, side by side.
-    let second = leaselab_pg::PgBackend::audit(
-        std::path::Path::new("target/bench-audit/worker-1"),
-        spec.clone(),
-    )?;
-    let mut pgs = vec![pg, second];
+    let second = audit.start_backend(std::path::Path::new("target/bench-audit/worker-1"))?;
+    audit.add_backends([second]);
     let t = Instant::now();
-    let r2 = run_gen(&mut pgs, &spec, plan(n, 1), &out, false)?;
+    let r2 = run_gen(&mut audit, plan(n, 1), &out, false)?;
     let two_s = t.elapsed().as_secs_f64();
     println!(
         "audit --gen {n} --jobs 2: {} schedules, {} steps in {two_s:.1} s = {:.1} schedules/s ({:.1} with one worker, {:.2}x)",
@@ -171,15 +163,11 @@ fn step(pg: &mut PgBackend, conn: &str, i: u64) -> Outcome {
 }
 
 /// Sessions opened and crash-restarts in the first `n` schedules the audit ran.
-fn counts(
-    pg: &mut PgBackend,
-    spec: &leaselab_pg::spec::Spec,
-    n: u32,
-) -> Result<(u64, u64), Box<dyn std::error::Error>> {
+fn counts(audit: &mut Audit, n: u32) -> Result<(u64, u64), Box<dyn std::error::Error>> {
     let (mut sessions, mut crashes) = (0u64, 0u64);
     for s in leaselab_gen::search::schedules(&plan(n, 1)) {
         let s = s?;
-        let (h, _) = leaselab_pg::audit::audit_schedule(pg, &s, ops_of(spec))?;
+        let (h, _) = audit.run(&s)?;
         let mut seen = std::collections::BTreeSet::new();
         for e in &h.events {
             match &e.op {

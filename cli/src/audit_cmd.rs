@@ -3,12 +3,11 @@
 //! shrunk by proptest and written as a trace, with its timeline and explanation.
 
 use crate::args::Exit;
-use crate::audit_spec::{load_as, Overrides};
+use crate::audit_spec::{flags, load_as, Overrides};
 use crate::error::CliError;
 use leaselab_checkers::Report;
 use leaselab_gen::search::Plan;
-use leaselab_pg::spec::Spec;
-use leaselab_pg::PgBackend;
+use leaselab_pg::audit::Audit;
 use leaselab_trace::Trace;
 use std::path::{Path, PathBuf};
 
@@ -133,7 +132,7 @@ pub struct AuditOutcome {
     pub first: Option<u64>,
     /// Ctrl-C or SIGTERM stopped the search after `schedules` schedules.
     pub interrupted: bool,
-    /// Waits that ran out their bound ([`PgBackend::waits_out_of_bound`]): 0 at full speed.
+    /// Waits that ran out their bound ([`Audit::waits_out_of_bound`]): 0 at full speed.
     pub waits_out_of_bound: u64,
     /// The interrupt stopped the shrinking of the violation: a smaller schedule may fail too.
     pub shrink_cut_short: bool,
@@ -141,33 +140,23 @@ pub struct AuditOutcome {
     pub resume_at: u64,
 }
 
-/// Runs `n` generated schedules of at most `steps` intents; shrinks the first violation and
-/// writes it to `out/audit-<seed>.trace`.
+/// Runs `n` generated schedules of at most `steps` intents on every backend of `audit`;
+/// shrinks the first violation and writes it to `out/audit-<spec>-<seed>.trace`.
 pub fn run_gen(
-    pgs: &mut [PgBackend],
-    spec: &Spec,
+    audit: &mut Audit,
     plan: Plan,
     out: &Path,
     progress: bool,
 ) -> Result<AuditOutcome, CliError> {
     let seed = plan.seed;
-    let ops = leaselab_pg::audit::ops_of(spec);
     let mut counts = crate::gen_search::GenRuns::new(
         plan.share.count(u64::from(plan.schedules)),
         "violation",
         progress,
     );
     let mut first: Option<u64> = None;
-    let result = leaselab_gen::search::search(
-        pgs,
+    let result = audit.search(
         &plan,
-        |pg, s| {
-            // Interrupted: the remaining schedules are not run, and this one is no pass.
-            if crate::interrupt::requested() {
-                return Ok(leaselab_gen::search::Case::interrupted());
-            }
-            leaselab_pg::audit::judge_schedule(pg, s, ops)
-        },
         |phase, case| {
             if let Some(i) = counts.observe(phase, case) {
                 first = Some(i);
@@ -183,11 +172,11 @@ pub fn run_gen(
     let violation = match found {
         None => None,
         Some(f) => {
-            let file = leaselab_pg::audit::save_found(spec, &f, seed, out)?;
+            let file = audit.save(&f, seed, out)?;
             Some((file, f.failure.report))
         }
     };
-    let waits_out_of_bound = pgs.iter().map(PgBackend::waits_out_of_bound).sum();
+    let waits_out_of_bound = audit.waits_out_of_bound();
     Ok(AuditOutcome {
         schedules: runs.schedules,
         steps: runs.steps,
@@ -201,17 +190,12 @@ pub fn run_gen(
     })
 }
 
-/// `jobs` backends running `spec`: `first`, and the others started side by side, each in its
-/// own folder under `pg_dir`.
-pub fn workers(
-    first: PgBackend,
-    spec: &Spec,
-    pg_dir: &Path,
-    jobs: usize,
-) -> Result<Vec<PgBackend>, CliError> {
-    crate::workers::start(first, pg_dir, jobs, |dir| {
-        PgBackend::audit(dir, spec.clone())
-    })
+/// Starts backends for `jobs` workers in all (the audit has the first), side by side, each in
+/// its own folder under `pg_dir`.
+pub fn workers(audit: &mut Audit, pg_dir: &Path, jobs: usize) -> Result<(), CliError> {
+    let more = crate::workers::start_more(pg_dir, jobs, |dir| audit.start_backend(dir))?;
+    audit.add_backends(more);
+    Ok(())
 }
 
 /// `leaselab audit SPEC --gen N`: prints the verdict, the shrunk trace and the commands that
@@ -225,10 +209,10 @@ pub fn run_gen_cmd(
     pg_dir: &Path,
 ) -> Result<crate::args::Exit, CliError> {
     let n = plan.schedules;
-    let (spec, pg) = load_as(file, pg_dir, o)?;
-    let mut pgs = workers(pg, &spec, pg_dir, jobs)?;
+    let mut audit = load_as(file, pg_dir, o)?;
+    workers(&mut audit, pg_dir, jobs)?;
     let t0 = std::time::Instant::now();
-    let r = run_gen(&mut pgs, &spec, plan, out, true)?;
+    let r = run_gen(&mut audit, plan, out, true)?;
     let secs = t0.elapsed().as_secs_f64().max(1e-9);
     if let Some((trace, report)) = &r.violation {
         let t = Trace::read(trace)?;
@@ -247,7 +231,7 @@ pub fn run_gen_cmd(
             "leaselab audit {} --replay {}{} --pg-dir {}",
             file.display(),
             trace.display(),
-            o.flags(),
+            flags(o),
             pg_dir.display()
         );
         // The JSON summary's `reproduce` is the printed `reproduce:` line.
@@ -299,7 +283,7 @@ pub fn run_gen_cmd(
             file.display(),
             plan.seed,
             plan.steps,
-            o.flags(),
+            flags(o),
             out.display(),
             pg_dir.display()
         );
@@ -324,9 +308,8 @@ pub fn replay_cmd(
     pg_dir: &Path,
 ) -> Result<Exit, CliError> {
     let (t, schedule) = crate::schedule_file::read(trace_file, "audit --gen")?;
-    let (spec, mut pg) = load_as(file, pg_dir, o)?;
-    let (h, _) =
-        leaselab_pg::audit::audit_schedule(&mut pg, &schedule, leaselab_pg::audit::ops_of(&spec))?;
+    let mut audit = load_as(file, pg_dir, o)?;
+    let (h, _) = audit.run(&schedule)?;
     let report = leaselab_checkers::check(&h);
     let verdict = if report.violations.is_empty() {
         "CLEAN".to_string()

@@ -9,7 +9,7 @@ use crate::args::Exit;
 use crate::audit_spec::load;
 use crate::error::{CliError, FileOp};
 use leaselab_model::Op;
-use leaselab_pg::audit::ops_of;
+use leaselab_pg::audit::Audit;
 use leaselab_pg::spec::Spec;
 use leaselab_pg::PgBackend;
 use leaselab_sim::fast::FastSim;
@@ -33,11 +33,12 @@ pub struct SimAudit {
     pub interrupted_at: Option<u64>,
 }
 
-/// Runs `setup` with whole-operation holders on `pg` (reset first), appends the final reads of
-/// every part written, and judges the history. The backend comes back for the next run.
+/// Runs `setup` with whole-operation holders on `pg` (one of `audit`'s backends, reset first),
+/// appends the final reads of every part written, and judges the history. The backend comes
+/// back for the next run.
 pub fn run_setup_on(
     pg: PgBackend,
-    spec: &Spec,
+    audit: &Audit,
     mut setup: Setup,
 ) -> Result<(SimRun, PgBackend), CliError> {
     for h in &mut setup.holders {
@@ -46,13 +47,13 @@ pub fn run_setup_on(
     let mut pg = pg;
     pg.reset(&setup.config())?;
     let (mut run, mut pg) = FastSim::on(setup, DbHosts::on(pg)).run_keeping();
-    if ops_of(spec).read_part {
+    if audit.client().ops.read_part {
         leaselab_pg::audit::read_back(&mut pg, &mut run.trace.history);
     }
     run.report = leaselab_checkers::check(&run.trace.history);
     run.liveness = job_liveness(&run);
     run.trace.expect = run.report.verdict();
-    run.trace.spec = Some(spec.file.clone());
+    run.trace.spec = Some(audit.spec().file.clone());
     Ok((run, pg))
 }
 
@@ -100,14 +101,12 @@ pub fn audit_flags(opts: &SimOptions) -> String {
 /// Runs seeds `a..b` in order; stops at the first failing one, shrinks it and writes its trace
 /// to `out/audit-sim-seed-<seed>.trace`.
 pub fn run_seeds(
-    pg: PgBackend,
-    spec: &Spec,
+    audit: &mut Audit,
     (a, b): (u64, u64),
     opts: &SimOptions,
     out: &Path,
     progress: bool,
 ) -> Result<SimAudit, CliError> {
-    let mut pg = Some(pg);
     let mut found = SimAudit {
         seeds: 0,
         steps: 0,
@@ -120,11 +119,11 @@ pub fn run_seeds(
             found.interrupted_at = Some(seed);
             break;
         }
-        let backend = pg
-            .take()
+        let backend = audit
+            .take_backend()
             .ok_or_else(|| CliError::Input("postgres backend lost".into()))?;
-        let (run, back) = run_setup_on(backend, spec, Setup::derive(seed, opts))?;
-        pg = Some(back);
+        let (run, back) = run_setup_on(backend, audit, Setup::derive(seed, opts))?;
+        audit.put_backend(back);
         found.seeds += 1;
         found.steps += run.trace.history.events.len() as u64;
         if let Some(p) = &mut shown {
@@ -146,10 +145,10 @@ pub fn run_seeds(
         }
         let mut infra: Option<CliError> = None;
         let shrunk = leaselab_sim::sweep::shrink_with(&run, SHRINK_BUDGET, &mut |setup| {
-            let backend = pg.take()?;
-            match run_setup_on(backend, spec, setup) {
+            let backend = audit.take_backend()?;
+            match run_setup_on(backend, audit, setup) {
                 Ok((r, back)) => {
-                    pg = Some(back);
+                    audit.put_backend(back);
                     Some(r)
                 }
                 Err(e) => {
@@ -161,6 +160,7 @@ pub fn run_seeds(
         if let Some(e) = infra {
             return Err(e);
         }
+        let spec = audit.spec();
         let mut t = shrunk.trace.clone();
         t.name = leaselab_pg::audit::unused_name(
             out,
@@ -205,7 +205,8 @@ pub fn run_seeds_cmd(
     out: &Path,
     pg_dir: &Path,
 ) -> Result<Exit, CliError> {
-    let (spec, pg) = load(file, pg_dir)?;
+    let mut audit = load(file, pg_dir)?;
+    let spec = audit.spec();
     if spec.lease != leaselab_pg::spec::LEASE || spec.ttl_ms.is_some() {
         return Err(CliError::Input(format!(
             "{}: `lease` and `ttl_ms` apply to --gen and --replay; the simulation's holders \
@@ -215,7 +216,7 @@ pub fn run_seeds_cmd(
         )));
     }
     let t0 = std::time::Instant::now();
-    let r = run_seeds(pg, &spec, seeds, opts, out, true)?;
+    let r = run_seeds(&mut audit, seeds, opts, out, true)?;
     let secs = t0.elapsed().as_secs_f64().max(1e-9);
     let flags = audit_flags(opts);
     let sep = if flags.is_empty() { "" } else { " " };

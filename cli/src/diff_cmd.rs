@@ -362,7 +362,12 @@ pub fn run_gen_cmd(
 ) -> Result<crate::args::Exit, CliError> {
     let (n, seed) = (plan.schedules, plan.seed);
     let pg = PgBackend::throwaway(pg_dir)?;
-    let mut pgs = crate::workers::start(pg, pg_dir, jobs, PgBackend::throwaway)?;
+    let mut pgs = vec![pg];
+    pgs.extend(crate::workers::start_more(
+        pg_dir,
+        jobs,
+        PgBackend::throwaway,
+    )?);
     let t0 = std::time::Instant::now();
     let r = run_gen(&mut pgs, plan, wrong, out, true)?;
     let secs = t0.elapsed().as_secs_f64().max(1e-9);

@@ -6,20 +6,20 @@ use crate::error::CliError;
 use leaselab_pg::{PgBackend, PgError};
 use std::path::Path;
 
-/// `first`, and `jobs - 1` more made by `make` in `pg_dir/worker-K`, started side by side.
+/// The backends of workers 2 to `jobs` (the first is the caller's), made by `make` in
+/// `pg_dir/worker-K`, started side by side.
 ///
 /// Once Ctrl-C or SIGTERM came, no more are started: only those already up are returned, and the
 /// search that follows runs no schedule and reports the interruption. On a loaded machine a
 /// pair of clusters took a minute and a half to start; an interrupt that waited for them could
 /// take longer than the person who pressed Ctrl-C.
-pub fn start(
-    first: PgBackend,
+pub fn start_more(
     pg_dir: &Path,
     jobs: usize,
     make: impl Fn(&Path) -> Result<PgBackend, PgError> + Sync,
 ) -> Result<Vec<PgBackend>, CliError> {
     if crate::interrupt::requested() {
-        return Ok(vec![first]);
+        return Ok(Vec::new());
     }
     let make = &make;
     let more: Vec<Result<Option<PgBackend>, PgError>> = std::thread::scope(|scope| {
@@ -54,7 +54,7 @@ pub fn start(
             })
             .collect()
     });
-    let mut pgs = vec![first];
+    let mut pgs = Vec::new();
     for pg in more {
         pgs.extend(pg?);
     }

@@ -29,15 +29,8 @@ fn example(name: &str) -> PathBuf {
 #[test]
 fn the_seed_spec_holds_over_generated_schedules() {
     let Some(dir) = tmp("seed") else { return };
-    let (spec, mut pg) = load(&example("seed"), &dir.join("pg")).expect("the seed spec loads");
-    let r = run_gen(
-        std::slice::from_mut(&mut pg),
-        &spec,
-        plan(100, 1),
-        &dir.join("out"),
-        false,
-    )
-    .expect("runs");
+    let mut audit = load(&example("seed"), &dir.join("pg")).expect("the seed spec loads");
+    let r = run_gen(&mut audit, plan(100, 1), &dir.join("out"), false).expect("runs");
     assert!(r.violation.is_none(), "{:?}", r.violation);
     assert_eq!(r.schedules, 100);
     assert!(r.steps > 1_000, "{} steps", r.steps);
@@ -55,15 +48,8 @@ fn a_design_whose_write_locks_the_lease_row_audits_without_waiting_out_a_bound()
     let Some(dir) = tmp("lease-row-share") else {
         return;
     };
-    let (spec, mut pg) = load(&example("lease-row-share"), &dir.join("pg")).expect("loads");
-    let r = run_gen(
-        std::slice::from_mut(&mut pg),
-        &spec,
-        plan(300, 1),
-        &dir.join("out"),
-        false,
-    )
-    .expect("runs");
+    let mut audit = load(&example("lease-row-share"), &dir.join("pg")).expect("loads");
+    let r = run_gen(&mut audit, plan(300, 1), &dir.join("out"), false).expect("runs");
     assert!(r.violation.is_none(), "{:?}", r.violation);
     assert_eq!(r.schedules, 300);
     assert_eq!(r.waits_out_of_bound, 0);
@@ -75,15 +61,16 @@ fn a_design_whose_write_locks_the_lease_row_audits_without_waiting_out_a_bound()
 #[test]
 fn the_seed_spec_answers_as_the_built_in_adapter_and_the_model() {
     let Some(dir) = tmp("cross") else { return };
-    let (spec, mut spec_pg) = load(&example("seed"), &dir.join("spec")).expect("loads");
+    let mut audit = load(&example("seed"), &dir.join("spec")).expect("loads");
     let mut builtin = leaselab_pg::PgBackend::throwaway(&dir.join("builtin")).expect("starts");
-    let ops = leaselab_pg::audit::ops_of(&spec);
-    assert!(ops.publish && ops.read_part);
+    let client = audit.client();
+    assert!(client.ops.publish && client.ops.read_part);
+    let spec_pg = audit.first_backend().expect("the audit's backend");
     let steps = std::cell::Cell::new(0usize);
     for s in leaselab_gen::search::schedules(&plan(100, 1)) {
         let s = s.expect("draws");
         steps.set(steps.get() + s.intents.len());
-        let d = leaselab_pg::audit::cross_check(&mut spec_pg, &mut builtin, &s, ops)
+        let d = leaselab_pg::audit::cross_check(spec_pg, &mut builtin, &s, client)
             .expect("postgres runs");
         assert!(d.is_none(), "{d:?}");
     }
@@ -161,17 +148,10 @@ fn found_and_shrunk(name: &str) {
         return;
     };
     let fresh = Fresh::start(&dir);
-    let (spec, mut pg) =
-        load(&example(name), &dir.join("pg")).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let mut audit = load(&example(name), &dir.join("pg")).unwrap_or_else(|e| panic!("{name}: {e}"));
     let out = dir.join(name);
-    let r = run_gen(
-        std::slice::from_mut(&mut pg),
-        &spec,
-        plan(within as u32, 1),
-        &out,
-        false,
-    )
-    .unwrap_or_else(|e| panic!("{name}: {e}"));
+    let r = run_gen(&mut audit, plan(within as u32, 1), &out, false)
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
     assert_eq!(r.waits_out_of_bound, 0, "{name}");
     let (file, report) = r
         .violation
@@ -193,11 +173,14 @@ fn found_and_shrunk(name: &str) {
     assert_eq!(t.expect, report.verdict(), "{name}");
     assert!(leaselab_trace::replay::replay(&t).ok(), "{name}: {text}");
     // Its psql scripts rerun it on fresh databases with the same outcomes.
-    let shapes = pg.spec_shapes().expect("a spec backend").to_vec();
+    let shapes = audit.backends()[0]
+        .spec_shapes()
+        .expect("a spec backend")
+        .to_vec();
     fresh.rerun(
         name,
         &file.with_extension("psql"),
-        &spec,
+        audit.spec(),
         &shapes,
         &t.history,
     );
@@ -230,15 +213,12 @@ fn a_specs_lease_name_and_ttl_reach_every_call() {
             700,
         ),
     ] {
-        let (spec, mut pg) =
-            leaselab::audit_spec::load_as(&file, &dir.join(format!("pg-{ttl}")), &o)
-                .expect("loads");
+        let mut audit = leaselab::audit_spec::load_as(&file, &dir.join(format!("pg-{ttl}")), &o)
+            .expect("loads");
         let (mut calls, mut accepted) = (0, 0);
         for s in leaselab_gen::search::schedules(&plan(40, 1)) {
             let s = s.expect("draws");
-            let (h, _) =
-                leaselab_pg::audit::audit_schedule(&mut pg, &s, leaselab_pg::audit::ops_of(&spec))
-                    .expect("runs");
+            let (h, _) = audit.run(&s).expect("runs");
             assert!(leaselab_checkers::check(&h).violations.is_empty());
             for e in &h.events {
                 match &e.op {
@@ -277,16 +257,16 @@ fn two_workers_find_and_shrink_what_one_does() {
     };
     let mut traces = Vec::new();
     for jobs in [1, 2] {
-        let (spec, pg) = load(
+        let mut audit = load(
             &example("check-then-write"),
             &dir.join(format!("pg-{jobs}")),
         )
         .expect("loads");
         let pg_dir = dir.join(format!("pg-{jobs}"));
-        let mut pgs = leaselab::audit_cmd::workers(pg, &spec, &pg_dir, jobs).expect("start");
-        assert_eq!(pgs.len(), jobs);
+        leaselab::audit_cmd::workers(&mut audit, &pg_dir, jobs).expect("start");
+        assert_eq!(audit.backends().len(), jobs);
         let out = dir.join(format!("out-{jobs}"));
-        let r = run_gen(&mut pgs, &spec, plan(300, 1), &out, false).expect("runs");
+        let r = run_gen(&mut audit, plan(300, 1), &out, false).expect("runs");
         let (file, _) = r.violation.expect("found");
         let text = std::fs::read_to_string(&file).expect("trace");
         traces.push((r.first, r.schedules, r.shrink_runs, text));
@@ -764,11 +744,12 @@ fn a_restored_schema_answers_as_a_rebuilt_one() {
     let variant = dir.join("sequence.toml");
     std::fs::write(&variant, &sequence).expect("write spec");
     for (name, file) in [("seed", example("seed")), ("sequence", variant)] {
-        let (spec, mut restored) =
-            load(&file, &dir.join(format!("{name}-restored"))).expect("loads");
-        let (_, mut rebuilt) = load(&file, &dir.join(format!("{name}-rebuilt"))).expect("loads");
-        rebuilt.rebuild_every_reset(true);
-        let ops = leaselab_pg::audit::ops_of(&spec);
+        let mut restored = load(&file, &dir.join(format!("{name}-restored"))).expect("loads");
+        let mut rebuilt = load(&file, &dir.join(format!("{name}-rebuilt"))).expect("loads");
+        rebuilt
+            .first_backend()
+            .expect("the audit's backend")
+            .rebuild_every_reset(true);
         let plan = leaselab_gen::search::Plan {
             steps: 30,
             ..plan(60, 1)
@@ -776,8 +757,8 @@ fn a_restored_schema_answers_as_a_rebuilt_one() {
         let mut granted = 0;
         for (k, s) in leaselab_gen::search::schedules(&plan).enumerate() {
             let s = s.expect("generates");
-            let (a, _) = leaselab_pg::audit::audit_schedule(&mut restored, &s, ops).expect("runs");
-            let (b, _) = leaselab_pg::audit::audit_schedule(&mut rebuilt, &s, ops).expect("runs");
+            let (a, _) = restored.run(&s).expect("runs");
+            let (b, _) = rebuilt.run(&s).expect("runs");
             let text = |h: &leaselab_model::History| {
                 leaselab_trace::Trace::new("h", leaselab_model::Config::default(), h.clone())
                     .to_text()
@@ -800,12 +781,11 @@ fn a_restored_schema_answers_as_a_rebuilt_one() {
 #[test]
 fn psql_scripts_rerun_a_lock_wait() {
     let Some(dir) = tmp("lockwait") else { return };
-    let (spec, mut pg) = load(&example("seed"), &dir.join("pg")).expect("loads");
-    let ops = leaselab_pg::audit::ops_of(&spec);
+    let mut audit = load(&example("seed"), &dir.join("pg")).expect("loads");
     let mut found = None;
     for s in leaselab_gen::search::schedules(&plan(400, 1)) {
         let s = s.expect("generates");
-        let (h, pauses) = leaselab_pg::audit::audit_schedule(&mut pg, &s, ops).expect("runs");
+        let (h, pauses) = audit.run(&s).expect("runs");
         let waits = h.events.iter().any(|e| {
             e.outcome == leaselab_model::Outcome::Blocked
                 && !pauses.contains_key(&e.seq)
@@ -820,12 +800,15 @@ fn psql_scripts_rerun_a_lock_wait() {
     let t = leaselab_trace::Trace::new("lockwait", leaselab_model::Config::default(), h.clone());
     std::fs::write(dir.join("lockwait.trace"), t.to_text()).expect("trace written");
     let scripts = dir.join("lockwait.psql");
-    let files = leaselab_pg::spec::psql::scripts(&spec, &h, &pauses, "a lock wait");
+    let files = leaselab_pg::spec::psql::scripts(audit.spec(), &h, &pauses, "a lock wait");
     leaselab_pg::audit::write_scripts(&scripts, &files).expect("written");
     let run_sh = std::fs::read_to_string(scripts.join("run.sh")).expect("run.sh");
     assert!(run_sh.contains("; expect_wait "), "{run_sh}");
-    let shapes = pg.spec_shapes().expect("a spec backend").to_vec();
-    Fresh::start(&dir).rerun("lockwait", &scripts, &spec, &shapes, &h);
+    let shapes = audit.backends()[0]
+        .spec_shapes()
+        .expect("a spec backend")
+        .to_vec();
+    Fresh::start(&dir).rerun("lockwait", &scripts, audit.spec(), &shapes, &h);
 }
 
 /// `--shard K/4`, K = 0 … 3, run every schedule of one `--gen` and `--seed` once between them:

@@ -14,8 +14,9 @@
 //!   `diff --gen` judges of each generated schedule and saves of what it found.
 //! - [`spec`]: a lease spec, the user's own schema and statements, read and checked against
 //!   PostgreSQL's description of each statement.
-//! - [`audit`]: a generated schedule run on a spec, recorded from PostgreSQL's answers alone
-//!   for the checkers; what an audit search found, saved as a trace with its psql scripts.
+//! - [`audit`]: the one owner of an audit (the spec, its client and terms, its backends); a
+//!   generated schedule run on a spec, recorded from PostgreSQL's answers alone for the
+//!   checkers; what an audit search found, saved as a trace with its psql scripts.
 //! - [`real`]: real-time experiments: F3's 16-connection race, F4/F5 with real processes.
 //! - [`recording`]: what each real process saw, written as it happens in the JSON-lines
 //!   history format.

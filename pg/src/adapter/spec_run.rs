@@ -51,20 +51,4 @@ impl super::PgBackend {
     pub fn spec_shapes(&self) -> Option<&[Shape]> {
         self.spec.as_ref().map(|r| r.shapes.as_slice())
     }
-
-    /// The spec's lease name and TTL, as the generated client takes them (the defaults
-    /// without a spec).
-    pub fn spec_terms(&self) -> leaselab_gen::Terms {
-        leaselab_gen::Terms {
-            lease: leaselab_model::LeaseName::new(self.spec_lease()),
-            ttl_ms: self.spec.as_ref().and_then(|r| r.spec.ttl_ms),
-        }
-    }
-
-    /// The lease a spec's holders compete for (`:lease` of a write, publish or read-part).
-    pub(super) fn spec_lease(&self) -> String {
-        self.spec
-            .as_ref()
-            .map_or_else(|| crate::spec::LEASE.to_string(), |r| r.spec.lease.clone())
-    }
 }

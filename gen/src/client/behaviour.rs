@@ -1,0 +1,150 @@
+//! How a client takes an intent: the differential's client sends any statement with any token
+//! ([`Statements`]); a service's client sends whole lease calls with the token its own acquire
+//! returned ([`Service`]). One type per behaviour, so the client's steps hold no mode check.
+
+use super::Client;
+use crate::{Intent, Kind};
+use leaselab_model::Token;
+
+/// What a client of one behaviour decides on its own; the rest of the [`Client`] is shared.
+pub trait Behaviour: Clone + std::fmt::Debug {
+    /// The intent as this client takes it.
+    fn take(&self, c: &Client<Self>, i: &Intent) -> Intent;
+    /// The token a write, fence or publish of `actor` names (`a`: the intent's first argument).
+    fn token(&self, c: &Client<Self>, actor: usize, a: u8) -> Token;
+    /// Whether a grant made inside an open lease transaction becomes the holder's only once
+    /// that transaction commits (until then it is held back: a holder never writes with a
+    /// token another holder cannot see yet, nor with one a rollback took back).
+    fn grant_at_commit(&self) -> bool;
+}
+
+/// The differential's client (`leaselab diff --gen`): every operation of the trace format as
+/// drawn, tokens its own, another's or made up — whatever a session can send.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Statements;
+
+impl Behaviour for Statements {
+    fn take(&self, _: &Client<Self>, i: &Intent) -> Intent {
+        *i
+    }
+
+    fn token(&self, c: &Client<Self>, actor: usize, a: u8) -> Token {
+        match (a % 4, c.grant[actor]) {
+            (0..=1, Some((t, _))) => Token(t),
+            (2, _) => Token(c.max_token.saturating_sub(u64::from(a / 4 % 2))),
+            _ => Token(u64::from(a / 4 % 4) + 1),
+        }
+        .max(Token(1))
+    }
+
+    fn grant_at_commit(&self) -> bool {
+        false
+    }
+}
+
+/// A service's client (`leaselab audit`): only whole operations — acquire, renew, release, a
+/// one-shot write, publish and reads where the lease has them — with awaits, disconnects,
+/// crashes and clock moves. Tokens are symbolic: a holder renews, releases and writes with the
+/// token *its* last acquire returned, also after that lease expired (a paused holder waking
+/// up); before any grant it acquires.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Service {
+    /// The operations the lease offers besides the four.
+    pub ops: WholeOps,
+    /// Held lease transactions (`leaselab audit --lease-txn`): a holder may open a
+    /// transaction on its lease connection (`begin db=lease`, READ COMMITTED or REPEATABLE
+    /// READ), run several lease calls in it, hold it open across other holders' steps, and
+    /// commit or roll it back. A grant made inside counts for the holder's writes only once its
+    /// transaction committed. And a contention intent becomes an acquire by another holder while
+    /// one holds the lease row in its open transaction: the queue a value drawn before the lock
+    /// wait needs.
+    pub lease_txn: bool,
+}
+
+/// What a user's lease offers besides acquire, renew, release and write.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WholeOps {
+    /// A `publish` statement.
+    pub publish: bool,
+    /// A `read-part` statement (read mid-run too, not only for the final state).
+    pub read_part: bool,
+}
+
+impl Behaviour for Service {
+    fn take(&self, c: &Client<Self>, i: &Intent) -> Intent {
+        let ops = self.ops;
+        let lease_txn = self.lease_txn;
+        let actor = usize::from(i.actor) % c.actors;
+        let granted = c.grant[actor].is_some() || c.held_grant[actor].is_some();
+        // A write or publish names only a committed grant: a token still inside an open lease
+        // transaction may yet be rolled back and handed out again.
+        let committed = c.grant[actor].is_some();
+        let lease_open = c.sessions[actor][0].in_txn;
+        let kind = match i.kind {
+            // With lease transactions, a third of the acquires start one (and a holder granted
+            // the lease in its transaction goes on to end it a third of the time, below): the
+            // steps that make transactions overlap on the lease row.
+            Kind::Acquire if lease_txn && !lease_open && !granted && i.a % 3 == 0 => {
+                Kind::BeginLease
+            }
+            Kind::Acquire | Kind::Await | Kind::Disconnect | Kind::Crash | Kind::Advance => i.kind,
+            // Each does one thing (no toggling), so that dropping one while shrinking leaves
+            // what the others do unchanged.
+            Kind::BeginLease if lease_txn && !lease_open => i.kind,
+            Kind::EndLease if lease_txn && lease_open => i.kind,
+            // One contender at a time: the waiters one commit wakes take the row in an order
+            // PostgreSQL does not fix, and a schedule's outcome should be the schedule's.
+            Kind::Contend
+                if lease_txn
+                    && c.lease_row_held_by_other(actor)
+                    && !c.sessions.iter().any(|s| s[0].blocked) =>
+            {
+                Kind::Acquire
+            }
+            k if writes(k)
+                && lease_txn
+                && lease_open
+                && c.held_grant[actor].is_some()
+                && i.a % 3 == 0 =>
+            {
+                Kind::EndLease
+            }
+            Kind::Renew | Kind::Release if granted => i.kind,
+            Kind::Publish if committed && ops.publish => Kind::Publish,
+            Kind::Read if ops.read_part => Kind::Read,
+            k if writes(k) && committed => Kind::Write,
+            Kind::Now | Kind::BeginLease | Kind::EndLease | Kind::Read => Kind::Advance,
+            _ => Kind::Acquire,
+        };
+        // A read is of a part (`a % 5 == 2` in `session_op`).
+        let a = if kind == Kind::Read {
+            (i.a % 50) * 5 + 2
+        } else {
+            i.a
+        };
+        Intent { kind, a, ..*i }
+    }
+
+    fn token(&self, c: &Client<Self>, actor: usize, _: u8) -> Token {
+        // A write names only a committed grant.
+        Token(c.grant[actor].map_or(1, |(t, _)| t))
+    }
+
+    fn grant_at_commit(&self) -> bool {
+        true
+    }
+}
+
+/// The kinds a whole-operation client takes as a write when it holds a committed grant.
+fn writes(k: Kind) -> bool {
+    matches!(
+        k,
+        Kind::Write
+            | Kind::Upsert
+            | Kind::Fence
+            | Kind::Contend
+            | Kind::BeginRes
+            | Kind::EndRes
+            | Kind::Publish
+    )
+}
