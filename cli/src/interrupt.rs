@@ -121,7 +121,8 @@ fn abandon(command: &str) {
         return;
     }
     eprintln!("\nleaselab {command}: interrupted");
-    leaselab_pg::real::kill_holders();
+    // Every child first (holders, a cluster's helpers): a stopped holder would wait for ever.
+    leaselab_pg::children::kill_all();
     leaselab_pg::cluster::stop_all();
     leaselab_live::server::stop_all();
     let hook = ON_ABANDON

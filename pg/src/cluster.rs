@@ -105,7 +105,8 @@ const PASSES: u32 = 100;
 /// or SIGTERM, which exits without running destructors.
 pub fn stop_all() {
     CLOSED.store(true, std::sync::atomic::Ordering::SeqCst);
-    kill_helpers();
+    // Its helper programs (by process group), and every other child that must not outlive it.
+    crate::children::kill_all();
     let live = match LIVE.lock() {
         Ok(mut l) => std::mem::take(&mut *l),
         Err(poisoned) => std::mem::take(&mut *poisoned.into_inner()),
@@ -119,28 +120,6 @@ pub fn stop_all() {
         && t.elapsed() < std::time::Duration::from_secs(60)
     {
         std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-}
-
-/// Helper programs running now (`initdb`, `pg_ctl`), by process group: an abandoned command
-/// kills them before it removes their clusters. Killing the one child is not enough: as root
-/// the child is `runuser`, and the `initdb` it started would go on writing into a removed
-/// folder after this process is gone.
-static HELPERS: Mutex<Vec<u32>> = Mutex::new(Vec::new());
-
-fn helpers() -> std::sync::MutexGuard<'static, Vec<u32>> {
-    HELPERS
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-/// Kills every helper program still running, with everything it started.
-fn kill_helpers() {
-    for group in std::mem::take(&mut *helpers()) {
-        let _ = Command::new("kill")
-            .args(["-KILL", "--", &format!("-{group}")])
-            .stderr(std::process::Stdio::null())
-            .status();
     }
 }
 
@@ -338,39 +317,27 @@ impl Cluster {
     /// Runs a helper program to its end, in a process group of its own that [`stop_all`] kills
     /// if the command is abandoned meanwhile.
     fn run(&self, mut c: Command, what: &str) -> Result<(), ClusterError> {
-        use std::os::unix::process::CommandExt;
         use std::process::Stdio;
         let spawn_error = |source| ClusterError::Spawn {
             program: what.to_string(),
             source,
         };
-        let child = c
-            .process_group(0)
-            .stdin(Stdio::null())
+        c.stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(spawn_error)?;
-        let group = child.id();
-        let watched = crate::watchdog::guard(
+            .stderr(Stdio::piped());
+        // A process group of its own, listed in the one registry of children.
+        let child = crate::children::spawn(
+            &mut c,
+            crate::children::Reach::Group,
             crate::watchdog::Order::Helper,
-            format!("kill -KILL -- -{group} 2>/dev/null"),
-        );
-        {
-            // Checked under the lock [`kill_helpers`] takes: a helper started as the command
-            // is being abandoned is killed here or there, never missed.
-            let mut h = helpers();
-            h.push(group);
-            if CLOSED.load(std::sync::atomic::Ordering::SeqCst) {
-                drop(h);
-                kill_helpers();
-            }
-        }
+        )
+        .map_err(|e| match e {
+            crate::children::SpawnError::Io(source) => spawn_error(source),
+            closed => spawn_error(std::io::Error::other(closed.to_string())),
+        })?;
+        let group = child.id();
         let out = child.wait_with_output();
-        helpers().retain(|g| *g != group);
-        if let Some(e) = watched {
-            crate::watchdog::forget(e);
-        }
+        crate::children::unlist(group);
         let out = out.map_err(spawn_error)?;
         if out.status.success() {
             Ok(())

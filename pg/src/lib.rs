@@ -20,6 +20,8 @@
 //! - [`real`]: real-time experiments: F3's 16-connection race, F4/F5 with real processes.
 //! - [`recording`]: what each real process saw, written as it happens in the JSON-lines
 //!   history format.
+//! - [`children`]: the one registry of the child processes that must not outlive this one (a
+//!   cluster's helper programs, holder processes), killed by an abandoning command.
 //! - [`watchdog`]: whatever ends this process, the servers and processes it started end
 //!   within seconds and their folders go.
 //!
@@ -43,6 +45,7 @@
 
 pub mod adapter;
 pub mod audit;
+pub mod children;
 pub mod cluster;
 pub mod diff;
 pub mod real;
