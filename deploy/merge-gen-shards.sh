@@ -12,12 +12,16 @@
 # Prints each shard's last summary line and what it found (`trace:`, `reproduce:`) or where it
 # goes on (`resume:`), then one SUMMARY line for the whole search: the shards' generated
 # schedules, steps, failures and shrinking runs added up — the figures one unsharded run of the
-# same --gen and --seed prints (cli/tests/audit.rs, four_shards_add_up_to_one_search).
+# same --gen and --seed prints (cli/tests/audit.rs, four_shards_add_up_to_one_search) — and, for
+# an audit, one `contention` line: each shard's counts of the interleavings its schedules
+# reached, added up.
 # Exit status: 0 every shard complete and clean, 1 a shard found a failure, 5 a shard did not
 # finish (its `resume:` line, or no summary line at all: it was killed).
 set -euo pipefail
 [ $# -ge 1 ] || { echo "usage: $0 FILE..." >&2; exit 2; }
 shards=0 unfinished=0 generated=0 steps=0 found=0 shrink=0 kind=""
+declare -A contention=()
+order=()
 for f in "$@"; do
   shards=$((shards + 1))
   # A resumed shard has a summary line per run (each appended to the same file): their
@@ -45,7 +49,19 @@ for f in "$@"; do
       fi
     done
   done < <(grep '^SUMMARY ' "$f" || true)
+  while IFS= read -r line; do
+    for pair in ${line#*: }; do
+      k=${pair%%=*} n=${pair#*=}
+      [[ -v "contention[$k]" ]] || { order+=("$k"); contention[$k]=0; }
+      contention[$k]=$((contention[$k] + n))
+    done
+  done < <(grep '^contention, ' "$f" || true)
 done
+if [ ${#order[@]} -gt 0 ]; then
+  line="contention, occurrences over the $generated schedules:"
+  for k in "${order[@]}"; do line="$line $k=${contention[$k]}"; done
+  echo "$line"
+fi
 echo "SUMMARY shards=$shards generated=$generated steps=$steps ${kind:-violations}=$found shrink_runs=$shrink unfinished=$unfinished"
 if [ "$unfinished" -gt 0 ]; then exit 5; fi
 if [ "$found" -gt 0 ]; then exit 1; fi

@@ -138,6 +138,9 @@ pub struct AuditOutcome {
     pub shrink_cut_short: bool,
     /// Where an interrupted search goes on ([`crate::gen_search::GenRuns::resume_at`]).
     pub resume_at: u64,
+    /// How often the search's schedules reached each interleaving of
+    /// [`leaselab_pg::audit::contention::Contention`], in its order.
+    pub contention: leaselab_gen::search::Tally,
 }
 
 /// Runs `n` generated schedules of at most `steps` intents on every backend of `audit`;
@@ -187,6 +190,7 @@ pub fn run_gen(
         waits_out_of_bound,
         shrink_cut_short,
         resume_at,
+        contention: runs.tally.clone(),
     })
 }
 
@@ -261,6 +265,22 @@ pub fn run_gen_cmd(
             r.waits_out_of_bound
         );
     }
+    println!(
+        "contention, occurrences over the {} schedules: {}",
+        r.schedules,
+        r.contention
+            .iter()
+            .map(|(k, n)| format!("{k}={n}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    for (k, n) in &r.contention {
+        crate::summary::count(k, *n);
+    }
+    let untried = untried(&audit);
+    if !untried.is_empty() {
+        println!("not tried: {}", untried.join("; "));
+    }
     crate::summary::count("schedules", r.schedules);
     crate::summary::count("steps", r.steps);
     crate::summary::count("violations", u64::from(r.violation.is_some()));
@@ -296,6 +316,29 @@ pub fn run_gen_cmd(
         Exit::Violation,
         r.interrupted,
     ))
+}
+
+/// The client behaviours this audit's schedules never tried, each with what would try it.
+fn untried(audit: &Audit) -> Vec<String> {
+    let c = audit.client();
+    let mut not = Vec::new();
+    if !c.lease_txn {
+        not.push(
+            "held lease transactions (several lease calls in one transaction held open across \
+             other holders' steps: give --lease-txn, or `lease_txn = true` in the spec)"
+                .to_string(),
+        );
+    }
+    if !c.ops.publish {
+        not.push("publish (the spec has no `publish` operation)".to_string());
+    }
+    if !c.ops.read_part {
+        not.push("reads of a part mid-run (the spec has no `read-part` operation)".to_string());
+    }
+    not.push(
+        "a second lease connection per holder (the generator gives each holder one)".to_string(),
+    );
+    not
 }
 
 /// `leaselab audit SPEC --replay FILE`: the schedule a search saved in FILE, run once more on

@@ -98,6 +98,9 @@ pub struct GenRuns {
     pub steps: u64,
     /// Runs spent shrinking the first failure.
     pub shrink_runs: u64,
+    /// The search's schedules' counts ([`leaselab_gen::search::Case::tally`]) summed, in the
+    /// order the runs name them (the shrinking runs not counted).
+    pub tally: leaselab_gen::search::Tally,
     /// The last of the search's own schedules reported (its number, 1-based).
     last: Option<u64>,
     failing: bool,
@@ -114,6 +117,7 @@ impl GenRuns {
             schedules: 0,
             steps: 0,
             shrink_runs: 0,
+            tally: Vec::new(),
             last: None,
             failing: false,
             total,
@@ -157,9 +161,19 @@ impl GenRuns {
         phase: leaselab_gen::search::Phase,
         case: &leaselab_gen::search::Case<F>,
     ) -> Option<u64> {
+        // Counted as the search's schedules are: up to its first failure.
+        let counted = !self.failing;
         self.ran(case.steps);
         if let leaselab_gen::search::Phase::Drawn(i) = phase {
             self.last = Some(i);
+        }
+        if counted {
+            for &(name, n) in &case.tally {
+                match self.tally.iter_mut().find(|(k, _)| *k == name) {
+                    Some((_, sum)) => *sum += n,
+                    None => self.tally.push((name, n)),
+                }
+            }
         }
         match (phase, case.failure()) {
             (leaselab_gen::search::Phase::Drawn(i), Some(_)) => {

@@ -811,6 +811,62 @@ fn psql_scripts_rerun_a_lock_wait() {
     Fresh::start(&dir).rerun("lockwait", &scripts, audit.spec(), &shapes, &h);
 }
 
+/// A clean audit says how hard it tried: over 100 schedules of the seed spec with held lease
+/// transactions, every interleaving counted was reached, the `--json` summary has the same
+/// counts, and what was not tried is named — held lease transactions too, without
+/// `--lease-txn`.
+#[test]
+fn a_clean_audit_says_how_hard_it_tried() {
+    use leaselab_pg::audit::contention::Contention;
+    let Some(dir) = tmp("contention") else { return };
+    std::fs::create_dir_all(&dir).expect("dir");
+    let spec = example("seed").display().to_string();
+    let pg = dir.join("pg").display().to_string();
+    let json = dir.join("summary.json");
+    let json_arg = json.display().to_string();
+    let (code, out, err) = leaselab(&[
+        "--json",
+        &json_arg,
+        "audit",
+        &spec,
+        "--gen",
+        "100",
+        "--lease-txn",
+        "--pg-dir",
+        &pg,
+    ]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("contention, occurrences over the 100 schedules: "))
+        .unwrap_or_else(|| panic!("no contention line:\n{out}"));
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("json written")).expect("json");
+    for c in Contention::ALL {
+        let n: u64 = line
+            .split(' ')
+            .find_map(|w| w.strip_prefix(&format!("{}=", c.name())))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no {} in {line}", c.name()));
+        assert!(n > 0, "{line}");
+        assert_eq!(summary["counts"][c.name()], n, "{summary}");
+    }
+    let untried = out
+        .lines()
+        .find(|l| l.starts_with("not tried: "))
+        .unwrap_or_else(|| panic!("no `not tried` line:\n{out}"));
+    assert!(untried.contains("a second lease connection"), "{untried}");
+    assert!(!untried.contains("--lease-txn"), "{untried}");
+    let (code, out, err) = leaselab(&["audit", &spec, "--gen", "5", "--pg-dir", &pg]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("not tried: held lease transactions")
+                && l.contains("--lease-txn")),
+        "{out}"
+    );
+}
+
 /// `--shard K/4`, K = 0 … 3, run every schedule of one `--gen` and `--seed` once between them:
 /// `deploy/merge-gen-shards.sh` adds their summary lines up to the figures one unsharded run
 /// prints; a search started at `--from I` runs the schedules from I on, and each shard says
@@ -841,7 +897,8 @@ fn four_shards_add_up_to_one_search() {
             .unwrap_or_else(|| panic!("no summary:\n{out}"))
             .to_string()
     };
-    let whole = summary(&run(&[]));
+    let whole_out = run(&[]);
+    let whole = summary(&whole_out);
     std::fs::create_dir_all(&dir).expect("dir");
     let mut files = Vec::new();
     for k in 0..4 {
@@ -872,6 +929,23 @@ fn four_shards_add_up_to_one_search() {
         );
     }
     assert_eq!(field(total, "unfinished"), 0, "{merged}");
+    // The contention counts add up to the whole search's too.
+    let contention = |out: &str| {
+        out.lines()
+            .find(|l| l.starts_with("contention, occurrences over the 40 schedules: "))
+            .unwrap_or_else(|| panic!("no contention line:\n{out}"))
+            .to_string()
+    };
+    assert_eq!(
+        contention(&merged),
+        contention(&whole_out),
+        "{merged}{whole_out}"
+    );
+    let counts: u64 = leaselab_pg::audit::contention::Contention::ALL
+        .iter()
+        .map(|c| field(&contention(&merged), c.name()))
+        .sum();
+    assert!(counts > 0, "{merged}");
     let rest = summary(&run(&["--from", "31"]));
     assert!(rest.ends_with(" from=31"), "{rest}");
     assert_eq!(field(&rest, "generated"), 10, "{rest}");

@@ -89,11 +89,17 @@ pub enum Verdict<F> {
     Interrupted,
 }
 
-/// One schedule's run: how many steps it took, and how it ended.
+/// Named counts a run reports beside its verdict: how often it reached what a search aims at
+/// (`audit`'s contention counts), summed over the drawn schedules by whoever observes them.
+pub type Tally = Vec<(&'static str, u64)>;
+
+/// One schedule's run: how many steps it took, what it reached, and how it ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Case<F> {
     /// Its steps (for progress and the summary).
     pub steps: u64,
+    /// Its counts (empty where a search counts nothing).
+    pub tally: Tally,
     /// Pass, fail, or interrupted.
     pub verdict: Verdict<F>,
 }
@@ -103,6 +109,7 @@ impl<F> Case<F> {
     pub fn interrupted() -> Self {
         Case {
             steps: 0,
+            tally: Tally::new(),
             verdict: Verdict::Interrupted,
         }
     }
@@ -509,6 +516,7 @@ mod tests {
                     |_, s| {
                         Ok::<_, ()>(Case {
                             steps: s.intents.len() as u64,
+                            tally: Tally::new(),
                             verdict: fails(s, k).map_or(Verdict::Pass, Verdict::Fail),
                         })
                     },
@@ -569,6 +577,7 @@ mod tests {
                 |_, s| {
                     Ok::<_, ()>(Case {
                         steps: 1,
+                        tally: Tally::new(),
                         verdict: fails(s, k).map_or(Verdict::Pass, Verdict::Fail),
                     })
                 },
@@ -660,6 +669,7 @@ mod tests {
                 *w += 1;
                 Ok::<_, ()>(Case::<String> {
                     steps: 0,
+                    tally: Tally::new(),
                     verdict: Verdict::Pass,
                 })
             },
@@ -679,6 +689,7 @@ mod tests {
                 *w += 1;
                 Ok::<_, ()>(Case::<String> {
                     steps: 0,
+                    tally: Tally::new(),
                     verdict: Verdict::Pass,
                 })
             },
@@ -705,6 +716,7 @@ mod tests {
         let run = |_: &mut (), s: &Schedule| {
             Ok::<_, ()>(Case {
                 steps: s.intents.len() as u64,
+                tally: Tally::new(),
                 verdict: fails(s, 1).map_or(Verdict::Pass, Verdict::Fail),
             })
         };
@@ -758,6 +770,7 @@ mod tests {
                 let n = ran.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
                 Ok::<_, ()>(Case::<String> {
                     steps: 1,
+                    tally: Tally::new(),
                     verdict: if n == 5 {
                         Verdict::Interrupted
                     } else {
@@ -795,6 +808,7 @@ mod tests {
                 };
                 Ok::<_, ()>(Case {
                     steps: s.intents.len() as u64,
+                    tally: Tally::new(),
                     verdict: if n == 4 {
                         Verdict::Interrupted
                     } else {

@@ -278,6 +278,7 @@ pub fn judge_schedule(
     let steps = r.report.steps as u64;
     let case = |what: Option<String>| Case {
         steps,
+        tally: Vec::new(),
         verdict: match what {
             Some(what) => Verdict::Fail(Diverged {
                 history: r.history.clone(),

@@ -3,9 +3,11 @@
 //! that run the spec's statements. The CLI parses arguments, loads an [`Audit`], calls it and
 //! prints; the spec is read once, here.
 //!
-//! - [`run`]: a generated schedule run on a spec, recorded from PostgreSQL's answers alone.
-//! - [`save`]: what a search found, saved as a trace with its psql scripts.
+//! - `run`: a generated schedule run on a spec, recorded from PostgreSQL's answers alone.
+//! - `save`: what a search found, saved as a trace with its psql scripts.
+//! - [`contention`]: how often the runs reached the interleavings where lease bugs live.
 
+pub mod contention;
 mod run;
 mod save;
 

@@ -219,6 +219,10 @@ pub(super) fn judge_schedule(
     let (history, pauses) = audit_schedule(pg, schedule, client, terms)?;
     let report = leaselab_checkers::check(&history);
     let steps = history.events.len() as u64;
+    let tally = super::contention::count(&history, &pauses)
+        .iter()
+        .map(|(c, n)| (c.name(), *n))
+        .collect();
     let verdict = if report.violations.is_empty() {
         Verdict::Pass
     } else {
@@ -228,5 +232,9 @@ pub(super) fn judge_schedule(
             report,
         })
     };
-    Ok(Case { steps, verdict })
+    Ok(Case {
+        steps,
+        tally,
+        verdict,
+    })
 }

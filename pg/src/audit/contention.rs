@@ -1,0 +1,211 @@
+//! How hard an audit tried: how often its runs reached the interleavings where lease bugs live,
+//! counted from what PostgreSQL answered and where operations paused. A clean audit whose
+//! counts are zero proves little: the schedules never put a holder where a mistake shows.
+//!
+//! Each count is of one run's history; an audit sums them over its drawn schedules (the runs
+//! that shrink a failure are not counted). A statement whose answer was `blocked` is *in
+//! flight* until its holder's `await` on that database collects it (or its connection ends); it
+//! paused inside itself when the schedule said so ([`Pauses`]), else it waited on a lock.
+
+use super::Pauses;
+use leaselab_model::{DbName, Event, History, Holder, Op, Outcome, Reason};
+use std::collections::BTreeMap;
+
+/// The interleavings counted, in report order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Contention {
+    /// A statement waited on a lock while another holder's operation on the same database was
+    /// paused inside itself (its transaction, and the locks it took, held open).
+    WaitedOnAPausedHolder,
+    /// A holder was granted the lease while another holder's write with an older token was in
+    /// flight (paused inside itself, or waiting on a lock).
+    TakeoverDuringOpenWrite,
+    /// A write was sent with a token below one already granted to another holder.
+    StaleWriteAfterGrant,
+    /// An acquire waited on a lock while another holder's acquire was in flight and the lease
+    /// it last granted had expired (or none was granted yet): two acquires racing for a free
+    /// row.
+    AcquiresRacedOnAFreeRow,
+}
+
+impl Contention {
+    /// Every count, in report order.
+    pub const ALL: [Contention; 4] = [
+        Contention::WaitedOnAPausedHolder,
+        Contention::TakeoverDuringOpenWrite,
+        Contention::StaleWriteAfterGrant,
+        Contention::AcquiresRacedOnAFreeRow,
+    ];
+
+    /// The name summaries print.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Contention::WaitedOnAPausedHolder => "waited-on-a-paused-holder",
+            Contention::TakeoverDuringOpenWrite => "takeover-during-open-write",
+            Contention::StaleWriteAfterGrant => "stale-write-after-grant",
+            Contention::AcquiresRacedOnAFreeRow => "acquires-raced-on-a-free-row",
+        }
+    }
+}
+
+/// A statement in flight: its event and whether it paused (else it waits on a lock).
+#[derive(Clone, Copy)]
+struct InFlight<'a> {
+    event: &'a Event,
+    paused: bool,
+}
+
+/// How often `history` (a run whose operations paused where `pauses` says) reached each
+/// interleaving of [`Contention::ALL`], in that order.
+pub fn count(history: &History, pauses: &Pauses) -> [(Contention, u64); 4] {
+    let mut n: BTreeMap<Contention, u64> = BTreeMap::new();
+    let mut in_flight: BTreeMap<(&Holder, DbName), InFlight<'_>> = BTreeMap::new();
+    // The highest token granted so far, with its holder, and the last grant's expiry.
+    let mut newest: Option<(u64, &Holder)> = None;
+    let mut expires: Option<u64> = None;
+    for e in &history.events {
+        let others = |db: DbName| {
+            in_flight
+                .iter()
+                .filter(move |((h, d), _)| *h != &e.actor && *d == db)
+                .map(|(_, f)| *f)
+        };
+        if let Op::Write { token, .. } = &e.op {
+            if newest.is_some_and(|(t, h)| t > token.0 && h != &e.actor) {
+                *n.entry(Contention::StaleWriteAfterGrant).or_default() += 1;
+            }
+        }
+        if e.outcome == Outcome::Blocked {
+            let paused = pauses.contains_key(&e.seq);
+            if let Some(db) = e.op.db() {
+                if !paused && others(db).any(|f| f.paused) {
+                    *n.entry(Contention::WaitedOnAPausedHolder).or_default() += 1;
+                }
+                let free = expires.is_none_or(|x| e.at.0 >= x);
+                if !paused
+                    && matches!(e.op, Op::Acquire { .. })
+                    && free
+                    && others(db).any(|f| matches!(f.event.op, Op::Acquire { .. }))
+                {
+                    *n.entry(Contention::AcquiresRacedOnAFreeRow).or_default() += 1;
+                }
+                in_flight.insert((&e.actor, db), InFlight { event: e, paused });
+            }
+            continue;
+        }
+        // What answered: the statement itself, or the one an `await` collected.
+        let answered = match &e.op {
+            Op::Await { db } => match &e.outcome {
+                Outcome::Error(Reason::StillBlocked) => None,
+                _ => in_flight.remove(&(&e.actor, *db)).map(|f| f.event),
+            },
+            op => Some(e).filter(|_| !matches!(op, Op::Await { .. })),
+        };
+        if let Op::Disconnect { db } = &e.op {
+            in_flight.remove(&(&e.actor, *db));
+        }
+        if matches!(e.outcome, Outcome::Error(Reason::ConnLost)) {
+            if let Some(db) = e.op.db() {
+                in_flight.remove(&(&e.actor, db));
+            }
+        }
+        if let Op::Crash { db } = &e.op {
+            in_flight.retain(|(_, d), _| d != db);
+        }
+        let Some(granted) = answered else { continue };
+        if let Outcome::Granted { token, expires: x } = &e.outcome {
+            let open_write = in_flight.iter().any(|((h, _), f)| {
+                *h != &granted.actor
+                    && matches!(f.event.op, Op::Write { token: w, .. } if w < *token)
+            });
+            if open_write {
+                *n.entry(Contention::TakeoverDuringOpenWrite).or_default() += 1;
+            }
+            if newest.is_none_or(|(t, _)| token.0 > t) {
+                newest = Some((token.0, &granted.actor));
+            }
+            expires = expiry_ms(x);
+        }
+        if let Outcome::Renewed { expires: x } = &e.outcome {
+            expires = expiry_ms(x);
+        }
+        if e.outcome == Outcome::Released {
+            expires = Some(0);
+        }
+    }
+    Contention::ALL.map(|c| (c, n.get(&c).copied().unwrap_or(0)))
+}
+
+fn expiry_ms(e: &leaselab_model::Expiry) -> Option<u64> {
+    match e {
+        leaselab_model::Expiry::At(m) => Some(m.0),
+        leaselab_model::Expiry::NegInfinity => Some(0),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn history(events: &str) -> History {
+        let text = format!(
+            "leaselab-trace v1\nname t\ntitle t\nseed 1\nconfig fence=scope lease_table=logged renew_after_expiry=false publish=business-key client_expiry=monotonic scopes=daily-report\nexpect ok\nevents\n{events}end\n"
+        );
+        leaselab_trace::Trace::parse(&text, "t")
+            .expect("a trace")
+            .history
+    }
+
+    fn counts(events: &str, paused: &[u64]) -> Vec<u64> {
+        let pauses: Pauses = paused.iter().map(|s| (*s, 0)).collect();
+        count(&history(events), &pauses)
+            .iter()
+            .map(|(_, n)| *n)
+            .collect()
+    }
+
+    /// check-then-write's shrunk failure: holder-a's write pauses, holder-b takes the lease
+    /// over and writes, holder-a writes again with its old token.
+    #[test]
+    fn a_takeover_while_a_write_is_paused_and_a_stale_write_after_it() {
+        let events = "\
+1 t=0 local=0 holder-a acquire lease=report-job holder=holder-a ttl_ms=100 => granted token=1 expires=100
+2 t=100 local=100 holder-a write scope=daily-report part=detail content=a1 token=1 => blocked
+3 t=100 local=100 holder-b acquire lease=report-job holder=holder-b ttl_ms=100 => granted token=2 expires=200
+4 t=100 local=100 holder-b write scope=daily-report part=summary content=b2 token=2 => accepted
+5 t=100 local=100 holder-a await db=res => accepted
+6 t=100 local=100 holder-a write scope=daily-report part=summary content=a4 token=1 => accepted
+";
+        // In report order: waited-on-a-paused-holder, takeover-during-open-write,
+        // stale-write-after-grant, acquires-raced-on-a-free-row.
+        assert_eq!(counts(events, &[2]), [0, 1, 1, 0]);
+        // The write collected before the takeover: no write was open during it.
+        let collected = "\
+1 t=0 local=0 holder-a acquire lease=report-job holder=holder-a ttl_ms=100 => granted token=1 expires=100
+2 t=100 local=100 holder-a write scope=daily-report part=detail content=a1 token=1 => blocked
+3 t=100 local=100 holder-a await db=res => accepted
+4 t=100 local=100 holder-b acquire lease=report-job holder=holder-b ttl_ms=100 => granted token=2 expires=200
+";
+        assert_eq!(counts(collected, &[2]), [0, 0, 0, 0]);
+    }
+
+    /// A write waits behind a paused write's lock; an acquire waits behind another holder's
+    /// paused acquire on an expired lease.
+    #[test]
+    fn waits_on_paused_holders_and_acquires_racing_for_a_free_row() {
+        let events = "\
+1 t=0 local=0 holder-a acquire lease=report-job holder=holder-a ttl_ms=100 => granted token=1 expires=100
+2 t=50 local=50 holder-a write scope=daily-report part=summary content=a1 token=1 => blocked
+3 t=50 local=50 holder-b write scope=daily-report part=summary content=b1 token=1 => blocked
+4 t=150 local=150 holder-c acquire lease=report-job holder=holder-c ttl_ms=100 => blocked
+5 t=150 local=150 holder-d acquire lease=report-job holder=holder-d ttl_ms=100 => blocked
+";
+        assert_eq!(counts(events, &[2, 4]), [2, 0, 0, 1]);
+        // Nothing paused: the waits are on running statements, and holder-c's acquire is a
+        // lock wait of its own, not one a race can be counted behind twice.
+        assert_eq!(counts(events, &[]), [0, 0, 0, 1]);
+        // Before the lease expired, the second acquire waits on a held row, not a free one.
+        let early = events.replace("t=150 local=150", "t=60 local=60");
+        assert_eq!(counts(&early, &[2, 4]), [2, 0, 0, 0]);
+    }
+}
