@@ -66,6 +66,13 @@ pub struct AuditArgs {
     /// the spec's `lease_txn = true` says (--gen, --replay).
     #[arg(long, conflicts_with = "sim_seeds")]
     pub lease_txn: bool,
+    /// Where the generated holders aim (--gen, --replay): `uniform` takes the drawn intents as
+    /// they are; `contention` steers half of them toward the interleavings where lease bugs
+    /// live — while another holder's write or acquire is in flight, the lease lapses, is taken
+    /// over, and the new holder writes or acquires too [default: uniform; for --replay, as the
+    /// saved failure says].
+    #[arg(long, value_parser = ["uniform", "contention"], conflicts_with = "sim_seeds")]
+    pub aim: Option<String>,
     /// Where a violation's trace (and its psql scripts) is written: `audit-SPEC-SEED.trace`
     /// (`audit-sim-SPEC-seed-N.trace` for --sim-seeds), with `-2`, `-3`, … added where an
     /// earlier audit's failure already has the name — nothing found before is replaced.
@@ -82,10 +89,18 @@ pub struct AuditArgs {
 /// `leaselab audit`: generated schedules (`--gen`) or the simulation's holders
 /// (`--sim-seeds`) on the user's spec.
 pub fn main(a: AuditArgs) -> Exit {
+    let aim = a.aim.as_deref().map(|v| {
+        if v == "contention" {
+            leaselab_gen::Aim::Contention
+        } else {
+            leaselab_gen::Aim::Uniform
+        }
+    });
     let o = Overrides {
         lease: a.lease.clone(),
         ttl_ms: a.ttl_ms,
         lease_txn: a.lease_txn,
+        aim: aim.unwrap_or_default(),
     };
     let r = match (a.gen, a.sim_seeds, &a.replay) {
         (Some(n), _, _) => run_gen_cmd(
@@ -104,7 +119,7 @@ pub fn main(a: AuditArgs) -> Exit {
         (None, Some(seeds), _) => a.run.options().and_then(|opts| {
             crate::audit_sim::run_seeds_cmd(&a.spec, seeds, &opts, &a.out, &a.pg_dir)
         }),
-        (None, None, Some(file)) => replay_cmd(&a.spec, &o, file, &a.pg_dir),
+        (None, None, Some(file)) => replay_cmd(&a.spec, &o, aim, file, &a.pg_dir),
         (None, None, None) => Err(CliError::Input(
             "give --gen N, --sim-seeds A..B or --replay FILE".into(),
         )),
@@ -342,16 +357,22 @@ fn untried(audit: &Audit) -> Vec<String> {
 }
 
 /// `leaselab audit SPEC --replay FILE`: the schedule a search saved in FILE, run once more on
-/// SPEC and judged; whether PostgreSQL answered every step as the trace recorded. Exit
+/// SPEC and judged — with the client aimed as `aim` says, or as the search that saved it was
+/// (its `setup aim` line); whether PostgreSQL answered every step as the trace recorded. Exit
 /// `Violation` or `Clean` by the new run's verdict.
 pub fn replay_cmd(
     file: &Path,
     o: &Overrides,
+    aim: Option<leaselab_gen::Aim>,
     trace_file: &Path,
     pg_dir: &Path,
 ) -> Result<Exit, CliError> {
     let (t, schedule) = crate::schedule_file::read(trace_file, "audit --gen")?;
-    let mut audit = load_as(file, pg_dir, o)?;
+    let o = Overrides {
+        aim: aim.unwrap_or_else(|| leaselab_pg::audit::aim_of(&t.setup)),
+        ..o.clone()
+    };
+    let mut audit = load_as(file, pg_dir, &o)?;
     let (h, _) = audit.run(&schedule)?;
     let report = leaselab_checkers::check(&h);
     let verdict = if report.violations.is_empty() {

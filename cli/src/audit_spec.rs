@@ -26,6 +26,9 @@ pub fn flags(o: &Overrides) -> String {
     if o.lease_txn {
         f.push_str(" --lease-txn");
     }
+    if o.aim == leaselab_gen::Aim::Contention {
+        f.push_str(" --aim contention");
+    }
     f
 }
 

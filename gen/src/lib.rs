@@ -28,7 +28,7 @@ pub mod holders;
 pub mod search;
 mod text;
 
-pub use client::{Behaviour, Client, Service, Statements, Terms, WholeOps};
+pub use client::{Aim, Behaviour, Client, Service, Statements, Terms, WholeOps};
 
 use leaselab_model::Config;
 #[cfg(feature = "strategies")]

@@ -16,6 +16,15 @@ pub trait Behaviour: Clone + std::fmt::Debug {
     /// that transaction commits (until then it is held back: a holder never writes with a
     /// token another holder cannot see yet, nor with one a rollback took back).
     fn grant_at_commit(&self) -> bool;
+
+    /// Where a clock move drawn to land on an expiry lands for `actor`: the expiry of its own
+    /// grant (the default), or of another's.
+    fn expiry_to_reach(&self, c: &Client<Self>, actor: usize) -> Option<u64> {
+        c.held_grant[actor]
+            .or(c.grant[actor])
+            .and_then(|(_, e)| e)
+            .filter(|e| *e > c.now)
+    }
 }
 
 /// The differential's client (`leaselab diff --gen`): every operation of the trace format as
@@ -59,6 +68,58 @@ pub struct Service {
     /// one holds the lease row in its open transaction: the queue a value drawn before the lock
     /// wait needs.
     pub lease_txn: bool,
+    /// How the intents are taken: as drawn, or steered toward contention.
+    pub aim: Aim,
+}
+
+/// What a service's client aims at (`leaselab audit --aim`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Aim {
+    /// The intents as drawn.
+    #[default]
+    Uniform,
+    /// Half the intents steered toward the interleavings where lease bugs live: while another
+    /// holder's write is in flight (paused inside itself, or waiting on a lock), the clock
+    /// moves to the lease's expiry, a holder takes the lease over and the new holder writes —
+    /// so the stale write lands after the newer one, or waits on the lock the paused one
+    /// holds; while another holder's acquire is in flight, a holder acquires too, on the
+    /// expired lease — two acquires racing for a free row.
+    Contention,
+}
+
+impl Service {
+    /// `i` steered toward contention (see [`Aim::Contention`]); as drawn when nothing is in
+    /// flight, for half the intents, and for a holder's own waits, crashes and restarts.
+    fn steer(&self, c: &Client<Self>, i: &Intent) -> Intent {
+        let actor = usize::from(i.actor) % c.actors;
+        if i.b % 2 == 1 || matches!(i.kind, Kind::Crash | Kind::Await | Kind::Disconnect) {
+            return *i;
+        }
+        let in_flight = |db: usize| (0..c.actors).any(|x| x != actor && c.sessions[x][db].blocked);
+        let newest = (0..c.actors)
+            .filter_map(|x| c.held_grant[x].or(c.grant[x]).map(|g| (g, x)))
+            .max_by_key(|((t, _), _)| *t);
+        let free = newest.is_none_or(|((_, e), _)| e.is_none_or(|e| c.now >= e));
+        let mine = newest.is_some_and(|(_, x)| x == actor);
+        let kind = if in_flight(1) {
+            match (mine, free) {
+                (true, _) => Kind::Write,
+                (false, false) => Kind::Advance,
+                (false, true) => Kind::Acquire,
+            }
+        } else if in_flight(0) && !mine {
+            if free {
+                Kind::Acquire
+            } else {
+                Kind::Advance
+            }
+        } else {
+            return *i;
+        };
+        // A clock move lands on an expiry (`a % 3 == 0`; see `Client::event`).
+        let a = if kind == Kind::Advance { 3 } else { i.a };
+        Intent { kind, a, ..*i }
+    }
 }
 
 /// What a user's lease offers besides acquire, renew, release and write.
@@ -72,6 +133,11 @@ pub struct WholeOps {
 
 impl Behaviour for Service {
     fn take(&self, c: &Client<Self>, i: &Intent) -> Intent {
+        let steered = match self.aim {
+            Aim::Uniform => *i,
+            Aim::Contention => self.steer(c, i),
+        };
+        let i = &steered;
         let ops = self.ops;
         let lease_txn = self.lease_txn;
         let actor = usize::from(i.actor) % c.actors;
@@ -132,6 +198,18 @@ impl Behaviour for Service {
 
     fn grant_at_commit(&self) -> bool {
         true
+    }
+
+    fn expiry_to_reach(&self, c: &Client<Self>, actor: usize) -> Option<u64> {
+        let own = c.held_grant[actor].or(c.grant[actor]);
+        let newest = match self.aim {
+            Aim::Uniform => own,
+            // The lease's: a takeover needs the newest grant to have lapsed.
+            Aim::Contention => (0..c.actors)
+                .filter_map(|x| c.held_grant[x].or(c.grant[x]))
+                .max_by_key(|(t, _)| *t),
+        };
+        newest.and_then(|(_, e)| e).filter(|e| *e > c.now)
     }
 }
 

@@ -5,7 +5,7 @@
 
 mod behaviour;
 
-pub use behaviour::{Behaviour, Service, Statements, WholeOps};
+pub use behaviour::{Aim, Behaviour, Service, Statements, WholeOps};
 
 use crate::{Intent, Kind, NAMES, STEPS, TTLS};
 use leaselab_model::names::defaults;
@@ -197,10 +197,7 @@ impl<B: Behaviour> Client<B> {
         let mut who = Holder::new(name);
         let op = match intent.kind {
             Kind::Advance => {
-                let to_expiry = self.held_grant[actor]
-                    .or(self.grant[actor])
-                    .and_then(|(_, e)| e)
-                    .filter(|e| *e > self.now);
+                let to_expiry = self.behaviour.expiry_to_reach(self, actor);
                 match to_expiry {
                     Some(e) if a % 3 == 0 => self.now = e,
                     _ => self.now += STEPS[usize::from(a) % STEPS.len()],

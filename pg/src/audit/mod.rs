@@ -17,12 +17,13 @@ pub use save::{spec_stem, unused_name, write_scripts};
 use crate::adapter::{PgBackend, PgError};
 use crate::spec::{OpKind, Spec};
 use leaselab_gen::search::{Case, Found, Phase, Plan, SearchError};
-use leaselab_gen::{Schedule, Service, Terms, WholeOps};
+use leaselab_gen::{Aim, Schedule, Service, Terms, WholeOps};
 use leaselab_model::{History, LeaseName};
 use leaselab_trace::TraceFileError;
 use std::path::{Path, PathBuf};
 
-/// What a command line replaces of a spec (`--lease`, `--ttl-ms`, `--lease-txn`).
+/// What a command line sets of an audit: the spec's settings it replaces (`--lease`,
+/// `--ttl-ms`, `--lease-txn`), and where the client aims (`--aim`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Overrides {
     /// The lease name every call names, instead of the spec's `lease`.
@@ -31,6 +32,8 @@ pub struct Overrides {
     pub ttl_ms: Option<u64>,
     /// Held lease transactions, as the spec's `lease_txn = true` says.
     pub lease_txn: bool,
+    /// Intents as drawn, or steered toward contention.
+    pub aim: Aim,
 }
 
 impl Overrides {
@@ -67,6 +70,7 @@ impl Audit {
                     read_part: spec.op(OpKind::ReadPart).is_some(),
                 },
                 lease_txn: spec.lease_txn,
+                aim: o.aim,
             },
             terms: Terms {
                 lease: LeaseName::new(&spec.lease),
@@ -174,7 +178,19 @@ impl Audit {
         seed: u64,
         out: &Path,
     ) -> Result<PathBuf, TraceFileError> {
-        save::save_found(&self.spec, found, seed, out)
+        save::save_found(&self.spec, self.client.aim, found, seed, out)
+    }
+}
+
+/// The `setup` line of a saved failure whose schedules were steered toward contention.
+pub const AIM_CONTENTION: &str = "aim contention";
+
+/// Where the client of a saved failure aimed: its `setup` lines say.
+pub fn aim_of(setup: &[String]) -> Aim {
+    if setup.iter().any(|l| l == AIM_CONTENTION) {
+        Aim::Contention
+    } else {
+        Aim::Uniform
     }
 }
 

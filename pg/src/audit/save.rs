@@ -52,6 +52,7 @@ pub fn write_scripts(
 /// `--replay` runs exactly it) and its psql scripts beside it; the trace's path.
 pub(super) fn save_found(
     spec: &crate::spec::Spec,
+    aim: leaselab_gen::Aim,
     found: &leaselab_gen::search::Found<Failure>,
     seed: u64,
     out: &std::path::Path,
@@ -69,6 +70,10 @@ pub(super) fn save_found(
     t.seed = seed;
     t.spec = Some(spec.file.clone());
     t.setup = found.minimal.setup_lines();
+    if aim == leaselab_gen::Aim::Contention {
+        // The client steered the intents: a replay must steer them the same way.
+        t.setup.push(super::AIM_CONTENTION.to_string());
+    }
     t.title = format!(
         "audit of {}: a generated schedule, shrunk",
         std::path::Path::new(&spec.file)
