@@ -83,9 +83,10 @@ fn the_seed_spec_answers_as_the_built_in_adapter_and_the_model() {
 /// (the README's table).
 const LEASE: &[Check] = &[Check::I1, Check::I2];
 type Mistake = (&'static str, &'static [Check], u64);
-const OF_THE_WRITE: [Mistake; 4] = [
+const OF_THE_WRITE: [Mistake; 5] = [
     ("unfenced-write", &[Check::I3], 10),
     ("check-then-write", &[Check::I3], 200),
+    ("advisory-fence", &[Check::Final, Check::I3], 150),
     ("row-guard", &[Check::I3], 10),
     ("lease-row-key-share", &[Check::I3, Check::Final], 150),
 ];
@@ -125,6 +126,7 @@ macro_rules! mistakes {
 mistakes! {
     unfenced_write_is_found_and_shrunk: "unfenced-write",
     check_then_write_is_found_and_shrunk: "check-then-write",
+    advisory_fence_is_found_and_shrunk: "advisory-fence",
     row_guard_is_found_and_shrunk: "row-guard",
     lease_row_key_share_is_found_and_shrunk: "lease-row-key-share",
     unlogged_lease_is_found_and_shrunk: "unlogged-lease",

@@ -82,8 +82,9 @@ pub enum Aim {
     /// holder's write is in flight (paused inside itself, or waiting on a lock), the clock
     /// moves to the lease's expiry, a holder takes the lease over and the new holder writes —
     /// so the stale write lands after the newer one, or waits on the lock the paused one
-    /// holds; while another holder's acquire is in flight, a holder acquires too, on the
-    /// expired lease — two acquires racing for a free row.
+    /// holds — and a holder with an older grant writes too; while another holder's acquire is
+    /// in flight, a holder acquires too, on the expired lease — two acquires racing for a
+    /// free row.
     Contention,
 }
 
@@ -101,9 +102,13 @@ impl Service {
             .max_by_key(|((t, _), _)| *t);
         let free = newest.is_none_or(|((_, e), _)| e.is_none_or(|e| c.now >= e));
         let mine = newest.is_some_and(|(_, x)| x == actor);
+        let granted = c.grant[actor].is_some();
         let kind = if in_flight(1) {
             match (mine, free) {
                 (true, _) => Kind::Write,
+                // A holder whose grant is older writes now, half the time: a stale write sent
+                // while the newer holder's write is in flight (and waits on its locks).
+                (false, _) if granted && i.a % 2 == 0 => Kind::Write,
                 (false, false) => Kind::Advance,
                 (false, true) => Kind::Acquire,
             }

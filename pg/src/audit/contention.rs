@@ -208,4 +208,71 @@ mod tests {
         let early = events.replace("t=150 local=150", "t=60 local=60");
         assert_eq!(counts(&early, &[2, 4]), [2, 0, 0, 0]);
     }
+
+    /// The names the summaries and `--json` print: the counts' public spelling.
+    #[test]
+    fn each_count_has_its_name() {
+        let names: Vec<&str> = Contention::ALL.iter().map(|c| c.name()).collect();
+        assert_eq!(
+            names,
+            [
+                "waited-on-a-paused-holder",
+                "takeover-during-open-write",
+                "stale-write-after-grant",
+                "acquires-raced-on-a-free-row"
+            ]
+        );
+    }
+
+    /// What leaves a statement in flight and what ends it; whose grant is a takeover and whose
+    /// write is stale.
+    #[test]
+    fn in_flight_ends_only_when_answered_and_a_holder_never_takes_over_from_itself() {
+        let grant = |seq: u64, t: u64, who: &str, token: u64| {
+            format!(
+                "{seq} t={t} local={t} {who} acquire lease=report-job holder={who} ttl_ms=100 => granted token={token} expires={}\n",
+                t + 100
+            )
+        };
+        let write = |seq: u64, t: u64, who: &str, token: u64, out: &str| {
+            format!(
+                "{seq} t={t} local={t} {who} write scope=daily-report part=summary content=x token={token} => {out}\n"
+            )
+        };
+        // An `await` that finds the write still waiting leaves it in flight: the grant after
+        // it is a takeover during an open write.
+        let still = grant(1, 0, "holder-a", 1)
+            + &write(2, 0, "holder-a", 1, "blocked")
+            + "3 t=0 local=0 holder-a await db=res => error reason=still-blocked\n"
+            + &grant(4, 100, "holder-b", 2);
+        assert_eq!(counts(&still, &[]), [0, 1, 0, 0]);
+        // A crash of the resource database ends it: no write is open any more.
+        let crashed = grant(1, 0, "holder-a", 1)
+            + &write(2, 0, "holder-a", 1, "blocked")
+            + "3 t=0 local=0 admin crash db=res => ok\n"
+            + &grant(4, 100, "holder-b", 2);
+        assert_eq!(counts(&crashed, &[]), [0, 0, 0, 0]);
+        // A crash of the lease database does not.
+        let other = crashed.replace("crash db=res", "crash db=lease");
+        assert_eq!(counts(&other, &[]), [0, 1, 0, 0]);
+        // A holder granted the lease again while its own write is paused takes over from no
+        // one.
+        let own = grant(1, 0, "holder-a", 1)
+            + &write(2, 0, "holder-a", 1, "blocked")
+            + &grant(3, 100, "holder-a", 2);
+        assert_eq!(counts(&own, &[2]), [0, 0, 0, 0]);
+        // A write with a holder's own older token after its own newer grant is not stale
+        // after *another's* grant; the same token handed out twice (a broken lease) makes the
+        // newest grant the first one's.
+        let twice = grant(1, 0, "holder-a", 2)
+            + &grant(2, 0, "holder-b", 2)
+            + &grant(3, 0, "holder-a", 3)
+            + &write(4, 0, "holder-a", 2, "accepted")
+            + &write(5, 0, "holder-b", 2, "accepted");
+        assert_eq!(counts(&twice, &[]), [0, 0, 1, 0]);
+        let dup = grant(1, 0, "holder-a", 2)
+            + &grant(2, 0, "holder-b", 2)
+            + &write(3, 0, "holder-a", 1, "accepted");
+        assert_eq!(counts(&dup, &[]), [0, 0, 0, 0]);
+    }
 }
