@@ -90,7 +90,7 @@ const OF_THE_WRITE: [Mistake; 5] = [
     ("row-guard", &[Check::I3], 10),
     ("lease-row-key-share", &[Check::I3, Check::Final], 150),
 ];
-const OF_THE_LEASE: [Mistake; 8] = [
+const OF_THE_LEASE: [Mistake; 7] = [
     ("unlogged-lease", LEASE, 10),
     ("advisory-lock", LEASE, 10),
     ("timestamp-token", LEASE, 30),
@@ -98,7 +98,6 @@ const OF_THE_LEASE: [Mistake; 8] = [
     ("select-for-update-autocommit", &[Check::I1], 150),
     ("renew-any-holder", &[Check::I1], 100),
     ("lease-no-key", LEASE, 150),
-    ("token-drawn-before-wait", &[Check::I2], 600),
 ];
 
 // One test per mistake, so that the test harness runs them side by side: each waits on
@@ -137,7 +136,6 @@ mistakes! {
     select_for_update_autocommit_is_found_and_shrunk: "select-for-update-autocommit",
     renew_any_holder_is_found_and_shrunk: "renew-any-holder",
     lease_no_key_is_found_and_shrunk: "lease-no-key",
-    token_drawn_before_wait_is_found_and_shrunk: "token-drawn-before-wait",
 }
 
 /// Each found as the README's table says, shrunk as the command shrinks (its full budget: the

@@ -207,6 +207,13 @@ mod tests {
         // Before the lease expired, the second acquire waits on a held row, not a free one.
         let early = events.replace("t=150 local=150", "t=60 local=60");
         assert_eq!(counts(&early, &[2, 4]), [2, 0, 0, 0]);
+        // A wait on the lease database is no wait on a write paused on the resource's.
+        let apart = "\
+1 t=0 local=0 holder-a acquire lease=report-job holder=holder-a ttl_ms=100 => granted token=1 expires=100
+2 t=50 local=50 holder-a write scope=daily-report part=summary content=a1 token=1 => blocked
+3 t=150 local=150 holder-b acquire lease=report-job holder=holder-b ttl_ms=100 => blocked
+";
+        assert_eq!(counts(apart, &[2]), [0, 0, 0, 0]);
     }
 
     /// The names the summaries and `--json` print: the counts' public spelling.
