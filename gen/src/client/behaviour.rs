@@ -97,9 +97,7 @@ impl Service {
             return *i;
         }
         let in_flight = |db: usize| (0..c.actors).any(|x| x != actor && c.sessions[x][db].blocked);
-        let newest = (0..c.actors)
-            .filter_map(|x| c.held_grant[x].or(c.grant[x]).map(|g| (g, x)))
-            .max_by_key(|((t, _), _)| *t);
+        let newest = newest_grant(c);
         let free = newest.is_none_or(|((_, e), _)| e.is_none_or(|e| c.now >= e));
         let mine = newest.is_some_and(|(_, x)| x == actor);
         let granted = c.grant[actor].is_some();
@@ -125,6 +123,16 @@ impl Service {
         let a = if kind == Kind::Advance { 3 } else { i.a };
         Intent { kind, a, ..*i }
     }
+}
+
+/// The grant with the highest token any holder has seen (in its open lease transaction or
+/// committed), and whose it is: the lease as the client knows it.
+type Grant = (u64, Option<u64>);
+
+fn newest_grant<B: Behaviour>(c: &Client<B>) -> Option<(Grant, usize)> {
+    (0..c.actors)
+        .filter_map(|x| c.held_grant[x].or(c.grant[x]).map(|g| (g, x)))
+        .max_by_key(|((t, _), _)| *t)
 }
 
 /// What a user's lease offers besides acquire, renew, release and write.
@@ -206,15 +214,12 @@ impl Behaviour for Service {
     }
 
     fn expiry_to_reach(&self, c: &Client<Self>, actor: usize) -> Option<u64> {
-        let own = c.held_grant[actor].or(c.grant[actor]);
-        let newest = match self.aim {
-            Aim::Uniform => own,
+        let target = match self.aim {
+            Aim::Uniform => c.held_grant[actor].or(c.grant[actor]),
             // The lease's: a takeover needs the newest grant to have lapsed.
-            Aim::Contention => (0..c.actors)
-                .filter_map(|x| c.held_grant[x].or(c.grant[x]))
-                .max_by_key(|(t, _)| *t),
+            Aim::Contention => newest_grant(c).map(|(g, _)| g),
         };
-        newest.and_then(|(_, e)| e).filter(|e| *e > c.now)
+        target.and_then(|(_, e)| e).filter(|e| *e > c.now)
     }
 }
 

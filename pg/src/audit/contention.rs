@@ -8,7 +8,7 @@
 //! paused inside itself when the schedule said so ([`Pauses`]), else it waited on a lock.
 
 use super::Pauses;
-use leaselab_model::{DbName, Event, History, Holder, Op, Outcome, Reason};
+use leaselab_model::{DbName, Event, Expiry, History, Holder, Op, Outcome, Reason};
 use std::collections::BTreeMap;
 
 /// The interleavings counted, in report order.
@@ -62,7 +62,7 @@ pub fn count(history: &History, pauses: &Pauses) -> [(Contention, u64); 4] {
     let mut in_flight: BTreeMap<(&Holder, DbName), InFlight<'_>> = BTreeMap::new();
     // The highest token granted so far, with its holder, and the last grant's expiry.
     let mut newest: Option<(u64, &Holder)> = None;
-    let mut expires: Option<u64> = None;
+    let mut expires: Option<Expiry> = None;
     for e in &history.events {
         let others = |db: DbName| {
             in_flight
@@ -81,7 +81,7 @@ pub fn count(history: &History, pauses: &Pauses) -> [(Contention, u64); 4] {
                 if !paused && others(db).any(|f| f.paused) {
                     *n.entry(Contention::WaitedOnAPausedHolder).or_default() += 1;
                 }
-                let free = expires.is_none_or(|x| e.at.0 >= x);
+                let free = expires.is_none_or(|x| x.is_expired_at(e.at));
                 if !paused
                     && matches!(e.op, Op::Acquire { .. })
                     && free
@@ -99,7 +99,7 @@ pub fn count(history: &History, pauses: &Pauses) -> [(Contention, u64); 4] {
                 Outcome::Error(Reason::StillBlocked) => None,
                 _ => in_flight.remove(&(&e.actor, *db)).map(|f| f.event),
             },
-            op => Some(e).filter(|_| !matches!(op, Op::Await { .. })),
+            _ => Some(e),
         };
         if let Op::Disconnect { db } = &e.op {
             in_flight.remove(&(&e.actor, *db));
@@ -124,23 +124,16 @@ pub fn count(history: &History, pauses: &Pauses) -> [(Contention, u64); 4] {
             if newest.is_none_or(|(t, _)| token.0 > t) {
                 newest = Some((token.0, &granted.actor));
             }
-            expires = expiry_ms(x);
+            expires = Some(*x);
         }
         if let Outcome::Renewed { expires: x } = &e.outcome {
-            expires = expiry_ms(x);
+            expires = Some(*x);
         }
         if e.outcome == Outcome::Released {
-            expires = Some(0);
+            expires = Some(Expiry::NegInfinity);
         }
     }
     Contention::ALL.map(|c| (c, n.get(&c).copied().unwrap_or(0)))
-}
-
-fn expiry_ms(e: &leaselab_model::Expiry) -> Option<u64> {
-    match e {
-        leaselab_model::Expiry::At(m) => Some(m.0),
-        leaselab_model::Expiry::NegInfinity => Some(0),
-    }
 }
 
 #[cfg(test)]
