@@ -711,3 +711,38 @@ fn a_one_shot_write_inside_an_open_transaction_is_refused() {
         "no transaction open: nothing to refuse"
     );
 }
+
+/// The attempt log counts one writer's attempts of one outcome: not the other writer's, not
+/// the other outcome's (a count of a holder's rejected writes is how a stale holder's fence
+/// refusals are seen).
+#[test]
+fn attempts_are_counted_by_writer_and_outcome_together() {
+    let mut w = World::new(Config::default());
+    assert_eq!(w.run(B, Op::write("summary", "b", 2)), Outcome::Accepted);
+    assert_eq!(w.run(A, Op::write("summary", "a", 1)), Outcome::Rejected);
+    let count = |w: &mut World, writer: &str, outcome| {
+        w.run(
+            A,
+            Op::CountAttempts {
+                writer: Holder::new(writer),
+                outcome,
+            },
+        )
+    };
+    assert_eq!(
+        count(&mut w, A, AttemptOutcome::Rejected),
+        Outcome::Count(1)
+    );
+    assert_eq!(
+        count(&mut w, A, AttemptOutcome::Accepted),
+        Outcome::Count(0)
+    );
+    assert_eq!(
+        count(&mut w, B, AttemptOutcome::Accepted),
+        Outcome::Count(1)
+    );
+    assert_eq!(
+        count(&mut w, B, AttemptOutcome::Rejected),
+        Outcome::Count(0)
+    );
+}
