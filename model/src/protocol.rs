@@ -58,6 +58,14 @@ pub fn refuse_one_shot_write(in_txn: bool) -> Option<Outcome> {
     in_txn.then_some(Outcome::Error(Reason::InTransaction))
 }
 
+/// A `BEGIN` on a connection whose client holds a transaction open: refused
+/// (`in-transaction`). PostgreSQL would only warn ("there is already a transaction in
+/// progress", manual, BEGIN) and go on in the open transaction, so a client that sends it has
+/// lost track of its transaction; the seam makes that a visible answer, never a silent nesting.
+pub fn refuse_begin(in_txn: bool) -> Option<Outcome> {
+    in_txn.then_some(Outcome::Error(Reason::InTransaction))
+}
+
 /// Whether a plain UPDATE waits: its WHERE qualifies the version it sees and another
 /// transaction holds the row lock. (A REPEATABLE READ conflict fails before this.)
 pub fn update_waits(qualifies: bool, locked_by_other: bool) -> bool {

@@ -712,6 +712,28 @@ fn a_one_shot_write_inside_an_open_transaction_is_refused() {
     );
 }
 
+/// A BEGIN on a connection whose transaction is open is refused (`in-transaction`) on either
+/// database and leaves that transaction as it was: its COMMIT still ends it.
+#[test]
+fn a_begin_inside_an_open_transaction_is_refused() {
+    for db in [DbName::Lease, DbName::Res] {
+        let mut w = World::new(Config::default());
+        assert_eq!(w.run(A, Op::begin(db)), Outcome::Ok);
+        assert_eq!(
+            w.run(A, Op::begin(db)),
+            Outcome::Error(Reason::InTransaction),
+            "{db:?}"
+        );
+        assert_eq!(w.run(A, Op::commit(db)), Outcome::Ok);
+        assert_eq!(
+            w.run(A, Op::begin(db)),
+            Outcome::Ok,
+            "{db:?}: closed, a new one"
+        );
+    }
+    assert_eq!(leaselab_model::protocol::refuse_begin(false), None);
+}
+
 /// The attempt log counts one writer's attempts of one outcome: not the other writer's, not
 /// the other outcome's (a count of a holder's rejected writes is how a stale holder's fence
 /// refusals are seen).

@@ -256,8 +256,8 @@ impl Admin for Model {
                     DbName::Lease => self.lease.engine.conn(id).txn.is_some(),
                     DbName::Res => self.res.in_txn(id),
                 };
-                if open {
-                    Outcome::Error(Reason::InTransaction)
+                if let Some(o) = crate::protocol::refuse_begin(open) {
+                    o
                 } else {
                     if txn_db {
                         match db {

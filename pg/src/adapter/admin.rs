@@ -2,7 +2,7 @@
 //! restart of one database.
 
 use super::error::*;
-use super::session::*;
+use super::sessions::*;
 use super::state::*;
 use super::statements::*;
 use leaselab_model::Reason;
@@ -13,72 +13,32 @@ impl Admin for PgBackend {
         let i = db.index();
         match step {
             SessionStep::Await => {
-                if !self.sides[i].up {
+                if !self.sides[i].is_up() {
                     return Outcome::Unavailable;
                 }
                 // A paused operation goes on from where it stopped.
-                if let Some(s) = self.sides[i].sessions.get_mut(cx.conn) {
-                    if s.paused.as_ref().is_some_and(Pause::reached) {
-                        if let Some(p) = s.paused.take() {
-                            p.at.store(false, std::sync::atomic::Ordering::SeqCst);
-                            let _ = p.resume.send(cx.now);
-                        }
-                    }
-                }
+                self.sides[i].resume(cx.conn, cx.now);
                 self.settle(i);
                 if self.linked() {
                     self.settle(1 - i);
                 }
-                let side = &mut self.sides[i];
-                if let Some(s) = side.sessions.get_mut(cx.conn) {
-                    if s.pending.is_some() {
-                        return Outcome::Error(Reason::StillBlocked);
-                    }
-                    if let Some(o) = s.finished.take() {
-                        return o;
-                    }
-                }
-                if side.lost.remove(cx.conn) {
-                    return Outcome::Error(Reason::ConnLost);
-                }
-                return Outcome::Error(Reason::NotBlocked);
+                return self.sides[i].await_result(cx.conn);
             }
             SessionStep::Disconnect => {
-                if !self.sides[i].up {
+                if !self.sides[i].is_up() {
                     return Outcome::Unavailable;
                 }
                 if db == DbName::Res {
                     // As the server will: the open transaction ends without committing. Its
-                    // rejected attempts are logged outside it.
+                    // rejected attempts are logged outside it (on the admin connection while
+                    // the session is busy or in its transaction).
                     let busy = self.sides[i]
-                        .sessions
-                        .get(cx.conn)
-                        .is_some_and(|s| s.pending.is_some());
-                    self.log_drafts(
-                        cx.conn,
-                        false,
-                        busy || self.sides[i]
-                            .sessions
-                            .get(cx.conn)
-                            .is_some_and(|s| s.in_txn),
-                    );
+                        .session(cx.conn)
+                        .is_some_and(|s| s.is_pending() || s.in_txn());
+                    self.log_drafts(cx.conn, false, busy);
                 }
-                self.sides[i].lost.remove(cx.conn);
-                if let Some(s) = self.sides[i].sessions.remove(cx.conn) {
-                    // The client closes its socket for real: the task that owns it ends.
-                    let waiting = s.pending.is_some();
-                    if let Some(h) = s.pending {
-                        h.abort();
-                    }
-                    s.socket.abort();
-                    let pid = s.pid;
-                    drop(s.client);
-                    if waiting {
-                        // The backend does not read its socket while the statement waits.
-                        self.sides[i].orphans.push(pid);
-                    } else if let Ok((admin, _)) = self.admin(i) {
-                        // Idle, it reads EOF at once and ends (rolling back): its locks are
-                        // free when it is gone.
+                if let Some(Closed::Idle(pid)) = self.sides[i].disconnect(cx.conn) {
+                    if let Ok((admin, _)) = self.admin(i) {
                         if !self
                             .rt
                             .block_on(async move { wait_backend_gone(&admin, pid).await })
@@ -94,89 +54,86 @@ impl Admin for PgBackend {
         }
         let (c, s, in_txn) = session_or_return!(self, db, cx);
         let txn_db = self.uses_txn(db);
-        let out = match step {
-            SessionStep::Now => {
-                let now = self.now_for(in_txn, cx.now);
-                self.rt.block_on(async move {
-                    let r: Result<Outcome, Outcome> = async {
-                        set_now(&c, &s, now).await.map_err(stmt_err)?;
-                        let us: i64 = c.query_one(&s.now, &[]).await.map_err(stmt_err)?.get(0);
-                        match ms_of_us(Some(us))? {
-                            Expiry::At(t) => Ok(Outcome::Now(t)),
-                            Expiry::NegInfinity => {
-                                Ok(Outcome::Error(Reason::Other("bad-now".into())))
+        let begin = matches!(step, SessionStep::Begin | SessionStep::BeginRepeatableRead);
+        let refused = leaselab_model::protocol::refuse_begin(in_txn).filter(|_| begin);
+        let out = match refused {
+            Some(o) => o,
+            None => match step {
+                SessionStep::Now => {
+                    let now = self.now_for(in_txn, cx.now);
+                    self.rt.block_on(async move {
+                        let r: Result<Outcome, Outcome> = async {
+                            set_now(&c, &s, now).await.map_err(stmt_err)?;
+                            let us: i64 = c.query_one(&s.now, &[]).await.map_err(stmt_err)?.get(0);
+                            match ms_of_us(Some(us))? {
+                                Expiry::At(t) => Ok(Outcome::Now(t)),
+                                Expiry::NegInfinity => {
+                                    Ok(Outcome::Error(Reason::Other("bad-now".into())))
+                                }
                             }
                         }
-                    }
-                    .await;
-                    r.unwrap_or_else(|o| o)
-                })
-            }
-            SessionStep::Begin | SessionStep::BeginRepeatableRead if in_txn => {
-                Outcome::Error(Reason::InTransaction)
-            }
-            SessionStep::Begin | SessionStep::BeginRepeatableRead if !txn_db => Outcome::Ok,
-            SessionStep::Begin | SessionStep::BeginRepeatableRead => {
-                let now = self.now_for(false, cx.now);
-                let begin = if step == SessionStep::BeginRepeatableRead {
-                    "BEGIN ISOLATION LEVEL REPEATABLE READ"
-                } else {
-                    "BEGIN"
-                };
-                let o = self.rt.block_on(async move {
-                    let r: Result<Outcome, Outcome> = async {
-                        set_now(&c, &s, now).await.map_err(stmt_err)?;
-                        c.batch_execute(begin).await.map_err(stmt_err)?;
-                        Ok(Outcome::Ok)
-                    }
-                    .await;
-                    r.unwrap_or_else(|o| o)
-                });
-                if o == Outcome::Ok {
-                    self.set_in_txn(db, cx.conn, true);
-                    self.set_began(db, cx.conn, now);
-                }
-                o
-            }
-            SessionStep::Commit | SessionStep::Rollback => {
-                let commit = step == SessionStep::Commit;
-                // PostgreSQL answers COMMIT of an aborted transaction with ROLLBACK, no error.
-                let aborted = self.sides[i]
-                    .sessions
-                    .get(cx.conn)
-                    .is_some_and(|s| s.aborted);
-                let o = if in_txn {
-                    self.rt.block_on(async move {
-                        match c
-                            .batch_execute(if commit { "COMMIT" } else { "ROLLBACK" })
-                            .await
-                        {
-                            Ok(()) => Outcome::Ok,
-                            Err(e) if commit => commit_err(e),
-                            Err(e) => stmt_err(e),
-                        }
+                        .await;
+                        r.unwrap_or_else(|o| o)
                     })
-                } else {
-                    Outcome::Ok
-                };
-                self.set_in_txn(db, cx.conn, false);
-                if db == DbName::Res {
-                    if o != Outcome::Ok {
-                        // The transaction's fate is unknown or it failed: nothing to log, as
-                        // after a crash.
-                        if let Some(s) = self.sides[i].sessions.get_mut(cx.conn) {
-                            s.drafts.clear();
-                        }
-                        return o;
-                    }
-                    let l = self.log_drafts(cx.conn, commit && !aborted, false);
-                    if l != Outcome::Ok {
-                        return l;
-                    }
                 }
-                o
-            }
-            SessionStep::Await | SessionStep::Disconnect => Outcome::Error(Reason::NotBlocked),
+                SessionStep::Begin | SessionStep::BeginRepeatableRead if !txn_db => Outcome::Ok,
+                SessionStep::Begin | SessionStep::BeginRepeatableRead => {
+                    let now = self.now_for(false, cx.now);
+                    let begin = if step == SessionStep::BeginRepeatableRead {
+                        "BEGIN ISOLATION LEVEL REPEATABLE READ"
+                    } else {
+                        "BEGIN"
+                    };
+                    let o = self.rt.block_on(async move {
+                        let r: Result<Outcome, Outcome> = async {
+                            set_now(&c, &s, now).await.map_err(stmt_err)?;
+                            c.batch_execute(begin).await.map_err(stmt_err)?;
+                            Ok(Outcome::Ok)
+                        }
+                        .await;
+                        r.unwrap_or_else(|o| o)
+                    });
+                    if o == Outcome::Ok {
+                        self.set_in_txn(db, cx.conn, true);
+                        self.set_began(db, cx.conn, now);
+                    }
+                    o
+                }
+                SessionStep::Commit | SessionStep::Rollback => {
+                    let commit = step == SessionStep::Commit;
+                    // PostgreSQL answers COMMIT of an aborted transaction with ROLLBACK, no error.
+                    let aborted = self.sides[i].session(cx.conn).is_some_and(Session::aborted);
+                    let o = if in_txn {
+                        self.rt.block_on(async move {
+                            match c
+                                .batch_execute(if commit { "COMMIT" } else { "ROLLBACK" })
+                                .await
+                            {
+                                Ok(()) => Outcome::Ok,
+                                Err(e) if commit => commit_err(e),
+                                Err(e) => stmt_err(e),
+                            }
+                        })
+                    } else {
+                        Outcome::Ok
+                    };
+                    self.set_in_txn(db, cx.conn, false);
+                    if db == DbName::Res {
+                        if o != Outcome::Ok {
+                            // The transaction's fate is unknown or it failed: nothing to log, as
+                            // after a crash.
+                            self.sides[i].forget_drafts(cx.conn);
+                            return o;
+                        }
+                        let l = self.log_drafts(cx.conn, commit && !aborted, false);
+                        if l != Outcome::Ok {
+                            return l;
+                        }
+                    }
+                    o
+                }
+                SessionStep::Await | SessionStep::Disconnect => Outcome::Error(Reason::NotBlocked),
+            },
         };
         self.settle(i);
         out
@@ -186,10 +143,10 @@ impl Admin for PgBackend {
         // One database (a spec's `databases = "one"`): its one cluster is the lease side's,
         // and both sides go down with it.
         let i = if self.linked() { 0 } else { db.index() };
-        if !self.sides[i].up {
+        if !self.sides[i].is_up() {
             return Outcome::Error(Reason::AlreadyDown);
         }
-        let Some(cl) = self.sides[i].cluster.as_mut() else {
+        let Some(cl) = self.sides[i].cluster_mut() else {
             return Outcome::Error(Reason::Other(
                 "crash-unsupported-on-an-existing-server".into(),
             ));
@@ -202,31 +159,17 @@ impl Admin for PgBackend {
         }
         let sides = if self.linked() { vec![0, 1] } else { vec![i] };
         for j in sides {
-            let side = &mut self.sides[j];
-            side.up = false;
-            side.admin = None;
-            side.orphans.clear();
-            for p in std::mem::take(&mut side.pool) {
-                p.socket.abort();
-            }
-            for (k, s) in std::mem::take(&mut side.sessions) {
-                if s.in_txn || s.pending.is_some() {
-                    side.lost.insert(k);
-                }
-                if let Some(h) = s.pending {
-                    h.abort();
-                }
-            }
+            self.sides[j].crashed();
         }
         Outcome::Ok
     }
 
     fn restart(&mut self, _cx: &Ctx<'_>, db: DbName) -> Outcome {
         let i = if self.linked() { 0 } else { db.index() };
-        if self.sides[i].up {
+        if self.sides[i].is_up() {
             return Outcome::Error(Reason::NotDown);
         }
-        let Some(cl) = self.sides[i].cluster.as_mut() else {
+        let Some(cl) = self.sides[i].cluster_mut() else {
             return Outcome::Error(Reason::Other(
                 "restart-unsupported-on-an-existing-server".into(),
             ));
@@ -237,9 +180,9 @@ impl Admin for PgBackend {
                 e.to_string().replace(' ', "_")
             )));
         }
-        self.sides[i].up = true;
+        self.sides[i].booted();
         if self.linked() {
-            self.sides[1].up = true;
+            self.sides[1].booted();
         }
         Outcome::Ok
     }
@@ -256,14 +199,12 @@ impl leaselab_model::Backend for PgBackend {
 impl leaselab_model::Waits for PgBackend {
     fn is_blocked(&self, db: DbName, conn: &ConnId) -> bool {
         self.sides[db.index()]
-            .sessions
-            .get(conn)
-            .is_some_and(|s| s.pending.is_some())
+            .session(conn)
+            .is_some_and(Session::is_pending)
     }
     fn has_result(&self, db: DbName, conn: &ConnId) -> bool {
         self.sides[db.index()]
-            .sessions
-            .get(conn)
-            .is_some_and(|s| s.finished.is_some())
+            .session(conn)
+            .is_some_and(Session::has_result)
     }
 }

@@ -12,16 +12,17 @@
 //! `conn-lost` once) are the same as the model's; the data semantics are PostgreSQL's.
 //!
 //! - `state`: what the adapter holds; `throwaway`: clusters, schema, reset, crash-restart;
-//! - `session`: sessions, lock waits, settling, orphans; `admin`: the seam's sessions and
-//!   faults; `snapshot`: committed state; `error`: the adapter's errors and statement errors
-//!   as outcomes;
+//! - `sessions`: the sessions layer (per database a side, per connection a session, their
+//!   fields private to it): lock waits, settling, orphans, the pool; `admin`: the seam's
+//!   transactions, sessions and faults; `snapshot`: committed state; `error`: the adapter's
+//!   errors and statement errors as outcomes;
 //! - `seam`: the two statement sets and which one an operation runs; the source design's:
 //!   `statements` (its SQL), `lease_store`, `fenced_resource`; a user's spec: `spec_run` (the
 //!   checked spec, prepared), `spec_ops` (running an operation's statements), `spec_seam`.
 
-// `session` first: its `session_or_return!` is used by the trait impls below.
+// `sessions` first: its `session_or_return!` is used by the trait impls below.
 #[macro_use]
-mod session;
+mod sessions;
 mod admin;
 mod error;
 mod fenced_resource;

@@ -12,13 +12,7 @@ impl PgBackend {
     /// database that is down is restarted first: recovery keeps exactly what was committed.
     pub fn snapshot(&mut self) -> Result<leaselab_model::model::Snapshot, PgError> {
         for i in 0..2 {
-            if !self.sides[i].up {
-                if let Some(c) = self.sides[i].cluster.as_mut() {
-                    c.boot()?;
-                }
-                self.sides[i].up = true;
-                self.sides[i].admin = None;
-            }
+            self.sides[i].boot_if_down()?;
         }
         let (la, _) = self.admin(0)?;
         let (ra, _) = self.admin(1)?;

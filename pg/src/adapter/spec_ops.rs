@@ -5,7 +5,7 @@
 
 use super::error::*;
 use super::seam::SpecSql;
-use super::state::*;
+use super::sessions::Pause;
 use super::statements::*;
 use crate::spec::{OpKind, Param, Shape, StatementKind};
 use leaselab_model::Reason;
@@ -269,26 +269,13 @@ impl SpecSql<'_> {
         let ttl = args.ttl_ms;
         let (pause, hold) = match pause_next {
             Some(k) => {
-                let at = Arc::new(AtomicBool::new(false));
-                let (tx, rx) = tokio::sync::oneshot::channel();
+                let (hold, at, resume) = Pause::new();
                 let after = k.min(sql.len().saturating_sub(1));
-                (
-                    Some(PauseAt {
-                        after,
-                        at: at.clone(),
-                        resume: rx,
-                    }),
-                    Some(Pause { at, resume: tx }),
-                )
+                (Some(PauseAt { after, at, resume }), Some(hold))
             }
             None => (None, None),
         };
-        let flag = hold.as_ref().map(|p| p.at.clone());
-        // Before the task runs: `settle` must know of the pause point from the start.
-        if let Some(s) = be.sides[db.index()].sessions.get_mut(cx.conn) {
-            s.paused = hold;
-        }
-        let o = be.run_pausable(
+        be.run_pausable(
             db,
             cx.conn,
             async move {
@@ -330,14 +317,8 @@ impl SpecSql<'_> {
                 };
                 outcome.into()
             },
-            flag,
-        );
-        if o != Outcome::Blocked {
-            if let Some(s) = be.sides[db.index()].sessions.get_mut(cx.conn) {
-                s.paused = None;
-            }
-        }
-        o
+            hold,
+        )
     }
 }
 

@@ -2,25 +2,14 @@
 //! runs, sessions terminated, both clusters crashed and restarted.
 
 use super::error::*;
-use super::session::*;
+use super::sessions::*;
 use super::state::*;
 use crate::cluster::Cluster;
 use crate::sql;
 use leaselab_model::{Config, ConnId, DbName, LeaseDurability};
-use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::Arc;
 use tokio::runtime::Runtime;
-use tokio_postgres::{Client, Statement};
-
-/// At most this many connections wait in a side's pool (more sessions than this at the end of a
-/// schedule are closed).
-const POOL_MAX: usize = 16;
-
-/// `DISCARD ALL` but `DEALLOCATE ALL` (see [`PgBackend::pool_sessions`]). Each of these may run
-/// inside the implicit transaction of a multi-statement query; `DISCARD ALL` may not.
-const SESSION_RESET: &str = "CLOSE ALL; SET SESSION AUTHORIZATION DEFAULT; RESET ALL; \
-    UNLISTEN *; SELECT pg_advisory_unlock_all(); DISCARD PLANS; DISCARD TEMP; DISCARD SEQUENCES";
 
 pub(super) fn create_db(rt: &Runtime, conninfo: &str, name: &str) -> Result<(), PgError> {
     rt.block_on(async {
@@ -49,17 +38,7 @@ impl PgBackend {
             .enable_all()
             .build()
             .map_err(|e| PgError::Setup(format!("tokio runtime: {e}")))?;
-        let mk = |dbname: &'static str, cluster: Option<Cluster>, conninfo: String| Side {
-            dbname,
-            cluster,
-            conninfo,
-            admin: None,
-            sessions: BTreeMap::new(),
-            lost: BTreeSet::new(),
-            orphans: Vec::new(),
-            pool: Vec::new(),
-            up: true,
-        };
+        let mk = Side::new;
         let sides = match target {
             Target::Throwaway(root) => {
                 let lc = Cluster::start(&root, "lease26")?;
@@ -68,7 +47,7 @@ impl PgBackend {
                 let (lp, rp) = (lc.conninfo("postgres"), rc.conninfo("postgres"));
                 let mut be = [mk("lease26", Some(lc), li), mk("res26", Some(rc), ri)];
                 for (side, p) in be.iter_mut().zip([lp, rp]) {
-                    create_db(&rt, &p, side.dbname)?;
+                    create_db(&rt, &p, side.dbname())?;
                 }
                 be
             }
@@ -108,7 +87,7 @@ impl PgBackend {
 
     pub(super) fn install_schema(&mut self) -> Result<(), PgError> {
         for i in 0..2 {
-            let info = self.sides[i].conninfo.clone();
+            let info = self.sides[i].conninfo().to_string();
             let ddl = if i == 0 {
                 format!(
                     "{}\nDROP TABLE IF EXISTS lease;\n{}",
@@ -130,7 +109,7 @@ impl PgBackend {
         self.config.lease_table = LeaseDurability::Logged;
         // The redirection must be active: now() must be the virtual clock.
         if self.virtual_time {
-            let info = self.sides[0].conninfo.clone();
+            let info = self.sides[0].conninfo().to_string();
             self.rt.block_on(async {
                 let (c, _) = connect(&info, true).await.map_err(|e| pe("connect", e))?;
                 c.query_one(sql::SET_NOW, &[&"1234".to_string()])
@@ -164,12 +143,12 @@ impl PgBackend {
         let mut be = Self::throwaway(dir)?;
         if spec.databases == crate::spec::Databases::One {
             // Both sides are one database: the resource side's sessions connect to it too.
-            be.sides[1].conninfo = be.sides[0].conninfo.clone();
-            be.sides[1].admin = None;
+            let lease = be.sides[0].conninfo().to_string();
+            be.sides[1].connect_to(lease);
         }
         let mut shapes = Vec::new();
         for i in 0..2 {
-            let info = be.sides[i].conninfo.clone();
+            let info = be.sides[i].conninfo().to_string();
             be.rt.block_on(async {
                 let (c, _) = connect(&info, true).await.map_err(|e| pe("connect", e))?;
                 c.batch_execute(&format!("{}\n{}", Self::CLEAN, sql::LAB_SCHEMA))
@@ -177,7 +156,10 @@ impl PgBackend {
                     .map_err(|e| pe("schema", e))
             })?;
         }
-        let (li, ri) = (be.sides[0].conninfo.clone(), be.sides[1].conninfo.clone());
+        let (li, ri) = (
+            be.sides[0].conninfo().to_string(),
+            be.sides[1].conninfo().to_string(),
+        );
         let checked = be.rt.block_on(async {
             let (l, _) = connect(&li, true).await.map_err(|e| pe("connect", e))?;
             let r = if spec.databases == crate::spec::Databases::One {
@@ -370,19 +352,13 @@ impl PgBackend {
     /// database that is down booted again (recovery keeps what was committed).
     fn fresh_sides(&mut self) -> Result<(), PgError> {
         for i in 0..2 {
-            if self.sides[i].up {
+            if self.sides[i].is_up() {
                 self.pool_sessions(i);
             } else {
                 self.drop_sessions(i);
             }
-            if !self.sides[i].up {
-                if let Some(c) = self.sides[i].cluster.as_mut() {
-                    c.boot()?;
-                }
-                self.sides[i].up = true;
-                self.sides[i].admin = None;
-            }
-            self.sides[i].lost.clear();
+            self.sides[i].boot_if_down()?;
+            self.sides[i].forget_lost();
         }
         Ok(())
     }
@@ -396,7 +372,7 @@ impl PgBackend {
     /// (`pg_terminate_backend(pid, timeout)`, PostgreSQL 14+, "Server Signaling Functions").
     fn wipe(&mut self, i: usize, sql: &str) -> Result<(), PgError> {
         let (admin, _) = self.admin(i)?;
-        let dbname = self.sides[i].dbname;
+        let dbname = self.sides[i].dbname();
         let pooled = self.pooled_pids();
         self.rt.block_on(async move {
             admin
@@ -437,10 +413,7 @@ impl PgBackend {
     /// server-side kill or a network cut would. The client learns of it at its next statement.
     pub fn terminate(&mut self, db: DbName, conn: &ConnId) -> Result<(), PgError> {
         let i = db.index();
-        let Some(pid) = self.sides[i].sessions.get_mut(conn).map(|s| {
-            s.terminated = true;
-            s.pid
-        }) else {
+        let Some(pid) = self.sides[i].mark_terminated(conn) else {
             return Ok(());
         };
         let (admin, _) = self.admin(i)?;
@@ -458,8 +431,8 @@ impl PgBackend {
     pub fn crash_restart_all(&mut self) -> Result<(), PgError> {
         for i in 0..2 {
             self.drop_sessions(i);
-            self.sides[i].admin = None;
-            if let Some(c) = self.sides[i].cluster.as_mut() {
+            self.sides[i].forget_admin();
+            if let Some(c) = self.sides[i].cluster_mut() {
                 c.stop_immediate()?;
             } else {
                 return Err(PgError::Setup(
@@ -468,189 +441,23 @@ impl PgBackend {
             }
         }
         for i in 0..2 {
-            if let Some(c) = self.sides[i].cluster.as_mut() {
+            if let Some(c) = self.sides[i].cluster_mut() {
                 c.boot()?;
             }
-            self.sides[i].up = true;
+            self.sides[i].booted();
         }
         Ok(())
     }
 
     /// The connection string of a database (real `now()`: no redirection option).
     pub fn conninfo(&self, db: DbName) -> String {
-        self.sides[db.index()].conninfo.clone()
-    }
-
-    pub(super) fn drop_sessions(&mut self, i: usize) {
-        for (_, s) in std::mem::take(&mut self.sides[i].sessions) {
-            if let Some(h) = s.pending {
-                h.abort();
-            }
-            s.socket.abort();
-        }
-        self.sides[i].orphans.clear();
-        self.drop_pool(i);
-    }
-
-    /// Closes the pooled connections of side `i` (its server crashed or stops).
-    pub(super) fn drop_pool(&mut self, i: usize) {
-        for p in std::mem::take(&mut self.sides[i].pool) {
-            p.socket.abort();
-        }
-    }
-
-    /// At the end of a schedule, the sessions of side `i` that are idle on a working connection
-    /// go to its pool, reset to a new session's state; the others are closed as
-    /// [`Self::drop_sessions`] closes them.
-    ///
-    /// A backend started for every session of every schedule was most of a schedule's cost
-    /// (about 8 per schedule: a `fork` of the postmaster, its start-up and exit, and its catalog
-    /// caches filled again). `DISCARD ALL` returns a session to the state a new one has: it is
-    /// `CLOSE ALL; SET SESSION AUTHORIZATION DEFAULT; RESET ALL; DEALLOCATE ALL; UNLISTEN *;
-    /// SELECT pg_advisory_unlock_all(); DISCARD PLANS; DISCARD TEMP; DISCARD SEQUENCES;`
-    /// (PostgreSQL manual, "DISCARD"; what connection poolers run between clients). The reset
-    /// here, [`SESSION_RESET`], is all of it but `DEALLOCATE ALL`: the prepared statements stay
-    /// for the next session on the connection when they still [`Fit`] (preparing them again
-    /// was a round trip per spec statement), and `DISCARD PLANS` drops their cached plans, so
-    /// they are planned afresh as a new session's are. `RESET ALL` returns `search_path` to
-    /// the connection's start-up option. What stays is only what no statement can observe:
-    /// warm caches, the process id, and statements parsed against the same schema. A
-    /// statement still running, a backend the server ended, or a connection a reset fails on is
-    /// never pooled. `LEASELAB_NO_POOL=1` opens a new backend for every session again, and
-    /// `LEASELAB_NO_KEPT_STATEMENTS=1` prepares every statement again (the comparisons in
-    /// BENCHMARKS.md).
-    pub(super) fn pool_sessions(&mut self, i: usize) {
-        let mut keep = Vec::new();
-        let fit = self.fit();
-        let no_keep = std::env::var_os("LEASELAB_NO_KEPT_STATEMENTS").is_some();
-        for (_, s) in std::mem::take(&mut self.sides[i].sessions) {
-            let running = s.pending.is_some();
-            if let Some(h) = s.pending {
-                h.abort();
-            }
-            if running
-                || s.terminated
-                || s.client.is_closed()
-                || self.sides[i].pool.len() + keep.len() >= POOL_MAX
-                || std::env::var_os("LEASELAB_NO_POOL").is_some()
-            {
-                s.socket.abort();
-            } else {
-                let st = (!no_keep).then_some((fit.clone(), s.st));
-                keep.push((s.client, s.socket, s.pid, st));
-            }
-        }
-        self.sides[i].orphans.clear();
-        let reset = self.rt.block_on(async move {
-            let tasks: Vec<_> = keep
-                .into_iter()
-                .map(|(client, socket, pid, st)| {
-                    tokio::spawn(async move {
-                        // ROLLBACK outside a transaction is only a warning.
-                        let ok = client.batch_execute("ROLLBACK").await.is_ok()
-                            && client.batch_execute(SESSION_RESET).await.is_ok();
-                        if st.is_none() {
-                            // Statements not kept are closed (`Close` for each) when dropped;
-                            // types a rebuilt schema created again get new OIDs.
-                            client.clear_type_cache();
-                        }
-                        (client, socket, pid, st, ok)
-                    })
-                })
-                .collect();
-            let mut reset = Vec::new();
-            for t in tasks {
-                if let Ok(r) = t.await {
-                    reset.push(r);
-                }
-            }
-            reset
-        });
-        for (client, socket, pid, st, ok) in reset {
-            if ok {
-                self.sides[i].pool.push(super::state::Pooled {
-                    client,
-                    socket,
-                    pid,
-                    st,
-                });
-            } else {
-                socket.abort();
-            }
-        }
+        self.sides[db.index()].conninfo().to_string()
     }
 
     /// Rebuild a spec's schema from its DDL at every reset instead of restoring its seed rows
     /// (what `LEASELAB_RESET=rebuild` sets): the reference a restore is compared with.
     pub fn rebuild_every_reset(&mut self, on: bool) {
         self.rebuild_always = on;
-    }
-
-    /// What statements prepared now are made for.
-    pub(super) fn fit(&self) -> super::state::Fit {
-        super::state::Fit {
-            config: self.config.clone(),
-            schema_build: self.schema_builds,
-        }
-    }
-
-    /// Every pooled backend of both sides: kept when a reset ends the others.
-    fn pooled_pids(&self) -> Vec<i32> {
-        self.sides
-            .iter()
-            .flat_map(|s| s.pool.iter().map(|p| p.pid))
-            .collect()
-    }
-
-    /// Whether a session waits on one of ours, and whether that is final: 0 = not blocked, 1 =
-    /// blocked by sessions that are themselves idle or waiting on a lock, 2 = not final yet. A
-    /// backend sends an error to its client before it aborts its transaction and releases its
-    /// locks (`PostgresMain`'s error path: `EmitErrorReport`, then `AbortCurrentTransaction`),
-    /// and a disconnected orphan runs on after its lock frees: until every session in the
-    /// chain of blockers has settled, the answer may still change. The isolation tester avoids
-    /// this by writing its permutations so; generated schedules must wait for it.
-    ///
-    /// A wait that is part of a cycle is not final either: the deadlock detector will abort one
-    /// member after `deadlock_timeout`, and the model resolves the cycle at once. The lock
-    /// state is read live while `pg_stat_activity` is read once: a blocker seen idle may have
-    /// released its locks after the chain was read, so the wait is asked about once more last
-    /// (it ended meanwhile: ask again).
-    pub const SETTLED_BLOCKED: &str = "SELECT CASE \
-    WHEN NOT pg_isolation_test_session_is_blocked($1::int, $2::int[]) THEN 0 \
-    WHEN EXISTS (WITH RECURSIVE chain(pid, depth) AS ( \
-                   SELECT b, 1 FROM unnest(pg_blocking_pids($1::int)) AS b \
-                   UNION \
-                   SELECT b, c.depth + 1 FROM chain c, unnest(pg_blocking_pids(c.pid)) AS b \
-                   WHERE c.depth < 8) \
-                 SELECT 1 FROM chain ch LEFT JOIN pg_stat_activity a ON a.pid = ch.pid \
-                 WHERE ch.pid = $1::int \
-                    OR (a.state = 'active' AND a.wait_event_type IS DISTINCT FROM 'Lock')) THEN 2 \
-    WHEN NOT pg_isolation_test_session_is_blocked($1::int, $2::int[]) THEN 2 \
-    ELSE 1 END";
-
-    /// The admin connection of side `i`'s database. With one database (`linked`) both sides
-    /// share side 0's: a second admin backend on the same database would be ended by the
-    /// other side's reset ([`Self::wipe`] spares only its own), and every lock-wait question
-    /// asked on it would fail, so a wait on the resource side would never be seen as one and
-    /// would last the whole bound.
-    pub(super) fn admin(&mut self, i: usize) -> Result<(Arc<Client>, Statement), PgError> {
-        let i = if self.linked() { 0 } else { i };
-        if let Some(a) = &self.sides[i].admin {
-            return Ok(a.clone());
-        }
-        let info = self.sides[i].conninfo.clone();
-        let a = self.rt.block_on(async {
-            let (c, _) = connect(&info, false)
-                .await
-                .map_err(|e| pe("admin connect", e))?;
-            let s = c
-                .prepare(Self::SETTLED_BLOCKED)
-                .await
-                .map_err(|e| pe("prepare", e))?;
-            Ok::<_, PgError>((Arc::new(c), s))
-        })?;
-        self.sides[i].admin = Some(a.clone());
-        Ok(a)
     }
 }
 
@@ -680,7 +487,8 @@ mod tests {
         let Ok((c, _, _)) = pg.session(DbName::Lease, &a) else {
             panic!("session a");
         };
-        let pid = pg.sides[0].sessions[&a].pid;
+        let pid = pg.sides[0].session(&a).map(Session::pid);
+        assert!(pid.is_some(), "a has a session");
         pg.rt
             .block_on(c.batch_execute(
                 "SELECT pg_advisory_lock(7); SET search_path = public; \
@@ -695,7 +503,8 @@ mod tests {
             panic!("session b");
         };
         assert_eq!(
-            pg.sides[0].sessions[&b].pid, pid,
+            pg.sides[0].session(&b).map(Session::pid),
+            pid,
             "the pooled backend serves b"
         );
         let row = pg
@@ -722,7 +531,8 @@ mod tests {
         pg.reset(&config).expect("reset");
         let _ = pg.session(DbName::Lease, &a);
         assert_ne!(
-            pg.sides[0].sessions[&a].pid, pid,
+            pg.sides[0].session(&a).map(Session::pid),
+            pid,
             "an ended backend is not reused"
         );
     }

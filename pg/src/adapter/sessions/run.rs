@@ -2,9 +2,10 @@
 //! waits is asked of the server; every statement the server no longer blocks is settled after
 //! each operation; orphans (a client gone while its statement waits) run on.
 
-use super::error::*;
-use super::state::*;
-use super::statements::*;
+use super::super::error::*;
+use super::super::statements::*;
+use super::super::PgBackend;
+use super::{Pause, Session};
 use crate::sql;
 use leaselab_model::Reason;
 use leaselab_model::{ConnId, Ctx, DbName, FenceMode, Millis, Outcome, Part, Scope, Token};
@@ -17,9 +18,9 @@ use tokio_postgres::{Client, NoTls, Statement};
 /// How long a statement may neither finish nor be reported blocked with every blocker settled
 /// (the isolation tester's own bound is 300 s). A verdict must not depend on how busy the
 /// machine is: this is a last resort for a server that hangs, not a way to decide.
-pub(super) const STUCK: Duration = Duration::from_secs(120);
+pub(in crate::adapter) const STUCK: Duration = Duration::from_secs(120);
 
-pub(super) async fn connect(
+pub(in crate::adapter) async fn connect(
     conninfo: &str,
     virtual_time: bool,
 ) -> Result<(Client, i32), tokio_postgres::Error> {
@@ -30,7 +31,7 @@ pub(super) async fn connect(
 
 /// Connects and returns the task that owns the socket too: aborting it closes the socket, as a
 /// client process that exits or drops its connection does.
-pub(super) async fn connect_owned(
+pub(in crate::adapter) async fn connect_owned(
     conninfo: &str,
     virtual_time: bool,
 ) -> Result<(Client, i32, JoinHandle<()>), tokio_postgres::Error> {
@@ -50,7 +51,7 @@ pub(super) async fn connect_owned(
     Ok((client, pid, socket))
 }
 
-pub(super) enum Waited {
+pub(in crate::adapter) enum Waited {
     Done(Out),
     Blocked(JoinHandle<Out>),
     Stuck,
@@ -60,7 +61,7 @@ pub(super) enum Waited {
 /// it waits on one of `others`. Completion is awaited directly (most statements finish in well
 /// under a millisecond); only a statement still running after 1 ms, or one that was already
 /// pending (`ask_first`), is asked about.
-pub(super) async fn wait_or_blocked(
+pub(in crate::adapter) async fn wait_or_blocked(
     mut h: JoinHandle<Out>,
     admin: (Arc<Client>, Statement),
     pid: i32,
@@ -105,7 +106,7 @@ pub(super) async fn wait_or_blocked(
 }
 
 /// Polls until backend `pid` has ended (bounded by [`STUCK`]); whether it has.
-pub(super) async fn wait_backend_gone(admin: &Client, pid: i32) -> bool {
+pub(in crate::adapter) async fn wait_backend_gone(admin: &Client, pid: i32) -> bool {
     let start = Instant::now();
     while start.elapsed() < STUCK {
         if backend_gone(admin, pid).await {
@@ -179,70 +180,14 @@ macro_rules! session_or_return {
 impl PgBackend {
     /// Admission (down, a connection a crash cut, busy): the model's rule,
     /// `leaselab_model::protocol::admit`, on this side's sessions.
-    pub(super) fn admit(&mut self, db: DbName, conn: &ConnId) -> Option<Outcome> {
+    pub(in crate::adapter) fn admit(&mut self, db: DbName, conn: &ConnId) -> Option<Outcome> {
         leaselab_model::protocol::admit(&mut self.sides[db.index()], conn)
-    }
-
-    /// The session for `conn`, connecting and preparing on first use.
-    pub(super) fn session(
-        &mut self,
-        db: DbName,
-        conn: &ConnId,
-    ) -> Result<(Arc<Client>, Stmts, bool), Outcome> {
-        let i = db.index();
-        if let Some(s) = self.sides[i].sessions.get(conn) {
-            return Ok((s.client.clone(), s.st.clone(), s.in_txn));
-        }
-        let info = self.sides[i].conninfo.clone();
-        let vt = self.virtual_time;
-        let cfg = self.config.clone();
-        let spec = self.spec.clone();
-        let pooled = self.sides[i].pool.pop();
-        let fit = self.fit();
-        let r = self.rt.block_on(async move {
-            // A pooled connection first (reset as a new one, see `pool_sessions`), with the
-            // statements it prepared if they still fit; one that fails here (its backend ended
-            // meanwhile) is closed and a new one opened.
-            if let Some(p) = pooled {
-                match p.st {
-                    Some((f, st)) if f == fit => return Ok((p.client, p.pid, st, p.socket)),
-                    Some(_) => p.client.clear_type_cache(),
-                    None => {}
-                }
-                match prepare(&p.client, db, &cfg, spec.as_deref()).await {
-                    Ok(st) => return Ok((p.client, p.pid, st, p.socket)),
-                    Err(_) => p.socket.abort(),
-                }
-            }
-            let (c, pid, socket) = connect_owned(&info, vt).await?;
-            let st = prepare(&c, db, &cfg, spec.as_deref()).await?;
-            Ok::<_, tokio_postgres::Error>((Arc::new(c), pid, st, socket))
-        });
-        let (client, pid, st, socket) = r.map_err(stmt_err)?;
-        self.sides[i].sessions.insert(
-            conn.clone(),
-            Session {
-                client: client.clone(),
-                socket,
-                pid,
-                st: st.clone(),
-                in_txn: false,
-                aborted: false,
-                began: None,
-                pending: None,
-                finished: None,
-                drafts: Vec::new(),
-                paused: None,
-                terminated: false,
-            },
-        );
-        Ok((client, st, false))
     }
 
     /// The backends a statement of `conn` on side `i` can wait on: every other one of
     /// [`Self::backends`].
-    pub(super) fn others(&self, i: usize, conn: &ConnId) -> Vec<i32> {
-        let own = self.sides[i].sessions.get(conn).map(|s| s.pid);
+    pub(in crate::adapter) fn others(&self, i: usize, conn: &ConnId) -> Vec<i32> {
+        let own = self.sides[i].session(conn).map(Session::pid);
         let mut v = self.backends(i);
         v.retain(|p| Some(*p) != own);
         v
@@ -274,7 +219,7 @@ impl PgBackend {
     }
 
     /// Both sides are one database (a spec with `databases = "one"`).
-    pub(super) fn linked(&self) -> bool {
+    pub(in crate::adapter) fn linked(&self) -> bool {
         self.spec
             .as_ref()
             .is_some_and(|r| r.spec.databases == crate::spec::Databases::One)
@@ -283,7 +228,7 @@ impl PgBackend {
     /// Waits until every orphan that no longer waits on a lock has ended (its statement ran,
     /// then it found its socket closed): only then are its locks free for the others, as the
     /// model frees them at once.
-    pub(super) fn reap_orphans(&mut self, i: usize) {
+    pub(in crate::adapter) fn reap_orphans(&mut self, i: usize) {
         if self.sides[i].orphans.is_empty() {
             return;
         }
@@ -312,16 +257,42 @@ impl PgBackend {
     }
 
     /// Runs a task for `conn`: its outcome, or `Blocked` if the server says it waits on a lock.
-    pub(super) fn run<F>(&mut self, db: DbName, conn: &ConnId, fut: F) -> Outcome
+    pub(in crate::adapter) fn run<F>(&mut self, db: DbName, conn: &ConnId, fut: F) -> Outcome
     where
         F: Future<Output = Out> + Send + 'static,
     {
-        self.run_pausable(db, conn, fut, None)
+        self.run_task(db, conn, fut, None)
     }
 
-    /// [`Self::run`] for a task that may pause itself (it sets `paused`): then it is pending,
-    /// as a statement that waits on a lock is, until `await` resumes it.
-    pub(super) fn run_pausable<F>(
+    /// [`Self::run`] for a task that may stop at `pause` (it sets the pause's flag there):
+    /// then it is pending, as a statement that waits on a lock is, until `await` resumes it.
+    /// The pause belongs to the session while the operation is pending.
+    pub(in crate::adapter) fn run_pausable<F>(
+        &mut self,
+        db: DbName,
+        conn: &ConnId,
+        fut: F,
+        pause: Option<Pause>,
+    ) -> Outcome
+    where
+        F: Future<Output = Out> + Send + 'static,
+    {
+        let i = db.index();
+        let flag = pause.as_ref().map(|p| p.at.clone());
+        // Before the task runs: `settle` must know of the pause point from the start.
+        if let Some(s) = self.sides[i].sessions.get_mut(conn) {
+            s.paused = pause;
+        }
+        let o = self.run_task(db, conn, fut, flag);
+        if o != Outcome::Blocked {
+            if let Some(s) = self.sides[i].sessions.get_mut(conn) {
+                s.paused = None;
+            }
+        }
+        o
+    }
+
+    fn run_task<F>(
         &mut self,
         db: DbName,
         conn: &ConnId,
@@ -332,7 +303,7 @@ impl PgBackend {
         F: Future<Output = Out> + Send + 'static,
     {
         let i = db.index();
-        let Some(pid) = self.sides[i].sessions.get(conn).map(|s| s.pid) else {
+        let Some(pid) = self.sides[i].session(conn).map(Session::pid) else {
             return Outcome::Error(Reason::Other("no-session".into()));
         };
         let others = self.others(i, conn);
@@ -397,7 +368,7 @@ impl PgBackend {
     }
 
     /// Applies a finished task's bookkeeping and returns its outcome.
-    pub(super) fn book(&mut self, i: usize, conn: &ConnId, out: Out) -> Outcome {
+    pub(in crate::adapter) fn book(&mut self, i: usize, conn: &ConnId, out: Out) -> Outcome {
         if let Some(s) = self.sides[i].sessions.get_mut(conn) {
             s.drafts.extend(out.drafts);
             // Any error inside a transaction aborts it (manual 3.4: "the transaction is
@@ -411,7 +382,7 @@ impl PgBackend {
 
     /// Lets every pending statement that the server no longer blocks run to its end, repeating
     /// while one finishing may free another (the model's synchronous wake).
-    pub(super) fn settle(&mut self, i: usize) {
+    pub(in crate::adapter) fn settle(&mut self, i: usize) {
         loop {
             self.reap_orphans(i);
             let mut progressed = false;
@@ -478,7 +449,7 @@ impl PgBackend {
         }
     }
 
-    pub(super) fn set_in_txn(&mut self, db: DbName, conn: &ConnId, v: bool) {
+    pub(in crate::adapter) fn set_in_txn(&mut self, db: DbName, conn: &ConnId, v: bool) {
         if let Some(s) = self.sides[db.index()].sessions.get_mut(conn) {
             s.in_txn = v;
             s.aborted = false;
@@ -489,14 +460,14 @@ impl PgBackend {
     }
 
     /// Marks the session's transaction as begun at virtual time `now` (its `now()`).
-    pub(super) fn set_began(&mut self, db: DbName, conn: &ConnId, now: Option<Millis>) {
+    pub(in crate::adapter) fn set_began(&mut self, db: DbName, conn: &ConnId, now: Option<Millis>) {
         if let Some(s) = self.sides[db.index()].sessions.get_mut(conn) {
             s.began = now;
         }
     }
 
     /// The virtual time the session's open transaction began at, if it began under one.
-    pub(super) fn began(&self, db: DbName, conn: &ConnId) -> Option<Millis> {
+    pub(in crate::adapter) fn began(&self, db: DbName, conn: &ConnId) -> Option<Millis> {
         self.sides[db.index()]
             .sessions
             .get(conn)
@@ -506,7 +477,12 @@ impl PgBackend {
     /// Ends the session's transaction bookkeeping: logs the drafts (accepted only on commit).
     /// The log rows are written outside any transaction of the session: on its own connection
     /// once its transaction has ended, or on the admin connection when it is still busy.
-    pub(super) fn log_drafts(&mut self, conn: &ConnId, commit: bool, via_admin: bool) -> Outcome {
+    pub(in crate::adapter) fn log_drafts(
+        &mut self,
+        conn: &ConnId,
+        commit: bool,
+        via_admin: bool,
+    ) -> Outcome {
         let Some(s) = self.sides[1].sessions.get_mut(conn) else {
             return Outcome::Ok;
         };
@@ -545,11 +521,11 @@ impl PgBackend {
         })
     }
 
-    pub(super) fn now_for(&self, in_txn: bool, now: Millis) -> Option<Millis> {
+    pub(in crate::adapter) fn now_for(&self, in_txn: bool, now: Millis) -> Option<Millis> {
         (self.virtual_time && !in_txn).then_some(now)
     }
 
-    pub(super) fn write_args(
+    pub(in crate::adapter) fn write_args(
         cx: &Ctx<'_>,
         scope: &Scope,
         part: &Part,
@@ -565,7 +541,61 @@ impl PgBackend {
         }
     }
 
-    pub(super) fn uses_txn(&self, db: DbName) -> bool {
+    pub(in crate::adapter) fn uses_txn(&self, db: DbName) -> bool {
         db == DbName::Lease || self.config.fence != FenceMode::CheckThenWrite
+    }
+
+    /// Whether a session waits on one of ours, and whether that is final: 0 = not blocked, 1 =
+    /// blocked by sessions that are themselves idle or waiting on a lock, 2 = not final yet. A
+    /// backend sends an error to its client before it aborts its transaction and releases its
+    /// locks (`PostgresMain`'s error path: `EmitErrorReport`, then `AbortCurrentTransaction`),
+    /// and a disconnected orphan runs on after its lock frees: until every session in the
+    /// chain of blockers has settled, the answer may still change. The isolation tester avoids
+    /// this by writing its permutations so; generated schedules must wait for it.
+    ///
+    /// A wait that is part of a cycle is not final either: the deadlock detector will abort one
+    /// member after `deadlock_timeout`, and the model resolves the cycle at once. The lock
+    /// state is read live while `pg_stat_activity` is read once: a blocker seen idle may have
+    /// released its locks after the chain was read, so the wait is asked about once more last
+    /// (it ended meanwhile: ask again).
+    pub const SETTLED_BLOCKED: &str = "SELECT CASE \
+    WHEN NOT pg_isolation_test_session_is_blocked($1::int, $2::int[]) THEN 0 \
+    WHEN EXISTS (WITH RECURSIVE chain(pid, depth) AS ( \
+                   SELECT b, 1 FROM unnest(pg_blocking_pids($1::int)) AS b \
+                   UNION \
+                   SELECT b, c.depth + 1 FROM chain c, unnest(pg_blocking_pids(c.pid)) AS b \
+                   WHERE c.depth < 8) \
+                 SELECT 1 FROM chain ch LEFT JOIN pg_stat_activity a ON a.pid = ch.pid \
+                 WHERE ch.pid = $1::int \
+                    OR (a.state = 'active' AND a.wait_event_type IS DISTINCT FROM 'Lock')) THEN 2 \
+    WHEN NOT pg_isolation_test_session_is_blocked($1::int, $2::int[]) THEN 2 \
+    ELSE 1 END";
+
+    /// The admin connection of side `i`'s database. With one database (`linked`) both sides
+    /// share side 0's: a second admin backend on the same database would be ended by the
+    /// other side's reset ([`Self::wipe`] spares only its own), and every lock-wait question
+    /// asked on it would fail, so a wait on the resource side would never be seen as one and
+    /// would last the whole bound.
+    pub(in crate::adapter) fn admin(
+        &mut self,
+        i: usize,
+    ) -> Result<(Arc<Client>, Statement), PgError> {
+        let i = if self.linked() { 0 } else { i };
+        if let Some(a) = &self.sides[i].admin {
+            return Ok(a.clone());
+        }
+        let info = self.sides[i].conninfo.clone();
+        let a = self.rt.block_on(async {
+            let (c, _) = connect(&info, false)
+                .await
+                .map_err(|e| pe("admin connect", e))?;
+            let s = c
+                .prepare(Self::SETTLED_BLOCKED)
+                .await
+                .map_err(|e| pe("prepare", e))?;
+            Ok::<_, PgError>((Arc::new(c), s))
+        })?;
+        self.sides[i].admin = Some(a.clone());
+        Ok(a)
     }
 }
