@@ -90,7 +90,7 @@ const OF_THE_WRITE: [Mistake; 5] = [
     ("row-guard", &[Check::I3], 10),
     ("lease-row-key-share", &[Check::I3, Check::Final], 150),
 ];
-const OF_THE_LEASE: [Mistake; 7] = [
+const OF_THE_LEASE: [Mistake; 8] = [
     ("unlogged-lease", LEASE, 10),
     ("advisory-lock", LEASE, 10),
     ("timestamp-token", LEASE, 30),
@@ -98,6 +98,7 @@ const OF_THE_LEASE: [Mistake; 7] = [
     ("select-for-update-autocommit", &[Check::I1], 150),
     ("renew-any-holder", &[Check::I1], 100),
     ("lease-no-key", LEASE, 150),
+    ("token-drawn-before-wait", &[Check::I2], 550),
 ];
 
 // One test per mistake, so that the test harness runs them side by side: each waits on
@@ -136,6 +137,7 @@ mistakes! {
     select_for_update_autocommit_is_found_and_shrunk: "select-for-update-autocommit",
     renew_any_holder_is_found_and_shrunk: "renew-any-holder",
     lease_no_key_is_found_and_shrunk: "lease-no-key",
+    token_drawn_before_wait_is_found_and_shrunk: "token-drawn-before-wait",
 }
 
 /// Each found as the README's table says, shrunk as the command shrinks (its full budget: the
@@ -172,6 +174,13 @@ fn found_and_shrunk(name: &str) {
     let text = std::fs::read_to_string(&file).expect("trace written");
     let t = leaselab_trace::Trace::parse(&text, &file.display().to_string()).expect("parses");
     assert!(t.history.events.len() <= 10, "{name}: {text}");
+    // The README table's figures, for whoever reruns this to update it.
+    eprintln!(
+        "{name}: found at schedule {:?}, shrunk to {} steps, {:?}",
+        r.first,
+        t.history.events.len(),
+        t.expect
+    );
     assert_eq!(t.expect, report.verdict(), "{name}");
     assert!(leaselab_trace::replay::replay(&t).ok(), "{name}: {text}");
     // Its psql scripts rerun it on fresh databases with the same outcomes.

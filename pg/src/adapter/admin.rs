@@ -18,10 +18,7 @@ impl Admin for PgBackend {
                 }
                 // A paused operation goes on from where it stopped.
                 self.sides[i].resume(cx.conn, cx.now);
-                self.settle(i);
-                if self.linked() {
-                    self.settle(1 - i);
-                }
+                self.settle_both(i);
                 return self.sides[i].await_result(cx.conn);
             }
             SessionStep::Disconnect => {
@@ -47,7 +44,7 @@ impl Admin for PgBackend {
                         }
                     }
                 }
-                self.settle(i);
+                self.settle_both(i);
                 return Outcome::Ok;
             }
             _ => {}
@@ -135,7 +132,7 @@ impl Admin for PgBackend {
                 SessionStep::Await | SessionStep::Disconnect => Outcome::Error(Reason::NotBlocked),
             },
         };
-        self.settle(i);
+        self.settle_both(i);
         out
     }
 
@@ -146,6 +143,14 @@ impl Admin for PgBackend {
         if !self.sides[i].is_up() {
             return Outcome::Error(Reason::AlreadyDown);
         }
+        if self.sides[i].cluster_mut().is_none() {
+            return Outcome::Error(Reason::Other(
+                "crash-unsupported-on-an-existing-server".into(),
+            ));
+        }
+        // A stopped backend would not act on the server's shutdown signal.
+        self.release_all(0);
+        self.release_all(1);
         let Some(cl) = self.sides[i].cluster_mut() else {
             return Outcome::Error(Reason::Other(
                 "crash-unsupported-on-an-existing-server".into(),

@@ -351,6 +351,9 @@ impl PgBackend {
     /// Every session closed (or reset for the next schedule, [`Self::pool_sessions`]); a
     /// database that is down booted again (recovery keeps what was committed).
     fn fresh_sides(&mut self) -> Result<(), PgError> {
+        // Held waiters go on first: their sessions are closed and their backends ended.
+        self.release_all(0);
+        self.release_all(1);
         for i in 0..2 {
             if self.sides[i].is_up() {
                 self.pool_sessions(i);
@@ -417,18 +420,22 @@ impl PgBackend {
             return Ok(());
         };
         let (admin, _) = self.admin(i)?;
-        self.rt.block_on(async move {
+        let r = self.rt.block_on(async move {
             admin
                 .execute("SELECT pg_terminate_backend($1)", &[&pid])
                 .await
                 .map_err(|e| pe("terminate", e))
-        })?;
-        Ok(())
+        });
+        // Held, it acts on the signal only once it runs again.
+        self.release(i, pid);
+        r.map(|_| ())
     }
 
     /// `pg_ctl stop -m immediate` on both clusters, then restart them (WAL recovery). Every
     /// session of the adapter is gone afterwards. For the real-time F8.
     pub fn crash_restart_all(&mut self) -> Result<(), PgError> {
+        self.release_all(0);
+        self.release_all(1);
         for i in 0..2 {
             self.drop_sessions(i);
             self.sides[i].forget_admin();

@@ -6,11 +6,14 @@
 //!
 //! - `run`: connecting, running a statement as a task, asking the server whether it waits,
 //!   settling what no longer waits, orphans, the admin connection;
+//! - `hold`: backends seen waiting on a lock stopped, and let go one at a time, oldest wait
+//!   first, so that the server's choice among woken waiters is the same every run;
 //! - `pool`: a session opened (or taken from the pool), the sessions pooled or closed at a reset.
 
 // `run` first: its `session_or_return!` is used by the modules after it.
 #[macro_use]
 mod run;
+mod hold;
 mod pool;
 
 pub(super) use run::*;
@@ -44,6 +47,8 @@ pub(super) struct Session {
     /// The server was told to end this backend ([`super::PgBackend::terminate`]): it may still
     /// answer for a moment, but it is never pooled.
     terminated: bool,
+    /// When its pending statement began to wait ([`Side::next_wait`]): the older goes on first.
+    wait_seq: u64,
 }
 
 impl Session {
@@ -123,6 +128,13 @@ pub(super) struct Side {
     /// [`super::PgBackend::pool_sessions`]).
     pool: Vec<Pooled>,
     up: bool,
+    /// Backends stopped while they wait on a lock (`hold.rs`).
+    held: Vec<i32>,
+    /// Whether its backends may be stopped: they are processes of a cluster this process
+    /// started, and `LEASELAB_WAKE_ORDER` does not say `server`.
+    can_hold: bool,
+    /// Waits begun so far: a pending statement's [`Session::wait_seq`].
+    waits: u64,
 }
 
 /// A connection waiting in [`Side::pool`]: its backend is idle and in its initial state but
@@ -158,6 +170,9 @@ pub(super) enum Closed {
 impl Side {
     pub(super) fn new(dbname: &'static str, cluster: Option<Cluster>, conninfo: String) -> Side {
         Side {
+            can_hold: cluster.is_some() && hold::holds_allowed(),
+            held: Vec::new(),
+            waits: 0,
             dbname,
             cluster,
             conninfo,
@@ -168,6 +183,12 @@ impl Side {
             pool: Vec::new(),
             up: true,
         }
+    }
+
+    /// The place of a wait that begins now among this side's waits.
+    fn next_wait(&mut self) -> u64 {
+        self.waits += 1;
+        self.waits
     }
 
     pub(super) fn dbname(&self) -> &'static str {

@@ -70,6 +70,7 @@ impl PgBackend {
                 drafts: Vec::new(),
                 paused: None,
                 terminated: false,
+                wait_seq: 0,
             },
         );
         Ok((client, st, false))

@@ -238,22 +238,46 @@ impl PgBackend {
         // The other side's backends too when both sides are one database: an orphan waiting on
         // one of them is blocked for good just the same.
         let all = self.backends(i);
-        let orphans = self.sides[i].orphans.clone();
-        let (gone, out_of_bound) = self.rt.block_on(async move {
-            let mut gone = Vec::new();
-            let mut out_of_bound = 0;
-            for pid in orphans {
-                let others: Vec<i32> = all.iter().copied().filter(|p| *p != pid).collect();
-                match orphan_ends(&admin, &blocked_q, pid, &others).await {
-                    Some(true) => gone.push(pid),
-                    Some(false) => {}
-                    None => out_of_bound += 1,
+        let mut gone = Vec::new();
+        for pid in self.sides[i].orphans.clone() {
+            let others: Vec<i32> = all.iter().copied().filter(|p| *p != pid).collect();
+            // A held orphan still waiting stays stopped; one the server no longer blocks goes
+            // on, alone (see `hold.rs`).
+            if self.is_held(i, pid) {
+                if self.blocked_state(i, pid, &others) == 1 {
+                    continue;
                 }
+                self.release(i, pid);
             }
-            (gone, out_of_bound)
-        });
-        self.out_of_bound += out_of_bound;
+            let (a, q) = (admin.clone(), blocked_q.clone());
+            let ends = self
+                .rt
+                .block_on(async move { orphan_ends(&a, &q, pid, &others).await });
+            match ends {
+                Some(true) => gone.push(pid),
+                Some(false) => {
+                    self.hold(i, pid);
+                }
+                None => self.out_of_bound += 1,
+            }
+        }
         self.sides[i].orphans.retain(|p| !gone.contains(p));
+    }
+
+    /// The lock-wait question ([`PgBackend::SETTLED_BLOCKED`]) for backend `pid` of side `i`
+    /// against `others`: 0 not blocked, 1 blocked for now, 2 not final yet; 0 when it cannot be
+    /// asked.
+    fn blocked_state(&mut self, i: usize, pid: i32, others: &[i32]) -> i32 {
+        let Ok((admin, q)) = self.admin(i) else {
+            return 0;
+        };
+        let others = others.to_vec();
+        self.rt.block_on(async move {
+            match admin.query_one(&q, &[&pid, &others]).await {
+                Ok(r) => r.get::<_, i32>(0),
+                Err(_) => 0,
+            }
+        })
     }
 
     /// Runs a task for `conn`: its outcome, or `Blocked` if the server says it waits on a lock.
@@ -312,14 +336,22 @@ impl PgBackend {
             Err(e) => return Outcome::Error(Reason::other(format!("admin:{e}"))),
         };
         let handle = self.rt.spawn(fut);
+        let at = paused.clone();
         let r = self
             .rt
             .block_on(wait_or_blocked(handle, admin, pid, others, false, paused));
         let out = match r {
             Waited::Done(out) => self.book(i, conn, out),
             Waited::Blocked(h) => {
+                let seq = self.sides[i].next_wait();
                 if let Some(s) = self.sides[i].sessions.get_mut(conn) {
                     s.pending = Some(h);
+                    s.wait_seq = seq;
+                }
+                // Waiting on a lock (not at its pause point): held until the server no longer
+                // blocks it and every older wait has gone on.
+                if !at.is_some_and(|a| a.load(std::sync::atomic::Ordering::SeqCst)) {
+                    self.hold(i, pid);
                 }
                 if std::env::var_os("LEASELAB_DEBUG_LOCKS").is_some() {
                     if let Ok((a, _)) = self.admin(i) {
@@ -348,10 +380,7 @@ impl PgBackend {
                 Outcome::Error(Reason::Other("stuck-neither-finished-nor-blocked".into()))
             }
         };
-        self.settle(i);
-        if self.linked() {
-            self.settle(1 - i);
-        }
+        self.settle_both(i);
         if out == Outcome::Blocked {
             // A wait that ended within this same step — it closed a deadlock cycle and the
             // detector aborted it (40P01) after `deadlock_timeout` — is this step's answer, as
@@ -380,21 +409,42 @@ impl PgBackend {
         out.outcome
     }
 
-    /// Lets every pending statement that the server no longer blocks run to its end, repeating
-    /// while one finishing may free another (the model's synchronous wake).
-    pub(in crate::adapter) fn settle(&mut self, i: usize) {
+    /// [`Self::settle`] side `i` and, when both sides are one database, the other side too,
+    /// until neither moves: a statement of one may wait on a held backend of the other.
+    pub(in crate::adapter) fn settle_both(&mut self, i: usize) {
+        if !self.linked() {
+            self.settle(i);
+            return;
+        }
+        while self.settle(i) | self.settle(1 - i) {}
+    }
+
+    /// Lets every pending statement that the server no longer blocks run to its end, one at a
+    /// time and the oldest wait first, repeating while one finishing may free another (the
+    /// model's synchronous wake, in its FIFO order: see `hold.rs`). Whether any ended.
+    pub(in crate::adapter) fn settle(&mut self, i: usize) -> bool {
+        let mut any = false;
         loop {
             self.reap_orphans(i);
             let mut progressed = false;
-            let conns: Vec<ConnId> = self.sides[i]
+            let mut conns: Vec<(u64, ConnId)> = self.sides[i]
                 .sessions
                 .iter()
                 .filter(|(_, s)| {
                     s.pending.is_some() && !s.paused.as_ref().is_some_and(Pause::reached)
                 })
-                .map(|(k, _)| k.clone())
+                .map(|(k, s)| (s.wait_seq, k.clone()))
                 .collect();
-            for c in conns {
+            conns.sort();
+            for (_, c) in conns {
+                let pid = self.sides[i].sessions.get(&c).map(|s| s.pid).unwrap_or(0);
+                let others = self.others(i, &c);
+                if self.is_held(i, pid) {
+                    if self.blocked_state(i, pid, &others) == 1 {
+                        continue;
+                    }
+                    self.release(i, pid);
+                }
                 let Some(h) = self.sides[i]
                     .sessions
                     .get_mut(&c)
@@ -402,13 +452,12 @@ impl PgBackend {
                 else {
                     continue;
                 };
-                let pid = self.sides[i].sessions.get(&c).map(|s| s.pid).unwrap_or(0);
                 let at = self.sides[i]
                     .sessions
                     .get(&c)
                     .and_then(|s| s.paused.as_ref().map(|p| p.at.clone()));
-                let others = self.others(i, &c);
-                let Ok(admin) = self.admin(i) else { return };
+                let paused = at.clone();
+                let Ok(admin) = self.admin(i) else { return any };
                 let w = self
                     .rt
                     .block_on(wait_or_blocked(h, admin, pid, others.clone(), true, at));
@@ -432,6 +481,9 @@ impl PgBackend {
                         if let Some(s) = self.sides[i].sessions.get_mut(&c) {
                             s.pending = Some(h);
                         }
+                        if !paused.is_some_and(|a| a.load(std::sync::atomic::Ordering::SeqCst)) {
+                            self.hold(i, pid);
+                        }
                     }
                     Waited::Stuck => {
                         self.out_of_bound += 1;
@@ -442,11 +494,17 @@ impl PgBackend {
                         }
                     }
                 }
+                if progressed {
+                    // Its end may have freed an older wait: the oldest goes first again.
+                    break;
+                }
             }
             if !progressed {
                 break;
             }
+            any = true;
         }
+        any
     }
 
     pub(in crate::adapter) fn set_in_txn(&mut self, db: DbName, conn: &ConnId, v: bool) {
