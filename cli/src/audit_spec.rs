@@ -26,6 +26,9 @@ pub fn flags(o: &Overrides) -> String {
     if o.lease_txn {
         f.push_str(" --lease-txn");
     }
+    if let Some(n) = o.lease_conns {
+        f.push_str(&format!(" --lease-conns {n}"));
+    }
     if o.aim == leaselab_gen::Aim::Contention {
         f.push_str(" --aim contention");
     }

@@ -67,14 +67,22 @@ fn the_seed_spec_answers_as_the_built_in_adapter_and_the_model() {
     assert!(client.ops.publish && client.ops.read_part);
     let spec_pg = audit.first_backend().expect("the audit's backend");
     let steps = std::cell::Cell::new(0usize);
-    for s in leaselab_gen::search::schedules(&plan(100, 1)) {
-        let s = s.expect("draws");
-        steps.set(steps.get() + s.intents.len());
-        let d = leaselab_pg::audit::cross_check(spec_pg, &mut builtin, &s, client)
-            .expect("postgres runs");
-        assert!(d.is_none(), "{d:?}");
+    // Also with held lease transactions and a second lease connection per holder.
+    let both = leaselab_gen::Service {
+        lease_txn: true,
+        second_conn: true,
+        ..client
+    };
+    for (client, seed) in [(client, 1), (both, 2)] {
+        for s in leaselab_gen::search::schedules(&plan(100, seed)) {
+            let s = s.expect("draws");
+            steps.set(steps.get() + s.intents.len());
+            let d = leaselab_pg::audit::cross_check(spec_pg, &mut builtin, &s, client)
+                .expect("postgres runs");
+            assert!(d.is_none(), "{d:?}");
+        }
     }
-    assert!(steps.get() > 1_000, "{} intents", steps.get());
+    assert!(steps.get() > 2_000, "{} intents", steps.get());
 }
 
 /// Each mistake a history can show: the checks its shrunk history breaks (either of a pair for
@@ -219,6 +227,7 @@ fn a_specs_lease_name_and_ttl_reach_every_call() {
                 lease: Some("weekly-job".into()),
                 ttl_ms: Some(700),
                 lease_txn: false,
+                lease_conns: None,
                 aim: leaselab_gen::Aim::Uniform,
             },
             "weekly-job",
@@ -383,7 +392,7 @@ fn each_kind_of_bad_spec_gets_one_clear_error() {
     let Some(dir) = tmp("bad") else { return };
     std::fs::create_dir_all(&dir).expect("dir");
     let seed = std::fs::read_to_string(example("seed")).expect("seed spec");
-    let cases: [(&str, String, &[&str]); 10] = [
+    let cases: [(&str, String, &[&str]); 11] = [
         (
             "missing-statement",
             seed.replace("\nrelease = ", "\n# release = "),
@@ -446,6 +455,11 @@ fn each_kind_of_bad_spec_gets_one_clear_error() {
             "unknown-table",
             seed.replace("FROM report_part WHERE", "FROM report_parts WHERE"),
             &["read-part", "PostgreSQL", "report_parts"],
+        ),
+        (
+            "three-connections",
+            format!("lease_conns = 3\n{seed}"),
+            &["lease_conns", "1 or 2"],
         ),
     ];
     for (name, text, words) in cases {
@@ -821,6 +835,101 @@ fn psql_scripts_rerun_a_lock_wait() {
         .expect("a spec backend")
         .to_vec();
     Fresh::start(&dir).rerun("lockwait", &scripts, audit.spec(), &shapes, &h);
+}
+
+/// With `--lease-conns 2` a holder calls the lease on a second connection too, while its first
+/// holds a lease transaction open: on the seed spec such a call waits on the holder's own
+/// transaction and is collected once that ends, no check fails, and the psql scripts of such a
+/// run rerun it, the second connection a session of its own.
+#[test]
+fn a_holder_calls_the_lease_on_a_second_connection() {
+    let Some(dir) = tmp("second-conn") else {
+        return;
+    };
+    let o = leaselab::audit_spec::Overrides {
+        lease_txn: true,
+        lease_conns: Some(2),
+        ..Default::default()
+    };
+    let mut audit =
+        leaselab::audit_spec::load_as(&example("seed"), &dir.join("pg"), &o).expect("loads");
+    assert!(audit.client().second_conn);
+    let second = |e: &leaselab_model::Event| {
+        e.conn
+            .as_ref()
+            .is_some_and(|c| c.as_str() == format!("{}-2", e.actor))
+    };
+    let (mut calls, mut own_waits, mut shown) = (0, 0, None);
+    for s in leaselab_gen::search::schedules(&plan(80, 1)) {
+        let s = s.expect("draws");
+        let (h, pauses) = audit.run(&s).expect("runs");
+        let report = leaselab_checkers::check(&h);
+        assert!(report.violations.is_empty(), "{:?}", report.violations);
+        // Whose first connection holds a transaction open, as the history shows it.
+        let mut open: Vec<String> = Vec::new();
+        let mut own_wait = false;
+        for e in &h.events {
+            let who = e.actor.to_string();
+            match (&e.op, second(e)) {
+                (
+                    leaselab_model::Op::Begin {
+                        db: leaselab_model::DbName::Lease,
+                    }
+                    | leaselab_model::Op::BeginRepeatableRead {
+                        db: leaselab_model::DbName::Lease,
+                    },
+                    false,
+                ) if e.outcome == leaselab_model::Outcome::Ok => open.push(who),
+                (
+                    leaselab_model::Op::Commit {
+                        db: leaselab_model::DbName::Lease,
+                    }
+                    | leaselab_model::Op::Rollback {
+                        db: leaselab_model::DbName::Lease,
+                    },
+                    false,
+                ) => open.retain(|w| *w != who),
+                (_, true) => {
+                    assert!(
+                        matches!(e.op.db(), Some(leaselab_model::DbName::Lease)),
+                        "{e:?}"
+                    );
+                    calls += 1;
+                    if e.outcome == leaselab_model::Outcome::Blocked && open.contains(&who) {
+                        own_wait = true;
+                    }
+                }
+                _ => {}
+            }
+        }
+        if own_wait {
+            own_waits += 1;
+            if shown.is_none() {
+                shown = Some((h, pauses));
+            }
+        }
+    }
+    assert!(
+        calls > 50 && own_waits > 2,
+        "{calls} calls, {own_waits} own waits"
+    );
+    // The scripts of a run whose second connection waited on its own first one.
+    let (h, pauses) = shown.expect("a run with such a wait");
+    let scripts = leaselab_pg::spec::psql::scripts(audit.spec(), &h, &pauses, "second-conn");
+    assert!(
+        scripts
+            .iter()
+            .any(|(f, _)| f.contains("holder-") && f.ends_with("-2.sql")),
+        "{:?}",
+        scripts.iter().map(|(f, _)| f).collect::<Vec<_>>()
+    );
+    let at = dir.join("second-conn.psql");
+    leaselab_pg::audit::write_scripts(&at, &scripts).expect("written");
+    let shapes = audit.backends()[0]
+        .spec_shapes()
+        .expect("a spec backend")
+        .to_vec();
+    Fresh::start(&dir).rerun("second-conn", &at, audit.spec(), &shapes, &h);
 }
 
 /// A clean audit says how hard it tried: over 100 schedules of the seed spec with held lease

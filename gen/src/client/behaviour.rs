@@ -2,7 +2,7 @@
 //! ([`Statements`]); a service's client sends whole lease calls with the token its own acquire
 //! returned ([`Service`]). One type per behaviour, so the client's steps hold no mode check.
 
-use super::Client;
+use super::{Client, LEASE, SECOND};
 use crate::{Intent, Kind};
 use leaselab_model::Token;
 
@@ -16,6 +16,11 @@ pub trait Behaviour: Clone + std::fmt::Debug {
     /// that transaction commits (until then it is held back: a holder never writes with a
     /// token another holder cannot see yet, nor with one a rollback took back).
     fn grant_at_commit(&self) -> bool;
+    /// Whether `taken` (drawn as `drawn`) runs on `actor`'s second lease connection (none by
+    /// default: a holder calls the lease on one connection).
+    fn second_conn(&self, _c: &Client<Self>, _drawn: &Intent, _taken: &Intent) -> bool {
+        false
+    }
 
     /// Where a clock move drawn to land on an expiry lands for `actor`: the expiry of its own
     /// grant (the default), or of another's.
@@ -68,6 +73,13 @@ pub struct Service {
     /// one holds the lease row in its open transaction: the queue a value drawn before the lock
     /// wait needs.
     pub lease_txn: bool,
+    /// A second lease connection per holder (`leaselab audit --lease-conns 2`): a holder's
+    /// acquire, renew and release go to either of its two lease connections (a connection
+    /// pool, a renewal thread of its own), the second always in autocommit — so a holder
+    /// calls the lease while its own first connection holds a lease transaction open, and its
+    /// call may wait on that transaction as another holder's would. The second connection
+    /// renews and releases the holder's committed grant.
+    pub second_conn: bool,
     /// How the intents are taken: as drawn, or steered toward contention.
     pub aim: Aim,
 }
@@ -96,7 +108,7 @@ impl Service {
         if i.b % 2 == 1 || matches!(i.kind, Kind::Crash | Kind::Await | Kind::Disconnect) {
             return *i;
         }
-        let in_flight = |db: usize| (0..c.actors).any(|x| x != actor && c.sessions[x][db].blocked);
+        let in_flight = |db: usize| (0..c.actors).any(|x| x != actor && c.waits_on(x, db));
         let newest = newest_grant(c);
         let free = newest.is_none_or(|((_, e), _)| e.is_none_or(|e| c.now >= e));
         let mine = newest.is_some_and(|(_, x)| x == actor);
@@ -173,10 +185,13 @@ impl Behaviour for Service {
             Kind::EndLease if lease_txn && lease_open => i.kind,
             // One contender at a time: the waiters one commit wakes take the row in an order
             // PostgreSQL does not fix, and a schedule's outcome should be the schedule's.
+            // With a second connection, the holder's own open transaction is a row holder too:
+            // the contender is then its second connection (see `second_conn`).
             Kind::Contend
                 if lease_txn
-                    && c.lease_row_held_by_other(actor)
-                    && !c.sessions.iter().any(|s| s[0].blocked) =>
+                    && (c.lease_row_held_by_other(actor)
+                        || (self.second_conn && c.holds_lease_row(actor)))
+                    && !c.lease_statement_waits() =>
             {
                 Kind::Acquire
             }
@@ -211,6 +226,27 @@ impl Behaviour for Service {
 
     fn grant_at_commit(&self) -> bool {
         true
+    }
+
+    /// A lease call drawn with the high bit of `b` goes to the second connection, and so does
+    /// a contending acquire while the holder's own first connection holds the lease row; an
+    /// `await` or `disconnect` goes where the holder's statement waits, the second connection
+    /// when only it waits (or the high bit says so).
+    fn second_conn(&self, c: &Client<Self>, drawn: &Intent, taken: &Intent) -> bool {
+        if !self.second_conn {
+            return false;
+        }
+        let actor = usize::from(taken.actor) % c.actors;
+        let s = &c.sessions[actor];
+        let high = drawn.b >= 128;
+        match taken.kind {
+            Kind::Acquire if drawn.kind == Kind::Contend => c.holds_lease_row(actor) || high,
+            Kind::Acquire | Kind::Renew | Kind::Release => high,
+            Kind::Await | Kind::Disconnect => {
+                s[SECOND].blocked && (high || !(s[LEASE].blocked || s[1].blocked))
+            }
+            _ => false,
+        }
     }
 
     fn expiry_to_reach(&self, c: &Client<Self>, actor: usize) -> Option<u64> {

@@ -11,8 +11,20 @@ use crate::{Intent, Kind, NAMES, STEPS, TTLS};
 use leaselab_model::names::defaults;
 use leaselab_model::Reason;
 use leaselab_model::{
-    AttemptOutcome, DbName, Event, Holder, LeaseName, Millis, Op, Outcome, Part, Scope, Token,
+    AttemptOutcome, ConnId, DbName, Event, Holder, LeaseName, Millis, Op, Outcome, Part, Scope,
+    Token,
 };
+
+/// A holder's sessions: its lease connection, its resource connection, and its second lease
+/// connection (a service's client whose holders call the lease on either of two connections:
+/// [`Behaviour::second_conn`]).
+const LEASE: usize = 0;
+const SECOND: usize = 2;
+
+/// The second lease connection of `actor`, as histories name it (`conn=holder-a-2`).
+fn second_conn_id(actor: usize) -> ConnId {
+    ConnId::new(format!("{}-2", NAMES[actor]))
+}
 
 #[derive(Clone, Debug, Default)]
 struct Session {
@@ -30,6 +42,9 @@ struct Session {
     kept: bool,
     /// An error aborted the open transaction (its COMMIT rolls back).
     aborted: bool,
+    /// The holder's second lease connection was granted the lease while this (first)
+    /// connection's transaction was open: that grant is newer than one the COMMIT makes good.
+    overtaken: bool,
 }
 
 /// The client side of a schedule: turns intents into operations from what was observed.
@@ -43,8 +58,8 @@ pub struct Client<B = Statements> {
     /// Per actor: a grant made inside its open lease transaction, which becomes its grant when
     /// that transaction commits (only where [`Behaviour::grant_at_commit`]).
     held_grant: Vec<Option<(u64, Option<u64>)>>,
-    /// Per actor, per database.
-    sessions: Vec<[Session; 2]>,
+    /// Per actor: its lease session, its resource session, its second lease session.
+    sessions: Vec<[Session; 3]>,
     down: [bool; 2],
     max_token: u64,
     written: u64,
@@ -127,13 +142,15 @@ impl<B: Behaviour> Client<B> {
     /// its still-open lease transaction has lapsed: the acquire waits on that transaction's row
     /// lock and, when it commits, finds the lease free — where a value the acquire computed
     /// before the wait (its snapshot's) meets the row the wait let it update.
-    fn lapse_held_grant(&mut self, intent: &Intent) {
+    /// An acquire on the holder's second connection (`own`) waits on its own first
+    /// connection's transaction as well as on another holder's.
+    fn lapse_held_grant(&mut self, intent: &Intent, own: bool) {
         let actor = usize::from(intent.actor) % self.actors;
         if intent.a % 2 != 0 {
             return;
         }
         let lapse = (0..self.actors)
-            .filter(|&x| x != actor && self.sessions[x][0].in_txn)
+            .filter(|&x| (own || x != actor) && self.sessions[x][LEASE].in_txn)
             .filter_map(|x| self.held_grant[x].and_then(|(_, e)| e))
             .max();
         if let Some(e) = lapse {
@@ -143,10 +160,26 @@ impl<B: Behaviour> Client<B> {
 
     /// Whether a session other than `actor`'s holds the lease row in its open transaction.
     fn lease_row_held_by_other(&self, actor: usize) -> bool {
+        (0..self.actors).any(|x| x != actor && self.holds_lease_row(x))
+    }
+
+    /// Whether `actor`'s (first) lease connection holds the lease row in its open transaction.
+    fn holds_lease_row(&self, actor: usize) -> bool {
+        let s = &self.sessions[actor][LEASE];
+        s.in_txn && s.lease_row
+    }
+
+    /// Whether a lease statement of any holder waits (on either of its lease connections).
+    fn lease_statement_waits(&self) -> bool {
         self.sessions
             .iter()
-            .enumerate()
-            .any(|(x, s)| x != actor && s[0].in_txn && s[0].lease_row)
+            .any(|s| s[LEASE].blocked || s[SECOND].blocked)
+    }
+
+    /// Whether `actor`'s statement on `db` waits (on its second lease connection too).
+    fn waits_on(&self, actor: usize, db: usize) -> bool {
+        let s = &self.sessions[actor];
+        s[db].blocked || (db == LEASE && s[SECOND].blocked)
     }
 
     /// The token a renew or release names: inside its open lease transaction a holder renews
@@ -178,10 +211,12 @@ impl<B: Behaviour> Client<B> {
     /// only moves the clock.
     pub fn event(&mut self, intent: &Intent) -> Option<Event> {
         let taken = self.behaviour.take(self, intent);
+        let second = self.behaviour.second_conn(self, intent, &taken);
         if taken.kind == Kind::Acquire && intent.kind == Kind::Contend {
-            self.lapse_held_grant(intent);
+            self.lapse_held_grant(intent, second);
         }
         let intent = &taken;
+        let mut conn = None;
         let actor = usize::from(intent.actor) % self.actors;
         let (a, b) = (intent.a, intent.b);
         let name = NAMES[actor];
@@ -230,12 +265,19 @@ impl<B: Behaviour> Client<B> {
                 op
             }
             _ => {
-                let op = self.session_op(actor, intent.kind, a, b, lease);
+                let op = self.session_op(actor, intent.kind, a, b, lease, second);
                 let s = &self.sessions[actor];
+                let slot = |db: DbName| match db {
+                    DbName::Lease if second => SECOND,
+                    db => db.index(),
+                };
+                if second {
+                    conn = Some(second_conn_id(actor));
+                }
                 match op.db() {
                     // A session whose statement waits gets to wait for it (mostly) or leave.
                     Some(db)
-                        if s[db.index()].blocked
+                        if s[slot(db)].blocked
                             && !matches!(op, Op::Await { .. } | Op::Disconnect { .. }) =>
                     {
                         if a % 8 == 7 {
@@ -256,7 +298,7 @@ impl<B: Behaviour> Client<B> {
             at: Millis(self.now),
             local: Millis(self.now),
             actor: who,
-            conn: None,
+            conn,
             op,
             outcome: Outcome::Ok,
         })
@@ -269,10 +311,20 @@ impl<B: Behaviour> Client<B> {
         a: u8,
         b: u8,
         lease: impl Fn() -> LeaseName,
+        second: bool,
     ) -> Op {
         let holder = Holder::new(NAMES[actor]);
         let s = &self.sessions[actor];
         let ttl = self.ttl(a);
+        // The second lease connection sees only what was committed: it renews and releases the
+        // holder's committed grant, never one its first connection's open transaction holds.
+        let lease_token = |c: &Self, x: u8| {
+            if second {
+                c.token(actor, x)
+            } else {
+                c.lease_token(actor, x)
+            }
+        };
         match kind {
             Kind::Acquire => Op::Acquire {
                 lease: lease(),
@@ -282,13 +334,13 @@ impl<B: Behaviour> Client<B> {
             Kind::Renew => Op::Renew {
                 lease: lease(),
                 holder,
-                token: self.lease_token(actor, b),
+                token: lease_token(self, b),
                 ttl_ms: ttl,
             },
             Kind::Release => Op::Release {
                 lease: lease(),
                 holder,
-                token: self.lease_token(actor, a),
+                token: lease_token(self, a),
             },
             Kind::BeginLease | Kind::EndLease => txn_op(DbName::Lease, s[0].in_txn, a),
             Kind::BeginRes | Kind::EndRes => txn_op(DbName::Res, s[1].in_txn, a),
@@ -353,7 +405,7 @@ impl<B: Behaviour> Client<B> {
             },
             Kind::Await | Kind::Disconnect => {
                 // Prefer the database where this session waits.
-                let db = if s[0].blocked {
+                let db = if second || s[0].blocked {
                     DbName::Lease
                 } else if s[1].blocked || a % 2 == 1 {
                     DbName::Res
@@ -540,6 +592,9 @@ impl<B: Behaviour> Client<B> {
                 self.down[db.index()] = true;
                 for s in &mut self.sessions {
                     s[db.index()] = Session::default();
+                    if db == DbName::Lease {
+                        s[SECOND] = Session::default();
+                    }
                 }
                 if db == DbName::Lease {
                     self.held_grant.iter_mut().for_each(|g| *g = None);
@@ -557,12 +612,21 @@ impl<B: Behaviour> Client<B> {
             return;
         };
         let Some(db) = e.op.db() else { return };
-        let s = &mut self.sessions[actor][db.index()];
+        let slot = match db {
+            DbName::Lease if e.conn.as_ref() == Some(&second_conn_id(actor)) => SECOND,
+            db => db.index(),
+        };
         // A grant inside an open lease transaction waits for COMMIT, where the behaviour says so.
-        let held = self.behaviour.grant_at_commit() && db == DbName::Lease && s.in_txn;
+        let held = self.behaviour.grant_at_commit()
+            && db == DbName::Lease
+            && self.sessions[actor][slot].in_txn;
         if let Outcome::Granted { token, expires } = out {
             self.max_token = self.max_token.max(token.0);
             let g = Some((token.0, expiry_ms(expires)));
+            if slot == SECOND {
+                let first = &mut self.sessions[actor][LEASE];
+                first.overtaken = first.in_txn;
+            }
             if held {
                 self.held_grant[actor] = g;
             } else {
@@ -580,16 +644,20 @@ impl<B: Behaviour> Client<B> {
                 g.1 = e;
             }
         }
+        let s = &mut self.sessions[actor][slot];
         if held && matches!(out, Outcome::Error(r) if r.is_sql_error()) {
             // PostgreSQL aborted the transaction: its COMMIT rolls back.
             s.aborted = true;
         }
-        // Only a grant held back for COMMIT is in `held_grant`.
-        if db == DbName::Lease {
+        // Only a grant held back for COMMIT is in `held_grant`; only the first lease connection
+        // holds lease transactions.
+        if slot == LEASE {
             match (&e.op, out) {
                 (Op::Commit { .. }, Outcome::Ok) if !s.aborted => {
                     if let Some(g) = self.held_grant[actor].take() {
-                        self.grant[actor] = Some(g);
+                        if !s.overtaken {
+                            self.grant[actor] = Some(g);
+                        }
                     }
                 }
                 (Op::Commit { .. } | Op::Rollback { .. } | Op::Disconnect { .. }, _)
@@ -621,6 +689,7 @@ impl<B: Behaviour> Client<B> {
                 s.lease_row = false;
                 s.kept = false;
                 s.aborted = false;
+                s.overtaken = false;
             }
             _ => {}
         }

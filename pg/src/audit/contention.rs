@@ -2,13 +2,16 @@
 //! counted from what PostgreSQL answered and where operations paused. A clean audit whose
 //! counts are zero proves little: the schedules never put a holder where a mistake shows.
 //!
+//! A statement is in flight on its connection (a holder may call the lease on two); *another*
+//! holder's statement is one of a different holder, whichever connection it used.
+//!
 //! Each count is of one run's history; an audit sums them over its drawn schedules (the runs
 //! that shrink a failure are not counted). A statement whose answer was `blocked` is *in
 //! flight* until its holder's `await` on that database collects it (or its connection ends); it
 //! paused inside itself when the schedule said so ([`Pauses`]), else it waited on a lock.
 
 use super::Pauses;
-use leaselab_model::{DbName, Event, Expiry, History, Holder, Op, Outcome, Reason};
+use leaselab_model::{ConnId, DbName, Event, Expiry, History, Holder, Op, Outcome, Reason};
 use std::collections::BTreeMap;
 
 /// The interleavings counted, in report order.
@@ -59,7 +62,7 @@ struct InFlight<'a> {
 /// interleaving of [`Contention::ALL`], in that order.
 pub fn count(history: &History, pauses: &Pauses) -> [(Contention, u64); 4] {
     let mut n: BTreeMap<Contention, u64> = BTreeMap::new();
-    let mut in_flight: BTreeMap<(&Holder, DbName), InFlight<'_>> = BTreeMap::new();
+    let mut in_flight: BTreeMap<(ConnId, DbName), InFlight<'_>> = BTreeMap::new();
     // The highest token granted so far, with its holder, and the last grant's expiry.
     let mut newest: Option<(u64, &Holder)> = None;
     let mut expires: Option<Expiry> = None;
@@ -67,9 +70,10 @@ pub fn count(history: &History, pauses: &Pauses) -> [(Contention, u64); 4] {
         let others = |db: DbName| {
             in_flight
                 .iter()
-                .filter(move |((h, d), _)| *h != &e.actor && *d == db)
+                .filter(move |((_, d), f)| f.event.actor != e.actor && *d == db)
                 .map(|(_, f)| *f)
         };
+        let conn = e.conn_id();
         if let Op::Write { token, .. } = &e.op {
             if newest.is_some_and(|(t, h)| t > token.0 && h != &e.actor) {
                 *n.entry(Contention::StaleWriteAfterGrant).or_default() += 1;
@@ -89,7 +93,7 @@ pub fn count(history: &History, pauses: &Pauses) -> [(Contention, u64); 4] {
                 {
                     *n.entry(Contention::AcquiresRacedOnAFreeRow).or_default() += 1;
                 }
-                in_flight.insert((&e.actor, db), InFlight { event: e, paused });
+                in_flight.insert((conn, db), InFlight { event: e, paused });
             }
             continue;
         }
@@ -97,16 +101,16 @@ pub fn count(history: &History, pauses: &Pauses) -> [(Contention, u64); 4] {
         let answered = match &e.op {
             Op::Await { db } => match &e.outcome {
                 Outcome::Error(Reason::StillBlocked) => None,
-                _ => in_flight.remove(&(&e.actor, *db)).map(|f| f.event),
+                _ => in_flight.remove(&(conn.clone(), *db)).map(|f| f.event),
             },
             _ => Some(e),
         };
         if let Op::Disconnect { db } = &e.op {
-            in_flight.remove(&(&e.actor, *db));
+            in_flight.remove(&(conn.clone(), *db));
         }
         if matches!(e.outcome, Outcome::Error(Reason::ConnLost)) {
             if let Some(db) = e.op.db() {
-                in_flight.remove(&(&e.actor, db));
+                in_flight.remove(&(conn.clone(), db));
             }
         }
         if let Op::Crash { db } = &e.op {
@@ -114,8 +118,8 @@ pub fn count(history: &History, pauses: &Pauses) -> [(Contention, u64); 4] {
         }
         let Some(granted) = answered else { continue };
         if let Outcome::Granted { token, expires: x } = &e.outcome {
-            let open_write = in_flight.iter().any(|((h, _), f)| {
-                *h != &granted.actor
+            let open_write = in_flight.iter().any(|(_, f)| {
+                f.event.actor != granted.actor
                     && matches!(f.event.op, Op::Write { token: w, .. } if w < *token)
             });
             if open_write {
@@ -207,6 +211,28 @@ mod tests {
 3 t=150 local=150 holder-b acquire lease=report-job holder=holder-b ttl_ms=100 => blocked
 ";
         assert_eq!(counts(apart, &[2]), [0, 0, 0, 0]);
+    }
+
+    /// A holder's two lease connections each have their statement in flight: an `await` on the
+    /// first collects the first's, and the second's stays in flight; a holder's own paused
+    /// statement is no other holder's.
+    #[test]
+    fn a_statement_is_in_flight_on_its_connection() {
+        let events = "\
+1 t=0 local=0 holder-a acquire lease=report-job holder=holder-a ttl_ms=100 => granted token=1 expires=100
+2 t=150 local=150 holder-a acquire lease=report-job holder=holder-a ttl_ms=100 => blocked
+3 t=150 local=150 holder-a conn=holder-a-2 acquire lease=report-job holder=holder-a ttl_ms=100 => blocked
+4 t=150 local=150 holder-a await db=lease => granted token=2 expires=250
+5 t=300 local=300 holder-b acquire lease=report-job holder=holder-b ttl_ms=100 => blocked
+";
+        assert_eq!(counts(events, &[2]), [0, 0, 0, 1]);
+        // Once the second connection's statement is collected too, nothing of holder-a's is in
+        // flight.
+        let collected = events.replace(
+            "5 t=300",
+            "5 t=300 local=300 holder-a conn=holder-a-2 await db=lease => refused\n6 t=300",
+        );
+        assert_eq!(counts(&collected, &[2]), [0, 0, 0, 0]);
     }
 
     /// The names the summaries and `--json` print: the counts' public spelling.

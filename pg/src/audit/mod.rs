@@ -32,6 +32,9 @@ pub struct Overrides {
     pub ttl_ms: Option<u64>,
     /// Held lease transactions, as the spec's `lease_txn = true` says.
     pub lease_txn: bool,
+    /// On how many connections each holder calls the lease, instead of the spec's
+    /// `lease_conns`.
+    pub lease_conns: Option<u8>,
     /// Intents as drawn, or steered toward contention.
     pub aim: Aim,
 }
@@ -45,6 +48,9 @@ impl Overrides {
             spec.ttl_ms = Some(t);
         }
         spec.lease_txn |= self.lease_txn;
+        if let Some(n) = self.lease_conns {
+            spec.lease_conns = n;
+        }
     }
 }
 
@@ -70,6 +76,7 @@ impl Audit {
                     read_part: spec.op(OpKind::ReadPart).is_some(),
                 },
                 lease_txn: spec.lease_txn,
+                second_conn: spec.lease_conns == 2,
                 aim: o.aim,
             },
             terms: Terms {
@@ -178,12 +185,21 @@ impl Audit {
         seed: u64,
         out: &Path,
     ) -> Result<PathBuf, TraceFileError> {
-        save::save_found(&self.spec, self.client.aim, found, seed, out)
+        save::save_found(&self.spec, self.client, found, seed, out)
     }
 }
 
 /// The `setup` line of a saved failure whose schedules were steered toward contention.
 pub const AIM_CONTENTION: &str = "aim contention";
+
+/// The `setup` line of a saved failure whose holders called the lease on two connections.
+pub const LEASE_CONNS_2: &str = "lease-conns 2";
+
+/// On how many connections the holders of a saved failure called the lease, where its `setup`
+/// lines say it was two.
+pub fn lease_conns_of(setup: &[String]) -> Option<u8> {
+    setup.iter().any(|l| l == LEASE_CONNS_2).then_some(2)
+}
 
 /// Where the client of a saved failure aimed: its `setup` lines say.
 pub fn aim_of(setup: &[String]) -> Aim {

@@ -52,7 +52,7 @@ pub fn write_scripts(
 /// `--replay` runs exactly it) and its psql scripts beside it; the trace's path.
 pub(super) fn save_found(
     spec: &crate::spec::Spec,
-    aim: leaselab_gen::Aim,
+    client: leaselab_gen::Service,
     found: &leaselab_gen::search::Found<Failure>,
     seed: u64,
     out: &std::path::Path,
@@ -70,9 +70,12 @@ pub(super) fn save_found(
     t.seed = seed;
     t.spec = Some(spec.file.clone());
     t.setup = found.minimal.setup_lines();
-    if aim == leaselab_gen::Aim::Contention {
-        // The client steered the intents: a replay must steer them the same way.
+    // How the client took the intents: a replay must take them the same way.
+    if client.aim == leaselab_gen::Aim::Contention {
         t.setup.push(super::AIM_CONTENTION.to_string());
+    }
+    if client.second_conn {
+        t.setup.push(super::LEASE_CONNS_2.to_string());
     }
     t.title = format!(
         "audit of {}: a generated schedule, shrunk",

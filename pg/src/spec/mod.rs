@@ -227,6 +227,10 @@ pub struct Spec {
     /// (`lease_txn = true`, or `leaselab audit --lease-txn`): the generated schedules then open,
     /// hold, commit and roll back such transactions around acquire, renew and release.
     pub lease_txn: bool,
+    /// On how many connections each holder calls the lease, 1 or 2 (`lease_conns = 2`, or
+    /// `leaselab audit --lease-conns 2`): with 2, a holder's acquire, renew and release go to
+    /// either connection, the second in autocommit while the first may hold a transaction.
+    pub lease_conns: u8,
     /// DDL (and seed rows) of the lease side.
     pub lease_schema: String,
     /// DDL (and seed rows) of the resource side.

@@ -40,12 +40,18 @@ pub fn parse(file: &str, text: &str) -> Result<Spec, SpecError> {
     for (k, v) in root.iter() {
         if !matches!(
             k.get_ref().as_ref(),
-            "databases" | "lease" | "ttl_ms" | "lease_txn" | "schema" | "statements"
+            "databases"
+                | "lease"
+                | "ttl_ms"
+                | "lease_txn"
+                | "lease_conns"
+                | "schema"
+                | "statements"
         ) {
             return Err(err(
                 Some(line_of(v.span().start)),
                 Some(k.get_ref()),
-                "unknown key (a spec has `databases`, `lease`, `ttl_ms`, `lease_txn`, `[schema]` and `[statements]`)"
+                "unknown key (a spec has `databases`, `lease`, `ttl_ms`, `lease_txn`, `lease_conns`, `[schema]` and `[statements]`)"
                     .into(),
             ));
         }
@@ -101,6 +107,23 @@ pub fn parse(file: &str, text: &str) -> Result<Spec, SpecError> {
                 Some(line_of(span.start)),
                 Some("lease_txn"),
                 "must be true or false: whether holders call the lease inside transactions they hold open".into(),
+            ))
+        }
+    };
+    let lease_conns = match root.get("lease_conns").map(|v| (v.get_ref(), v.span())) {
+        None => 1,
+        Some((DeValue::Integer(i), _)) if matches!(i.as_str(), "1" | "2") => {
+            if i.as_str() == "1" {
+                1
+            } else {
+                2
+            }
+        }
+        Some((_, span)) => {
+            return Err(err(
+                Some(line_of(span.start)),
+                Some("lease_conns"),
+                "must be 1 or 2: on how many connections each holder calls the lease".into(),
             ))
         }
     };
@@ -183,6 +206,7 @@ pub fn parse(file: &str, text: &str) -> Result<Spec, SpecError> {
         lease,
         ttl_ms,
         lease_txn,
+        lease_conns,
         lease_schema,
         resource_schema,
         ops,

@@ -19,11 +19,16 @@
 //! question answers "not final" for it until the detector, run by the waiter that closed the
 //! cycle, has aborted one).
 //!
-//! The one hazard: a backend stopped while it holds the lock manager's partition locks (inside
+//! The hazards: a backend stopped while it holds the lock manager's partition locks (inside
 //! `CheckDeadLock`, which runs `deadlock_timeout` after its wait began) would stop every other
-//! lock query. After each stop the lock table is read (`pg_locks`, which takes each partition
-//! lock); if that does not answer within [`PROBE`], the backend is let go again and stays
-//! unordered.
+//! lock query; and one stopped just outside its sleep — `ProcSleep` between `CheckDeadLock` and
+//! its next `WaitLatch`, still queued for the lock but with no wait event — would look to the
+//! lock-wait question like a running blocker, so every wait behind it would answer "not final"
+//! until its 120 s bound (seen with a holder's two lease connections, whose waits outlast
+//! `deadlock_timeout`). After each stop the lock table is read (`pg_locks`, which takes each
+//! partition lock) and the backend's wait event with it; unless that answers within [`PROBE`]
+//! with a wait on a lock, the backend is let go again and stays unordered until it is seen
+//! waiting once more.
 //!
 //! Only the adapter's own throwaway clusters' backends are stopped (their process ids are this
 //! machine's); on an existing server (`LEASELAB_PG_CONNINFO`), or with
@@ -34,6 +39,12 @@ use std::time::Duration;
 
 /// How long the lock table may take to answer after a stop before the stop is undone.
 const PROBE: Duration = Duration::from_millis(200);
+
+/// Whether stopped backend `$1` sleeps waiting on a lock: its wait event (frozen by the stop)
+/// says so. Reading `pg_locks` first takes every partition lock, so the answer comes only if
+/// the stop caught none of them held.
+const ASLEEP_ON_A_LOCK: &str = "SELECT (SELECT count(*) FROM pg_locks) >= 0 \
+    AND coalesce((SELECT wait_event_type = 'Lock' FROM pg_stat_activity WHERE pid = $1::int), false)";
 
 /// Whether this process may stop backends of its throwaway clusters: not when told to leave the
 /// wake order to the server.
@@ -64,16 +75,22 @@ impl PgBackend {
             return false;
         };
         let answered = self.rt.block_on(async move {
-            let probe = admin.query_one("SELECT count(*) FROM pg_locks", &[]);
+            let params: [&(dyn tokio_postgres::types::ToSql + Sync); 1] = [&pid];
+            let probe = admin.query_one(ASLEEP_ON_A_LOCK, &params);
             tokio::pin!(probe);
-            match tokio::time::timeout(PROBE, &mut probe).await {
-                Ok(_) => true,
+            let asleep = match tokio::time::timeout(PROBE, &mut probe).await {
+                Ok(Ok(r)) => r.get::<_, bool>(0),
+                Ok(Err(_)) => false,
                 Err(_) => {
                     signal(pid, libc::SIGCONT);
                     let _ = probe.await;
-                    false
+                    return false;
                 }
+            };
+            if !asleep {
+                signal(pid, libc::SIGCONT);
             }
+            asleep
         });
         if answered {
             self.sides[i].held.push(pid);
