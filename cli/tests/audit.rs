@@ -98,7 +98,7 @@ const OF_THE_WRITE: [Mistake; 5] = [
     ("row-guard", &[Check::I3], 10),
     ("lease-row-key-share", &[Check::I3, Check::Final], 150),
 ];
-const OF_THE_LEASE: [Mistake; 8] = [
+const OF_THE_LEASE: [Mistake; 9] = [
     ("unlogged-lease", LEASE, 10),
     ("advisory-lock", LEASE, 10),
     ("timestamp-token", LEASE, 30),
@@ -107,6 +107,7 @@ const OF_THE_LEASE: [Mistake; 8] = [
     ("renew-any-holder", &[Check::I1], 100),
     ("lease-no-key", LEASE, 150),
     ("token-drawn-before-wait", &[Check::I2], 550),
+    ("release-any-grant", &[Check::I1], 250),
 ];
 
 // One test per mistake, so that the test harness runs them side by side: each waits on
@@ -146,6 +147,7 @@ mistakes! {
     renew_any_holder_is_found_and_shrunk: "renew-any-holder",
     lease_no_key_is_found_and_shrunk: "lease-no-key",
     token_drawn_before_wait_is_found_and_shrunk: "token-drawn-before-wait",
+    release_any_grant_is_found_and_shrunk: "release-any-grant",
 }
 
 /// Each found as the README's table says, shrunk as the command shrinks (its full budget: the
@@ -203,6 +205,24 @@ fn found_and_shrunk(name: &str) {
         &shapes,
         &t.history,
     );
+}
+
+/// `release-any-grant` needs the second lease connection its spec asks for: with one, the
+/// schedules within which two connections find it (the table's bound) are clean.
+#[test]
+fn release_any_grant_needs_a_second_connection() {
+    let Some(dir) = tmp("one-conn") else { return };
+    let o = leaselab::audit_spec::Overrides {
+        lease_conns: Some(1),
+        ..Default::default()
+    };
+    let mut audit =
+        leaselab::audit_spec::load_as(&example("release-any-grant"), &dir.join("pg"), &o)
+            .expect("loads");
+    assert!(!audit.client().second_conn && audit.client().lease_txn);
+    let r = run_gen(&mut audit, plan(250, 1), &dir.join("out"), false).expect("runs");
+    assert!(r.violation.is_none(), "{:?}", r.first);
+    assert_eq!(r.schedules, 250);
 }
 
 /// A spec's `lease` and `ttl_ms`: every lease call names that lease and asks for that TTL,
