@@ -76,9 +76,9 @@ pub struct AuditArgs {
     /// Where the generated holders aim (--gen, --replay): `uniform` takes the drawn intents as
     /// they are; `contention` steers half of them toward the interleavings where lease bugs
     /// live — while another holder's write or acquire is in flight, the lease lapses, is taken
-    /// over, and the new holder writes or acquires too [default: uniform; for --replay, as the
-    /// saved failure says].
-    #[arg(long, value_parser = ["uniform", "contention"], conflicts_with = "sim_seeds")]
+    /// over, and the new holder writes or acquires too; `mixed` steers a quarter [default:
+    /// mixed; for --replay, as the saved failure says].
+    #[arg(long, value_parser = ["uniform", "contention", "mixed"], conflicts_with = "sim_seeds")]
     pub aim: Option<String>,
     /// Where a violation's trace (and its psql scripts) is written: `audit-SPEC-SEED.trace`
     /// (`audit-sim-SPEC-seed-N.trace` for --sim-seeds), with `-2`, `-3`, … added where an
@@ -96,13 +96,7 @@ pub struct AuditArgs {
 /// `leaselab audit`: generated schedules (`--gen`) or the simulation's holders
 /// (`--sim-seeds`) on the user's spec.
 pub fn main(a: AuditArgs) -> Exit {
-    let aim = a.aim.as_deref().map(|v| {
-        if v == "contention" {
-            leaselab_gen::Aim::Contention
-        } else {
-            leaselab_gen::Aim::Uniform
-        }
-    });
+    let aim = a.aim.as_deref().and_then(leaselab_gen::Aim::named);
     let o = Overrides {
         lease: a.lease.clone(),
         ttl_ms: a.ttl_ms,

@@ -29,8 +29,8 @@ pub fn flags(o: &Overrides) -> String {
     if let Some(n) = o.lease_conns {
         f.push_str(&format!(" --lease-conns {n}"));
     }
-    if o.aim == leaselab_gen::Aim::Contention {
-        f.push_str(" --aim contention");
+    if o.aim != leaselab_gen::Aim::default() {
+        f.push_str(&format!(" --aim {}", o.aim.name()));
     }
     f
 }

@@ -88,8 +88,12 @@ pub struct Service {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Aim {
     /// The intents as drawn.
-    #[default]
     Uniform,
+    /// The default mix: a quarter of the intents steered as [`Aim::Contention`] steers half,
+    /// the rest as drawn — so an audit without `--aim` reaches contention without giving up
+    /// the uniform draws that find the other mistakes.
+    #[default]
+    Mixed,
     /// Half the intents steered toward the interleavings where lease bugs live: while another
     /// holder's write is in flight (paused inside itself, or waiting on a lock), the clock
     /// moves to the lease's expiry, a holder takes the lease over and the new holder writes —
@@ -100,12 +104,41 @@ pub enum Aim {
     Contention,
 }
 
+impl Aim {
+    /// Every aim, in `--aim`'s order.
+    pub const ALL: [Aim; 3] = [Aim::Uniform, Aim::Contention, Aim::Mixed];
+
+    /// Its name on the command line and in a saved failure's `setup aim` line.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Aim::Uniform => "uniform",
+            Aim::Contention => "contention",
+            Aim::Mixed => "mixed",
+        }
+    }
+
+    /// The aim named `name`, if any.
+    pub fn named(name: &str) -> Option<Aim> {
+        Aim::ALL.into_iter().find(|a| a.name() == name)
+    }
+
+    /// Whether intent `i` (by its second argument) is one this aim steers.
+    fn steers(self, i: &Intent) -> bool {
+        match self {
+            Aim::Uniform => false,
+            Aim::Contention => i.b % 2 == 0,
+            Aim::Mixed => i.b % 4 == 0,
+        }
+    }
+}
+
 impl Service {
     /// `i` steered toward contention (see [`Aim::Contention`]); as drawn when nothing is in
-    /// flight, for half the intents, and for a holder's own waits, crashes and restarts.
+    /// flight, for the intents the aim does not steer, and for a holder's own waits, crashes
+    /// and restarts.
     fn steer(&self, c: &Client<Self>, i: &Intent) -> Intent {
         let actor = usize::from(i.actor) % c.actors;
-        if i.b % 2 == 1 || matches!(i.kind, Kind::Crash | Kind::Await | Kind::Disconnect) {
+        if !self.aim.steers(i) || matches!(i.kind, Kind::Crash | Kind::Await | Kind::Disconnect) {
             return *i;
         }
         let in_flight = |db: usize| (0..c.actors).any(|x| x != actor && c.waits_on(x, db));
@@ -158,10 +191,7 @@ pub struct WholeOps {
 
 impl Behaviour for Service {
     fn take(&self, c: &Client<Self>, i: &Intent) -> Intent {
-        let steered = match self.aim {
-            Aim::Uniform => *i,
-            Aim::Contention => self.steer(c, i),
-        };
+        let steered = self.steer(c, i);
         let i = &steered;
         let ops = self.ops;
         let lease_txn = self.lease_txn;
@@ -250,10 +280,15 @@ impl Behaviour for Service {
     }
 
     fn expiry_to_reach(&self, c: &Client<Self>, actor: usize) -> Option<u64> {
+        let in_flight = (0..c.actors).any(|x| x != actor && (c.waits_on(x, 0) || c.waits_on(x, 1)));
         let target = match self.aim {
             Aim::Uniform => c.held_grant[actor].or(c.grant[actor]),
             // The lease's: a takeover needs the newest grant to have lapsed.
             Aim::Contention => newest_grant(c).map(|(g, _)| g),
+            // The lease's while another holder's statement is in flight (where the mix steers),
+            // else the holder's own.
+            Aim::Mixed if in_flight => newest_grant(c).map(|(g, _)| g),
+            Aim::Mixed => c.held_grant[actor].or(c.grant[actor]),
         };
         target.and_then(|(_, e)| e).filter(|e| *e > c.now)
     }
@@ -271,4 +306,36 @@ fn writes(k: Kind) -> bool {
             | Kind::EndRes
             | Kind::Publish
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each aim reads back from its name (`--aim`, a saved failure's `setup aim` line); the mix
+    /// steers a quarter of the intents, the aimed search half, uniform draws none.
+    #[test]
+    fn aims_by_name_and_share() {
+        for a in Aim::ALL {
+            assert_eq!(Aim::named(a.name()), Some(a));
+        }
+        assert_eq!(Aim::named("random"), None);
+        assert_eq!(Aim::default(), Aim::Mixed);
+        let share = |a: Aim| {
+            (0..=255u8)
+                .filter(|b| {
+                    a.steers(&Intent {
+                        actor: 0,
+                        kind: Kind::Write,
+                        a: 0,
+                        b: *b,
+                    })
+                })
+                .count()
+        };
+        assert_eq!(
+            [Aim::Uniform, Aim::Mixed, Aim::Contention].map(share),
+            [0, 64, 128]
+        );
+    }
 }

@@ -189,8 +189,9 @@ impl Audit {
     }
 }
 
-/// The `setup` line of a saved failure whose schedules were steered toward contention.
-pub const AIM_CONTENTION: &str = "aim contention";
+/// The start of the `setup` line of a saved failure whose schedules were steered (`aim
+/// contention`, `aim mixed`; none for `uniform`, as every failure saved before the mix was).
+pub const AIM: &str = "aim ";
 
 /// The `setup` line of a saved failure whose holders called the lease on two connections.
 pub const LEASE_CONNS_2: &str = "lease-conns 2";
@@ -203,11 +204,10 @@ pub fn lease_conns_of(setup: &[String]) -> Option<u8> {
 
 /// Where the client of a saved failure aimed: its `setup` lines say.
 pub fn aim_of(setup: &[String]) -> Aim {
-    if setup.iter().any(|l| l == AIM_CONTENTION) {
-        Aim::Contention
-    } else {
-        Aim::Uniform
-    }
+    setup
+        .iter()
+        .find_map(|l| l.strip_prefix(AIM).and_then(Aim::named))
+        .unwrap_or(Aim::Uniform)
 }
 
 fn lent() -> PgError {

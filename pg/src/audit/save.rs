@@ -71,8 +71,8 @@ pub(super) fn save_found(
     t.spec = Some(spec.file.clone());
     t.setup = found.minimal.setup_lines();
     // How the client took the intents: a replay must take them the same way.
-    if client.aim == leaselab_gen::Aim::Contention {
-        t.setup.push(super::AIM_CONTENTION.to_string());
+    if client.aim != leaselab_gen::Aim::Uniform {
+        t.setup.push(format!("{}{}", super::AIM, client.aim.name()));
     }
     if client.second_conn {
         t.setup.push(super::LEASE_CONNS_2.to_string());
