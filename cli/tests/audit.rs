@@ -850,6 +850,15 @@ fn psql_scripts_rerun_a_lock_wait() {
     leaselab_pg::audit::write_scripts(&scripts, &files).expect("written");
     let run_sh = std::fs::read_to_string(scripts.join("run.sh")).expect("run.sh");
     assert!(run_sh.contains("; expect_wait "), "{run_sh}");
+    // Its holder-a leaves while its write, let go by holder-b's commit, is still running: the
+    // scripts let it end first, as the adapter did (killed mid-way it rolled back, once, under
+    // load).
+    let lines: Vec<&str> = run_sh.lines().collect();
+    assert!(
+        lines.windows(2).any(|w| w[0].starts_with("settle ")
+            && w[1] == format!("disconnect {}", w[0].rsplit(' ').next().unwrap_or_default())),
+        "{run_sh}"
+    );
     let shapes = audit.backends()[0]
         .spec_shapes()
         .expect("a spec backend")

@@ -357,11 +357,21 @@ pub fn scripts(spec: &Spec, h: &History, pauses: &BTreeMap<u64, usize>, title: &
             }
             Op::Disconnect { db } => {
                 let s = session_name(*db, e);
-                open.remove(&s);
+                // A statement a wait let go runs on to its end (or waits again) before its
+                // session goes, as the adapter lets it: killed mid-way, its transaction would
+                // roll back where the history's committed.
+                if let Some((k, false)) = open.remove(&s) {
+                    let _ = writeln!(driver, "settle {k} {s}");
+                }
                 held.remove(&s);
                 let _ = writeln!(driver, "disconnect {s}");
             }
             Op::Crash { db } => {
+                for (s, (k, paused)) in &open {
+                    if !paused && s.starts_with(db.as_str()) {
+                        let _ = writeln!(driver, "settle {k} {s}");
+                    }
+                }
                 down[db.index()] = true;
                 open.retain(|s, _| !s.starts_with(db.as_str()));
                 held.retain(|s| !s.starts_with(db.as_str()));
@@ -477,6 +487,18 @@ expect_wait() {{ # n session
     sleep 0.05
   done
   echo "MISMATCH step $1: $2 should wait, but it $(seen "$2" "lab:end $1" && echo finished || echo neither finished nor waited)"; fail=1
+}}
+settle() {{ # n session: its statement ends, stops at its pause point, or waits on a lock again
+  local i
+  for ((i = 0; i < WAIT_S * 20; i++)); do
+    seen "$2" "lab:end $1" && return 0
+    seen "$2" "lab:paused $1" && return 0
+    blocked "$2" && return 0
+    sleep 0.05
+  done
+}}
+blocked() {{ # session: a server session blocks it (a wait the commit it waited for ended is over)
+  [ "$(psql -X -At -d "$(conninfo "${{DBOF[$1]}}")" -c "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'lab-$1' AND cardinality(pg_blocking_pids(pid)) > 0")" != 0 ]
 }}
 recorded() {{ echo "lab:step $1 recorded $2" >> out/driver.out; }}
 disconnect() {{ stop "$1"; }}
