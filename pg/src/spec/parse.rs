@@ -113,11 +113,7 @@ pub fn parse(file: &str, text: &str) -> Result<Spec, SpecError> {
     let lease_conns = match root.get("lease_conns").map(|v| (v.get_ref(), v.span())) {
         None => 1,
         Some((DeValue::Integer(i), _)) if matches!(i.as_str(), "1" | "2") => {
-            if i.as_str() == "1" {
-                1
-            } else {
-                2
-            }
+            u8::from(i.as_str() == "2") + 1
         }
         Some((_, span)) => {
             return Err(err(

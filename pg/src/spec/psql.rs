@@ -175,6 +175,14 @@ pub fn scripts(spec: &Spec, h: &History, pauses: &BTreeMap<u64, usize>, title: &
     let mut held: std::collections::BTreeSet<String> = Default::default();
     for e in &h.events {
         let n = e.seq;
+        // Before each step, every statement a wait let go runs on to its end (or waits again),
+        // as the adapter lets it before its next step: otherwise the next step races with it —
+        // a disconnect that cuts it before its COMMIT rolls back what the history committed.
+        for (s, (k, paused)) in &open {
+            if !paused {
+                let _ = writeln!(driver, "settle {k} {s}");
+            }
+        }
         if let Some((kind, value)) = operation(e, &spec.lease) {
             let Some(op) = spec.op(kind) else {
                 let _ = writeln!(driver, "recorded {n} 'the spec has no {}'", kind.as_str());
@@ -357,21 +365,11 @@ pub fn scripts(spec: &Spec, h: &History, pauses: &BTreeMap<u64, usize>, title: &
             }
             Op::Disconnect { db } => {
                 let s = session_name(*db, e);
-                // A statement a wait let go runs on to its end (or waits again) before its
-                // session goes, as the adapter lets it: killed mid-way, its transaction would
-                // roll back where the history's committed.
-                if let Some((k, false)) = open.remove(&s) {
-                    let _ = writeln!(driver, "settle {k} {s}");
-                }
+                open.remove(&s);
                 held.remove(&s);
                 let _ = writeln!(driver, "disconnect {s}");
             }
             Op::Crash { db } => {
-                for (s, (k, paused)) in &open {
-                    if !paused && s.starts_with(db.as_str()) {
-                        let _ = writeln!(driver, "settle {k} {s}");
-                    }
-                }
                 down[db.index()] = true;
                 open.retain(|s, _| !s.starts_with(db.as_str()));
                 held.retain(|s| !s.starts_with(db.as_str()));
