@@ -4,7 +4,7 @@
 use leaselab::lab;
 use leaselab::replay::replay;
 use leaselab_checkers::Check;
-use leaselab_model::FenceMode;
+use leaselab_model::{FenceMode, Millis, Op};
 use leaselab_trace::Trace;
 
 fn run_named(name: &str) -> lab::RunRecord {
@@ -259,16 +259,42 @@ fn the_lab_passes_on_postgres_too() {
 
 /// G3 says which clock each of its two checks read: the wall clock stepped back (its check
 /// passes against the wall-clock deadline) and the monotonic one (its check says expired),
-/// and the timeline gives each check the deadline it compared with.
+/// and the timeline gives each check the deadline it compared with. The step itself is an
+/// event of the history, drawn where it happened; the deadline drawn is the wall clock's.
 #[test]
 fn g3_names_the_clock_each_check_read() {
     let res = lab::run(Some("G3"), None).expect("lab runs");
     for needle in [
         "note [G3] two clocks of holder-a at t=250: its wall clock, stepped back 200 ms, reads 50",
         "its monotonic clock reads 250 since the request",
-        "local check ✓ (own clock 50 ≤ 100)",
-        "local check ✗ (deadline 100)",
+        "250 │ wall clock stepped: 250 → 50",
+        "250 │ local check ✓ (wall clock 50 ≤ 100)",
+        "250 │ check ✗ (monotonic clock 250 > 100)",
+        "300 │ token 1 deadline (wall clock)",
     ] {
         assert!(res.text.contains(needle), "no `{needle}`:\n{}", res.text);
+    }
+    assert!(!res.text.contains("own clock"), "{}", res.text);
+    let g3 = run_named("G3");
+    let step: Vec<_> = g3
+        .trace
+        .history
+        .events
+        .iter()
+        .filter(|e| matches!(e.op, Op::ClockStep { .. }))
+        .collect();
+    assert_eq!(step.len(), 1, "{}", g3.trace.to_text());
+    assert_eq!(
+        (step[0].op.clone(), step[0].at, step[0].local),
+        (Op::ClockStep { from: Millis(250) }, Millis(250), Millis(50))
+    );
+    // explain tells the step and names the clock of the deadline it drew.
+    let story = leaselab::picture_cmd::story(&g3.trace.history, &g3.trace.config);
+    let told = leaselab_picture::explain::render(&story, "G3");
+    for needle in [
+        "t=250: holder-a's wall clock was stepped back 200 ms (it read 250, then 50)",
+        "by its wall clock it counted on the lease until t=300",
+    ] {
+        assert!(told.contains(needle), "no `{needle}`:\n{told}");
     }
 }

@@ -285,7 +285,7 @@ pub fn apply<B: LeaseStore + FencedResource + Admin + ?Sized>(
                 Outcome::Expired
             }
         }
-        Op::Pause | Op::Resume | Op::Lost => Outcome::Ok,
+        Op::Pause | Op::Resume | Op::Lost | Op::ClockStep { .. } => Outcome::Ok,
     }
 }
 

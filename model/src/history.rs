@@ -198,6 +198,14 @@ pub enum Op {
     Resume,
     /// Client-side: the holder marks its lease lost (a renew failed) and stops starting writes.
     Lost,
+    /// Client-side: the actor's wall clock was stepped (NTP, an operator): it read `from` just
+    /// before, and reads the event's `local` after. Its monotonic clock does not move; a
+    /// deadline kept on the wall clock moves with the step, so a history that tells a wall-clock
+    /// check from a monotonic one must say where the step was.
+    ClockStep {
+        /// The wall clock's reading just before the step.
+        from: Millis,
+    },
 }
 
 impl Op {
@@ -224,7 +232,7 @@ impl Op {
             | Op::Now { db }
             | Op::Crash { db }
             | Op::Restart { db } => Some(*db),
-            Op::Check { .. } | Op::Pause | Op::Resume | Op::Lost => None,
+            Op::Check { .. } | Op::Pause | Op::Resume | Op::Lost | Op::ClockStep { .. } => None,
         }
     }
 }

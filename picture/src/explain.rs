@@ -122,14 +122,13 @@ pub fn render(story: &Story, title: &str) -> String {
             ),
             End::Open => format!("still held it (valid until t={})", h.until),
         };
+        let clock = h.local_clock.words();
         let own = match (h.local_until, h.end) {
             (None, _) => String::new(),
             (Some(l), End::Released) => {
-                format!(
-                    "; by its own clock it could have counted on it until t={l}, had it kept it"
-                )
+                format!("; by its {clock} it could have counted on it until t={l}, had it kept it")
             }
-            (Some(l), _) => format!("; by its own clock it counted on the lease until t={l}"),
+            (Some(l), _) => format!("; by its {clock} it counted on the lease until t={l}"),
         };
         told.push((
             h.from,
@@ -138,6 +137,22 @@ pub fn render(story: &Story, title: &str) -> String {
                 h.from, h.holder, h.token
             ),
         ));
+    }
+    // A stepped wall clock moves every deadline compared with it: say where, and by how much.
+    for m in &story.moments {
+        if let Mark::ClockStep(h, from, to) = &m.mark {
+            let (way, by) = match to.0 < from.0 {
+                true => ("back", from.0 - to.0),
+                false => ("forward", to.0 - from.0),
+            };
+            told.push((
+                m.at,
+                format!(
+                    "- t={}: {h}'s wall clock was stepped {way} {by} ms (it read {from}, then {to}): a deadline compared with the wall clock moved {by} ms with it; its monotonic clock ran on.",
+                    m.at
+                ),
+            ));
+        }
     }
     let focus_writer = key::focus(story).map(|w| w.holder.clone());
     for p in &story.pauses {

@@ -79,7 +79,7 @@ fn data(story: &Story, title: &str, window: (u64, u64)) -> String {
         .iter()
         .map(|h| {
             format!(
-                "{{\"lane\":{},\"token\":{},\"from\":{},\"until\":{},\"end\":{},\"local\":{}}}",
+                "{{\"lane\":{},\"token\":{},\"from\":{},\"until\":{},\"end\":{},\"local\":{},\"clock\":{}}}",
                 lane(&h.holder),
                 h.token.0,
                 pos(h.from, h.seq),
@@ -91,7 +91,8 @@ fn data(story: &Story, title: &str, window: (u64, u64)) -> String {
                 }),
                 h.local_until
                     .filter(|_| !ordinal)
-                    .map_or("null".to_string(), |x| x.0.to_string())
+                    .map_or("null".to_string(), |x| x.0.to_string()),
+                js(h.local_clock.words())
             )
         })
         .collect();
@@ -160,14 +161,26 @@ fn data(story: &Story, title: &str, window: (u64, u64)) -> String {
         .moments
         .iter()
         .filter_map(|m| match &m.mark {
-            Mark::CheckPassed(h, deadline, _) => Some(format!(
+            Mark::CheckPassed(h, deadline, _, clock) => Some(format!(
                 "{{\"lane\":{},\"at\":{},\"seq\":{},\"label\":\"check ✓\",\"tip\":{}}}",
                 lane(h),
                 pos(m.at, m.seq),
                 m.seq,
                 js(&format!(
-                    "local check passed at {} ms: valid until {} ms by {h}'s own clock",
-                    m.at.0, deadline.0
+                    "local check passed at {} ms: valid until {} ms by {h}'s {}",
+                    m.at.0,
+                    deadline.0,
+                    clock.words()
+                ))
+            )),
+            Mark::ClockStep(h, from, to) => Some(format!(
+                "{{\"lane\":{},\"at\":{},\"seq\":{},\"label\":\"clock stepped\",\"tip\":{}}}",
+                lane(h),
+                pos(m.at, m.seq),
+                m.seq,
+                js(&format!(
+                    "{h}'s wall clock is stepped from {} to {} ms (NTP); its monotonic clock runs on",
+                    from.0, to.0
                 ))
             )),
             Mark::FloorCheckPassed(h, token) => Some(format!(
@@ -343,9 +356,9 @@ const SCRIPT: &str = r#"
       // The holder's own view ends at its deadline, or sooner when it released the lease.
       const local = clipT(h.end === 'released' ? Math.min(h.local, h.until) : h.local);
       const l = el('rect', {x: x(from), y: y + 25, width: Math.max(x(local) - x(from), 2), height: 5, class: 'local-lease'});
-      el('title', {}, l, 'token ' + h.token + ': valid until ' + h.local + ' ms by ' + d.lanes[h.lane] + "'s own clock");
+      el('title', {}, l, 'token ' + h.token + ': valid until ' + h.local + ' ms by ' + d.lanes[h.lane] + "'s " + h.clock);
       if (inside(h.local) && !(h.end === 'released' && h.until < h.local)) {
-        instant('deadline', h.lane, h.local, y + 27, 'deadline', 'token ' + h.token + ': the deadline ' + h.local + ' ms by ' + d.lanes[h.lane] + "'s own clock");
+        instant('deadline', h.lane, h.local, y + 27, 'deadline', 'token ' + h.token + ': the deadline ' + h.local + ' ms by ' + d.lanes[h.lane] + "'s " + h.clock);
       }
     }
   });

@@ -3,7 +3,7 @@
 //! comes first, then what made it stale — its holding, the pause before it, the expiry, the
 //! takeover — then everything else by kind.
 
-use crate::story::{End, Mark, Story, Verdict, Write};
+use crate::story::{Clock, End, Mark, Story, Verdict, Write};
 use leaselab_model::{Millis, Token};
 
 /// What happened at a key moment.
@@ -15,9 +15,9 @@ pub enum Kind {
     Expire(Token),
     /// A holding was released.
     Release(Token),
-    /// The holder's own deadline for this token passed, by its own clock (placed on the
+    /// The holder's own deadline for this token passed, by the clock it read (placed on the
     /// database clock's axis).
-    Deadline(Token),
+    Deadline(Token, Clock),
     /// The holder stopped (`ms` long, `None` if it never resumed); `true`: before a commit,
     /// statements of its write already sent.
     Pause(Option<u64>, bool),
@@ -163,7 +163,7 @@ pub fn all(story: &Story) -> Vec<KeyEvent> {
                 d,
                 h.seq,
                 lane(&h.holder),
-                Kind::Deadline(h.token),
+                Kind::Deadline(h.token, h.local_clock),
                 // After the takeover: the newer grant is what made the write stale.
                 if Some(h) == own { 2 } else { 7 },
             );
@@ -226,7 +226,7 @@ pub fn all(story: &Story) -> Vec<KeyEvent> {
             Mark::Lost(h) => (lane(h), 3),
             Mark::RenewRefused(h, _) | Mark::CheckExpired(h, ..) => (lane(h), 6),
             Mark::CheckPassed(h, ..) => (lane(h), if Some(m) == check_before { 1 } else { 8 }),
-            Mark::FloorCheckPassed(h, _) => (lane(h), 1),
+            Mark::FloorCheckPassed(h, _) | Mark::ClockStep(h, ..) => (lane(h), 1),
             Mark::Waits(h) | Mark::HoldsFloor(h, _) => (lane(h), 2),
             Mark::Floor(_, back) => (None, if back.is_some() { 0 } else { 7 }),
         };

@@ -64,11 +64,12 @@ pub fn render(story: &Story) -> String {
                     tok.0
                 );
             }
-            Kind::Deadline(tok) => {
+            Kind::Deadline(tok, clock) => {
                 let _ = writeln!(
                     s,
-                    "    Note over {h}: t={t} token {} deadline passes (own clock)",
-                    tok.0
+                    "    Note over {h}: t={t} token {} deadline passes ({})",
+                    tok.0,
+                    clock.words()
                 );
             }
             Kind::Release(tok) => {
@@ -123,19 +124,26 @@ pub fn render(story: &Story) -> String {
                     Mark::Restart(db) => format!("{} database restarts", db.as_str()),
                     Mark::Lost(_) => "renew failed: lease lost".to_string(),
                     Mark::RenewRefused(_, tok) => format!("renew token {} refused", tok.0),
-                    Mark::CheckExpired(_, d, None) => {
-                        format!("local check: expired (deadline {} by its own clock)", d.0)
+                    Mark::CheckExpired(_, d, None, c) => {
+                        format!("local check: expired (deadline {} by its {})", d.0, c.words())
                     }
-                    Mark::CheckExpired(_, d, Some(own)) => format!(
-                        "local check: expired: its own clock read {}, deadline {}",
-                        own.0, d.0
+                    Mark::CheckExpired(_, d, Some(own), c) => format!(
+                        "local check: expired: its {} read {}, deadline {}",
+                        c.words(),
+                        own.0,
+                        d.0
                     ),
-                    Mark::CheckPassed(_, d, None) => {
-                        format!("local check passed (deadline {} by its own clock)", d.0)
+                    Mark::CheckPassed(_, d, None, c) => {
+                        format!("local check passed (deadline {} by its {})", d.0, c.words())
                     }
-                    Mark::CheckPassed(_, d, Some(own)) => format!(
-                        "local check passed: its own clock read {}, deadline {}",
-                        own.0, d.0
+                    Mark::CheckPassed(_, d, Some(own), c) => format!(
+                        "local check passed: its {} read {}, deadline {}",
+                        c.words(),
+                        own.0,
+                        d.0
+                    ),
+                    Mark::ClockStep(_, from, to) => format!(
+                        "its wall clock is stepped from {from} to {to} (NTP); its monotonic clock runs on"
                     ),
                     Mark::FloorCheckPassed(_, tok) => {
                         format!(

@@ -38,6 +38,8 @@ pub struct Holding {
     /// The holder's own view: the latest local deadline it checked against, placed on the
     /// database clock's axis with the offset of that check (`None`: it never checked).
     pub local_until: Option<Millis>,
+    /// The clock `local_until` was read on.
+    pub local_clock: Clock,
     /// The granting event.
     pub seq: u64,
     /// A release that waited for a row lock took effect at its commit, somewhere between
@@ -113,6 +115,30 @@ pub struct Write {
     pub violating: bool,
 }
 
+/// Which of a holder's clocks a reading is on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Clock {
+    /// Its own clock, as the history's `local` records it.
+    Own,
+    /// Its wall clock after a step (a `clock-step` event): a deadline compared with it moved
+    /// with the step, while the holder's monotonic clock did not.
+    Wall,
+    /// Its monotonic clock, told apart from a wall clock that was stepped: the step did not
+    /// move it.
+    Monotonic,
+}
+
+impl Clock {
+    /// How the pictures name it.
+    pub const fn words(self) -> &'static str {
+        match self {
+            Clock::Own => "own clock",
+            Clock::Wall => "wall clock",
+            Clock::Monotonic => "monotonic clock",
+        }
+    }
+}
+
 /// Other moments worth a mark.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Mark {
@@ -124,13 +150,17 @@ pub enum Mark {
     Lost(Holder),
     /// A renew was refused.
     RenewRefused(Holder, Token),
-    /// The holder's local check said its deadline had passed: the deadline, and the holder's
-    /// clock reading when it is not the database's (as [`Mark::CheckPassed`]).
-    CheckExpired(Holder, Millis, Option<Millis>),
+    /// The holder's local check said its deadline had passed: the deadline, the holder's
+    /// clock reading when it is not the database's, and the clock it read (as
+    /// [`Mark::CheckPassed`]).
+    CheckExpired(Holder, Millis, Option<Millis>, Clock),
     /// The holder's local check passed: by its own clock, its lease was valid until this
     /// deadline. The check a stale write follows is the moment the lesson is about — it was
-    /// true when it ran. With the holder's clock reading when it is not the database's.
-    CheckPassed(Holder, Millis, Option<Millis>),
+    /// true when it ran. With the holder's clock reading when it is not the database's, and
+    /// which clock that was.
+    CheckPassed(Holder, Millis, Option<Millis>, Clock),
+    /// The holder's wall clock was stepped: it read the first value, then the second.
+    ClockStep(Holder, Millis, Millis),
     /// Check-then-write's fence step: the holder read the floor and found its token not
     /// below it — a read that takes no lock, so another writer can pass the same check.
     FloorCheckPassed(Holder, Token),
@@ -265,6 +295,7 @@ impl Story {
                     },
                     end: End::Open,
                     local_until: None,
+                    local_clock: Clock::Own,
                     seq: lf.window.latest,
                     release_reported: None,
                 }),
@@ -311,6 +342,9 @@ impl Story {
         // Each passed fence inside an open write transaction, by actor and connection: its
         // moment (not yet told), until the transaction ends.
         let mut floor_held: Vec<(OpenKey, Option<Moment>)> = Vec::new();
+        // Each holder whose wall clock was stepped: that clock's offset from the database's
+        // (authority − local) since the step. A reading with that offset is on the wall clock.
+        let mut stepped: Vec<(Holder, i128)> = Vec::new();
         for e in &history.events {
             let conn = (e.actor.clone(), e.conn.clone());
             match &e.op {
@@ -428,29 +462,46 @@ impl Story {
                         p.seqs.1 = e.seq;
                     }
                 }
+                (Op::ClockStep { from }, _) => {
+                    stepped.retain(|(h, _)| *h != e.actor);
+                    stepped.push((e.actor.clone(), e.at.0 as i128 - e.local.0 as i128));
+                    moments.push(mark(Mark::ClockStep(e.actor.clone(), *from, e.local)));
+                }
                 (Op::Check { deadline }, o) => {
                     // The holder's deadline, moved onto the database clock by this reading's
                     // offset (local − authority), so both views share one axis.
-                    let shown = Millis(
-                        (deadline.0 as i128 + e.at.0 as i128 - e.local.0 as i128).max(0) as u64,
-                    );
+                    let offset = e.at.0 as i128 - e.local.0 as i128;
+                    let shown = Millis((deadline.0 as i128 + offset).max(0) as u64);
+                    let clock = match stepped.iter().find(|(h, _)| *h == e.actor) {
+                        Some((_, o)) if *o == offset => Clock::Wall,
+                        Some(_) => Clock::Monotonic,
+                        None => Clock::Own,
+                    };
                     if let Some(h) = holdings
                         .iter_mut()
                         .rev()
                         .find(|h| h.holder == e.actor && h.from <= e.at)
                     {
-                        h.local_until = Some(h.local_until.map_or(shown, |x| x.max(shown)));
+                        if h.local_until.is_none_or(|x| shown > x) {
+                            h.local_until = Some(shown);
+                            h.local_clock = clock;
+                        }
                     }
+                    // Beside a stepped clock, a monotonic reading is worth showing even where it
+                    // agrees with the database's.
+                    let reading = (e.local != e.at || clock != Clock::Own).then_some(e.local);
                     match o {
                         Outcome::Expired => moments.push(mark(Mark::CheckExpired(
                             e.actor.clone(),
                             *deadline,
-                            (e.local != e.at).then_some(e.local),
+                            reading,
+                            clock,
                         ))),
                         Outcome::Valid => moments.push(mark(Mark::CheckPassed(
                             e.actor.clone(),
                             *deadline,
-                            (e.local != e.at).then_some(e.local),
+                            reading,
+                            clock,
                         ))),
                         _ => {}
                     }

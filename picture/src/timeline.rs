@@ -2,7 +2,7 @@
 //! marked, at most [`MAX_LINES`] lines — readable in ten seconds.
 
 use crate::key::{self, Kind};
-use crate::story::{Mark, Story, Verdict, Write};
+use crate::story::{Clock, Mark, Story, Verdict, Write};
 use leaselab_model::Millis;
 use std::fmt::Write as _;
 
@@ -35,7 +35,7 @@ fn cell(k: &Kind) -> String {
         Kind::Grant(t) => format!("acquire → token {}", t.0),
         Kind::Expire(t) => format!("token {} expires (db clock)", t.0),
         Kind::Release(t) => format!("release token {}", t.0),
-        Kind::Deadline(t) => format!("token {} deadline (own clock)", t.0),
+        Kind::Deadline(t, clock) => format!("token {} deadline ({})", t.0, clock.words()),
         Kind::Pause(Some(ms), false) => format!("PAUSED for {ms} ms ┐"),
         Kind::Pause(None, false) => "PAUSED (never resumes) ┐".to_string(),
         Kind::Pause(Some(ms), true) => format!("PAUSED before commit for {ms} ms ┐"),
@@ -47,8 +47,9 @@ fn cell(k: &Kind) -> String {
             Mark::Restart(db) => format!("── {} database restarts ──", db.as_str()),
             Mark::Lost(_) => "renew failed: lease lost".to_string(),
             Mark::RenewRefused(_, t) => format!("renew token {} refused", t.0),
-            Mark::CheckExpired(_, d, own) => check_cell("✗", ">", *d, *own),
-            Mark::CheckPassed(_, d, own) => check_cell("✓", "≤", *d, *own),
+            Mark::CheckExpired(_, d, own, clock) => check_cell("✗", ">", *d, *own, *clock),
+            Mark::CheckPassed(_, d, own, clock) => check_cell("✓", "≤", *d, *own, *clock),
+            Mark::ClockStep(_, from, to) => format!("wall clock stepped: {from} → {to}"),
             Mark::FloorCheckPassed(_, t) => format!("reads floor: token {} ≥ it, passes", t.0),
             Mark::Waits(_) => "waits for a row lock…".to_string(),
             Mark::HoldsFloor(_, t) => format!("fence token {} ✓, floor row locked", t.0),
@@ -60,21 +61,30 @@ fn cell(k: &Kind) -> String {
     }
 }
 
-/// A local check's cell: the deadline it compared with, and the holder's clock reading when it
-/// is not the database's. Both numbers must show: a long pair drops words, never a digit.
-fn check_cell(sign: &str, cmp: &str, deadline: Millis, own: Option<Millis>) -> String {
+/// A local check's cell: the deadline it compared with, and the holder's clock reading (and
+/// which clock) when it is not the database's. Both numbers must show: a long pair drops
+/// words, never a digit.
+fn check_cell(
+    sign: &str,
+    cmp: &str,
+    deadline: Millis,
+    own: Option<Millis>,
+    clock: Clock,
+) -> String {
     let Some(own) = own else {
         return format!("local check {sign} (deadline {})", deadline.0);
     };
-    let long = format!(
-        "local check {sign} (own clock {} {cmp} {})",
-        own.0, deadline.0
-    );
-    if long.chars().count() <= LANE {
-        long
-    } else {
-        format!("check {sign} (own clock {} {cmp} {})", own.0, deadline.0)
-    }
+    let c = clock.words();
+    let short = c.split(' ').next().unwrap_or(c);
+    let (own, d) = (own.0, deadline.0);
+    [
+        format!("local check {sign} ({c} {own} {cmp} {d})"),
+        format!("check {sign} ({c} {own} {cmp} {d})"),
+        format!("check {sign} ({short} {own} {cmp} {d})"),
+    ]
+    .into_iter()
+    .find(|s| s.chars().count() <= LANE)
+    .unwrap_or_else(|| format!("{sign} {short} {own} {cmp} {d}"))
 }
 
 fn clip(s: &str, n: usize) -> String {
@@ -199,24 +209,30 @@ mod tests {
             (1234, 1289),
             (12_345, 12_890),
             (123_456, 128_900),
+            (12_345_678, 12_890_000),
         ] {
-            for m in [
-                Mark::CheckPassed(Holder::new("holder-a"), Millis(deadline), Some(Millis(own))),
-                Mark::CheckExpired(Holder::new("holder-a"), Millis(deadline), Some(Millis(own))),
-            ] {
-                let c = clip(&cell(&Kind::Mark(m)), LANE);
-                assert!(
-                    !c.contains('…')
-                        && c.contains(&own.to_string())
-                        && c.contains(&deadline.to_string()),
-                    "{c}"
-                );
+            for clock in [Clock::Own, Clock::Wall, Clock::Monotonic] {
+                let (h, d, o) = (Holder::new("holder-a"), Millis(deadline), Some(Millis(own)));
+                for m in [
+                    Mark::CheckPassed(h.clone(), d, o, clock),
+                    Mark::CheckExpired(h, d, o, clock),
+                ] {
+                    let c = clip(&cell(&Kind::Mark(m)), LANE);
+                    assert!(
+                        !c.contains('…')
+                            && c.contains(&own.to_string())
+                            && c.contains(&deadline.to_string())
+                            && c.contains(clock.words().split(' ').next().unwrap_or("")),
+                        "{c}"
+                    );
+                }
             }
         }
         let short = cell(&Kind::Mark(Mark::CheckPassed(
             Holder::new("holder-a"),
             Millis(100),
             Some(Millis(50)),
+            Clock::Own,
         )));
         assert_eq!(short, "local check ✓ (own clock 50 ≤ 100)");
     }

@@ -67,7 +67,7 @@ pub(crate) const COMMON: [&str; 7] = [
 pub(crate) const RESULT: [&str; 5] = ["result", "token", "expires", "value", "error"];
 
 /// Every operation word, with its argument fields.
-const OPS: [(&str, &[&str]); 24] = [
+const OPS: [(&str, &[&str]); 25] = [
     ("acquire", &["lease", "holder", "ttl_ms"]),
     ("renew", &["lease", "holder", "token", "ttl_ms"]),
     ("release", &["lease", "holder", "token"]),
@@ -92,6 +92,7 @@ const OPS: [(&str, &[&str]); 24] = [
     ("pause", &[]),
     ("resume", &[]),
     ("lost", &[]),
+    ("clock-step", &["from"]),
 ];
 
 pub(crate) fn args_of(word: &str) -> Option<&'static [&'static str]> {
@@ -274,6 +275,9 @@ impl<'a> Fields<'a> {
             },
             "pause" => Op::Pause,
             "resume" => Op::Resume,
+            "clock-step" => Op::ClockStep {
+                from: Millis(self.u64("from")?),
+            },
             _ => Op::Lost,
         })
     }

@@ -27,6 +27,7 @@ fn sample() -> Trace {
     w.run("holder-a", Op::Pause);
     w.run("holder-a", Op::Resume);
     w.run("holder-a", Op::Lost);
+    w.run("holder-a", Op::ClockStep { from: Millis(7) });
     w.run("holder-a", Op::Disconnect { db: DbName::Lease });
     w.run("holder-a", Op::upsert("summary", "u", 4));
     w.run("holder-a", Op::rollback(DbName::Res));
@@ -48,6 +49,7 @@ fn write_read_write_is_byte_identical() {
     assert_eq!(back.to_text(), text);
     assert!(text.contains("release lease=report-job holder=holder-a token=1 => released"));
     assert!(text.contains("lease holder=holder-a token=1 expires=-infinity"));
+    assert!(text.contains("holder-a clock-step from=7 => ok"), "{text}");
 }
 
 fn err_of(text: &str) -> leaselab_trace::TextError {
@@ -79,7 +81,7 @@ fn malformed_input_names_file_line_and_field() {
             "bogus",
         ),
         (good.replace(" => released", " -> released"), 14, "outcome"),
-        (good.replace("\nend\n", "\n"), 33, "end"),
+        (good.replace("\nend\n", "\n"), 34, "end"),
     ];
     for (text, line, field) in cases {
         let e = err_of(&text);
@@ -236,7 +238,7 @@ fn errors_say_what_to_write_instead() {
             "holder",
             "fields out of order: this line's fields go lease holder ttl_ms",
         ),
-        (good.replace("end\n", "end"), 34, "newline", "no newline"),
+        (good.replace("end\n", "end"), 35, "newline", "no newline"),
         (good.replace("\n", "\r\n"), 1, "line", "CR"),
         (
             good.replace("events\n", "events\n\n"),

@@ -142,6 +142,15 @@ fn g3(lab: &mut Lab) {
         w.now(),
         mono,
     );
+    // The step is an event of the history: the wall clock read 250, then 50.
+    w.exec_at_local(
+        leaselab_model::Holder::new(A),
+        None,
+        Op::ClockStep {
+            from: Millis(server_now as u64),
+        },
+        Millis(client_now as u64),
+    );
     // The wall-clock check as the history records it: its clock reads 50 at server time 250.
     w.exec_at_local(
         leaselab_model::Holder::new(A),

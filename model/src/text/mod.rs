@@ -93,6 +93,7 @@ pub fn op_word(op: &Op) -> &'static str {
         Op::Pause => "pause",
         Op::Resume => "resume",
         Op::Lost => "lost",
+        Op::ClockStep { .. } => "clock-step",
     }
 }
 
@@ -184,6 +185,7 @@ pub fn op_fields<'a>(op: &'a Op, mut field: impl FnMut(&'static str, Field<'a>))
             field("outcome", Text(outcome.as_str()));
         }
         Op::Check { deadline } => field("deadline", Num(deadline.0)),
+        Op::ClockStep { from } => field("from", Num(from.0)),
         Op::Pause | Op::Resume | Op::Lost => {}
     }
 }

@@ -298,6 +298,9 @@ impl<'f> LineReader<'f> {
             "pause" => Op::Pause,
             "resume" => Op::Resume,
             "lost" => Op::Lost,
+            "clock-step" => Op::ClockStep {
+                from: Millis(self.take_num(&mut f, "from")?),
+            },
             other => return Err(self.err(n, "op", format!("unknown operation `{other}`"))),
         };
         self.done(f, word)?;
