@@ -44,6 +44,16 @@ port=39417
 "$bin" check --fence off --max-ticks 16 --serve "127.0.0.1:$port" >"$work/serve.out" 2>&1 &
 explorer=$!
 for _ in $(seq 1 100); do grep -q "opens at" "$work/serve.out" && break; sleep 0.2; done
+# The Explorer runs its search to completion as it opens: shoot once its status says done.
+status() {
+  exec 3<>"/dev/tcp/127.0.0.1/$port" || return 1
+  printf 'GET /.status HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n' >&3
+  grep -q '"done":true' <&3
+  local found=$?
+  exec 3>&-
+  return $found
+}
+for _ in $(seq 1 300); do status && break; sleep 0.2; done
 url="$(grep -o "http://127.0.0.1:$port/#/steps[0-9/]*" "$work/serve.out")"
 shot "$url" "$out/explorer.png" 900
 echo "wrote $(ls "$out" | wc -l) pictures to docs/pictures/"

@@ -249,7 +249,32 @@ fn summary(c: &impl Checker<LeaseSystem>) -> (usize, usize, usize, Discoveries) 
 }
 
 /// Serves stateright's Explorer for these bounds on `addr` (blocks until the process ends).
+///
+/// The Explorer's own checker computes nothing until asked, so its status panel would say
+/// `States: 1` and every property `Searching:` beside a state that is already broken. Once the
+/// server listens, it is asked to run its search to completion (what its "Run to completion"
+/// button asks), so the panel counts the states and names each property's discovery.
 pub fn serve(bounds: &Bounds, addr: &str) {
     let sys = LeaseSystem::for_explorer(bounds.clone());
+    let at = addr.to_string();
+    std::thread::spawn(move || run_to_completion(&at));
     sys.checker().serve(addr);
+}
+
+/// Posts the Explorer's `/.runtocompletion` on `addr` as soon as it accepts connections (for
+/// up to ten seconds); a server that never listens is the caller's error to report.
+fn run_to_completion(addr: &str) {
+    use std::io::{Read, Write};
+    for _ in 0..200 {
+        if let Ok(mut c) = std::net::TcpStream::connect(addr) {
+            let ask = format!(
+                "POST /.runtocompletion HTTP/1.1\r\nHost: {addr}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+            );
+            if c.write_all(ask.as_bytes()).is_ok() {
+                let _ = c.read_to_end(&mut Vec::new());
+            }
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
 }
