@@ -472,7 +472,8 @@ fn a_whole_run_shows_its_gaps_and_every_violation_in_time_order() {
 
 /// The HTML page of a whole simulation run (1,264 steps) is cropped to the span around its
 /// first violating pair, both of whose marks are drawn inside the axis; every label was
-/// measured by the browser, and no two overlap. `--whole` draws the whole run.
+/// measured by the browser, and none covers another or any mark but its own. `--whole` draws
+/// the whole run, and keeps to that at twice the device scale too.
 #[test]
 fn html_of_a_long_run_is_cropped_to_the_violating_pair_with_no_label_overlapping() {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
@@ -521,34 +522,70 @@ fn html_of_a_long_run_is_cropped_to_the_violating_pair_with_no_label_overlapping
             .expect("a circle");
         assert!((110.0..=1010.0).contains(&cx), "#{seq} at x={cx}");
     }
-    let boxes: Vec<[f64; 4]> = dom
-        .split("data-box=\"")
-        .skip(1)
-        .map(|r| {
-            let v: Vec<f64> = r
-                .split('"')
-                .next()
-                .unwrap_or("")
+    assert_labels_cover_nothing(&dom, "cropped");
+    for scale in ["1", "2"] {
+        let profile = format!("sim-3-off-whole-{scale}x");
+        let dom = headless(
+            browser,
+            &whole.to_string_lossy(),
+            &profile,
+            &[
+                "--dump-dom",
+                "--window-size=1200,450",
+                &format!("--force-device-scale-factor={scale}"),
+            ],
+        );
+        assert_labels_cover_nothing(&dom, &format!("whole at {scale}x"));
+    }
+}
+
+/// The boxes of a page's `attr` (`data-box`: a placed label; `data-mark`: a mark), each with
+/// the value of `id` on the same element (`data-own`, `data-mark-id`) when it has one.
+fn boxes_of(dom: &str, attr: &str, id: &str) -> Vec<([f64; 4], Option<String>)> {
+    dom.split('<')
+        .filter_map(|tag| {
+            let tag = tag.split('>').next()?;
+            let value = |k: &str| {
+                tag.split(&format!(" {k}=\""))
+                    .nth(1)
+                    .and_then(|r| r.split('"').next())
+                    .map(str::to_string)
+            };
+            let v: Vec<f64> = value(attr)?
                 .split(',')
                 .filter_map(|n| n.parse().ok())
                 .collect();
-            [v[0], v[1], v[2], v[3]]
+            Some(([v[0], v[1], v[2], v[3]], value(id)))
         })
-        .collect();
-    assert!(boxes.len() > 10, "{dom}");
+        .collect()
+}
+
+/// Every label of `dom` was placed, and none covers another label or a mark other than its
+/// own (rounded to whole pixels: touching is not covering).
+fn assert_labels_cover_nothing(dom: &str, what: &str) {
+    let labels = boxes_of(dom, "data-box", "data-own");
+    let marks = boxes_of(dom, "data-mark", "data-mark-id");
+    assert!(labels.len() > 10 && marks.len() > 10, "{what}: {dom}");
     assert_eq!(
-        boxes.len(),
+        labels.len(),
         dom.matches("<text").count(),
-        "a label the page did not place"
+        "{what}: a label the page did not place"
     );
-    for (i, a) in boxes.iter().enumerate() {
-        for b in &boxes[i + 1..] {
-            // Rounded to whole pixels: touching is not overlapping.
-            let apart = a[0] + a[2] <= b[0] + 1.0
-                || b[0] + b[2] <= a[0] + 1.0
-                || a[1] + a[3] <= b[1] + 1.0
-                || b[1] + b[3] <= a[1] + 1.0;
-            assert!(apart, "labels overlap: {a:?} {b:?}");
+    let apart = |a: &[f64; 4], b: &[f64; 4]| {
+        a[0] + a[2] <= b[0] + 1.0
+            || b[0] + b[2] <= a[0] + 1.0
+            || a[1] + a[3] <= b[1] + 1.0
+            || b[1] + b[3] <= a[1] + 1.0
+    };
+    for (i, (a, own)) in labels.iter().enumerate() {
+        for (b, _) in &labels[i + 1..] {
+            assert!(apart(a, b), "{what}: labels overlap: {a:?} {b:?}");
+        }
+        for (m, id) in &marks {
+            assert!(
+                apart(a, m) || (own.is_some() && own == id),
+                "{what}: a label covers a mark: {a:?} {m:?}"
+            );
         }
     }
 }

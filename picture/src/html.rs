@@ -290,18 +290,36 @@ const SCRIPT: &str = r#"
     (parent || svg).appendChild(e);
     return e;
   };
-  // Every label is placed where it overlaps no label placed before it: moved down a row at a
-  // time within its lane, or left out (its mark keeps the tooltip) when no row is free.
+  // Every label is placed where it covers no other label and no mark but its own (a lease's
+  // bar, a deadline's tick, a write's dot): moved down a row at a time within its lane, or
+  // left out (its mark keeps the tooltip) when no row is free. Labels are placed once every
+  // mark is drawn, in the order they were asked for, so that a later mark is not covered by
+  // an earlier label either — at any size the page is drawn at (`--whole` at 2×).
   const placed = [];
+  const marks = [];
+  // The violating pair's labels first: theirs are the ones that must get a place.
+  const early = [], jobs = [];
   const overlaps = (a, b) => a.x < b.x + b.width && b.x < a.x + a.width && a.y < b.y + b.height && b.y < a.y + a.height;
-  const place = (t, rows) => {
+  const box = e => { const b = e.getBBox(); return {x: b.x, y: b.y, width: b.width, height: b.height}; };
+  const rounded = b => [b.x, b.y, b.width, b.height].map(Math.round).join(',');
+  // A mark no label may cover; its index, for the label that belongs to it.
+  const mark = e => {
+    const b = box(e);
+    e.setAttribute('data-mark', rounded(b));
+    e.setAttribute('data-mark-id', marks.length);
+    marks.push(b);
+    return marks.length - 1;
+  };
+  const place = (t, rows, own, first) => (first ? early : jobs).push([t, rows, own]);
+  const placeNow = (t, rows, own) => {
     const y0 = Number(t.getAttribute('y'));
     for (let r = 0; r < rows; r++) {
       t.setAttribute('y', y0 + r * 12);
-      const b = t.getBBox();
-      if (!placed.some(p => overlaps(p, b))) {
-        placed.push({x: b.x, y: b.y, width: b.width, height: b.height});
-        t.setAttribute('data-box', [b.x, b.y, b.width, b.height].map(Math.round).join(','));
+      const b = box(t);
+      if (!placed.some(p => overlaps(p, b)) && !marks.some((m, i) => i !== own && overlaps(m, b))) {
+        placed.push(b);
+        t.setAttribute('data-box', rounded(b));
+        if (own !== undefined) t.setAttribute('data-own', own);
         return true;
       }
     }
@@ -320,8 +338,8 @@ const SCRIPT: &str = r#"
   }
   const instant = (cls, lane, at, y, label, tip) => {
     const g = el('g', {class: 'instant ' + cls});
-    el('line', {x1: x(at), x2: x(at), y1: y - 4, y2: y + 4}, g);
-    place(el('text', {x: x(at) + 2, y: y + 13}, g, label), 2);
+    const own = mark(el('line', {x1: x(at), x2: x(at), y1: y - 4, y2: y + 4}, g));
+    place(el('text', {x: x(at) + 2, y: y + 13}, g, label), 2, own);
     el('title', {}, g, tip);
   };
   d.lanes.forEach((name, i) => {
@@ -336,8 +354,8 @@ const SCRIPT: &str = r#"
     el('title', {}, r, 'paused' + p.spot + ' ' + p.from + '–' + p.to + ' ms');
     if (p.sent && inside(p.sent.at)) {
       const g = el('g', {class: 'sent'});
-      el('line', {x1: x(p.sent.at), x2: x(p.sent.at), y1: y + 33, y2: y + 43}, g);
-      place(el('text', {x: x(p.sent.at) + 2, y: y + 43}, g, p.sent.label), 2);
+      const own = mark(el('line', {x1: x(p.sent.at), x2: x(p.sent.at), y1: y + 33, y2: y + 43}, g));
+      place(el('text', {x: x(p.sent.at) + 2, y: y + 43}, g, p.sent.label), 2, own);
       el('title', {}, g, p.sent.tip);
     }
   });
@@ -347,8 +365,9 @@ const SCRIPT: &str = r#"
     const from = clipT(h.from), until = clipT(h.until);
     const b = el('rect', {x: x(from), y: y + 10, width: Math.max(x(until) - x(from), 2), height: 12, class: 'db-lease'});
     el('title', {}, b, 'token ' + h.token + ' held ' + h.from + '–' + h.until + ' ms by the database clock (' + h.end + ')');
+    const own = mark(b);
     const narrow = x(until) - x(from) < 56;
-    place(el('text', {x: narrow ? x(until) + 3 : x(from) + 3, y: y + 20, fill: narrow ? '#4a78c2' : '#fff'}, null, 'token ' + h.token), 1);
+    place(el('text', {x: narrow ? x(until) + 3 : x(from) + 3, y: y + 20, fill: narrow ? '#4a78c2' : '#fff'}, null, 'token ' + h.token), 1, own);
     if (h.end === 'expired' && inside(h.until)) {
       instant('expiry', h.lane, h.until, y + 16, 'expires', 'token ' + h.token + ' expires at ' + h.until + ' ms by the database clock');
     }
@@ -356,6 +375,7 @@ const SCRIPT: &str = r#"
       // The holder's own view ends at its deadline, or sooner when it released the lease.
       const local = clipT(h.end === 'released' ? Math.min(h.local, h.until) : h.local);
       const l = el('rect', {x: x(from), y: y + 25, width: Math.max(x(local) - x(from), 2), height: 5, class: 'local-lease'});
+      mark(l);
       el('title', {}, l, 'token ' + h.token + ': valid until ' + h.local + ' ms by ' + d.lanes[h.lane] + "'s " + h.clock);
       if (inside(h.local) && !(h.end === 'released' && h.until < h.local)) {
         instant('deadline', h.lane, h.local, y + 27, 'deadline', 'token ' + h.token + ': the deadline ' + h.local + ' ms by ' + d.lanes[h.lane] + "'s " + h.clock);
@@ -371,15 +391,9 @@ const SCRIPT: &str = r#"
     if (c.lane < 0 || !inside(c.at)) return;
     const y = top + c.lane * laneH;
     const g = el('g', {class: 'check', 'data-seq': c.seq});
-    el('line', {x1: x(c.at), x2: x(c.at), y1: y + 33, y2: y + 43}, g);
-    place(el('text', {x: x(c.at) + 2, y: y + 43}, g, c.label), 1);
+    const own = mark(el('line', {x1: x(c.at), x2: x(c.at), y1: y + 33, y2: y + 43}, g));
+    place(el('text', {x: x(c.at) + 2, y: y + 43}, g, c.label), 1, own);
     el('title', {}, g, '#' + c.seq + ' ' + c.tip);
-  });
-  // Every write's mark is reserved before any label is placed, so that no label covers one.
-  d.writes.forEach(w => {
-    if (w.lane < 0 || !inside(w.at)) return;
-    const y = top + w.lane * laneH + 56;
-    placed.push({x: x(w.at) - 6, y: y - 6, width: 12, height: 12});
   });
   const pair = document.getElementById('violating-pair');
   // The violating writes first, so that theirs are the labels that get a place.
@@ -394,11 +408,12 @@ const SCRIPT: &str = r#"
     const y = top + w.lane * laneH + 56;
     const role = w.violating ? (w.stale ? ' violating stale' : ' violating newer') : (w.stale ? ' stale' : '');
     const g = el('g', {class: 'mark ' + w.verdict + role, 'data-seq': w.seq});
-    el('circle', {cx: x(w.at), cy: y, r: 5}, g);
+    const own = mark(el('circle', {cx: x(w.at), cy: y, r: 5}, g));
     const sign = w.verdict === 'accepted' ? '✓' : (w.verdict === 'rejected' ? '✗' : '?');
-    place(el('text', {x: x(w.at) + 8, y: y + 4}, g, 'token ' + w.token + ' ' + sign + (w.stale ? ' stale' : '')), 3);
+    place(el('text', {x: x(w.at) + 8, y: y + 4}, g, 'token ' + w.token + ' ' + sign + (w.stale ? ' stale' : '')), 3, own, w.violating);
     el('title', {}, g, '#' + w.seq + ' write ' + w.target + ' token ' + w.token + ' ' + w.verdict + (d.axis === 'event' ? '' : ' at ' + w.at + ' ms'));
   });
+  early.concat(jobs).forEach(([t, rows, own]) => placeNow(t, rows, own));
   const v = document.getElementById('verdict');
   v.textContent = d.verdict;
   v.className = d.verdict.startsWith('✗') ? 'bad' : 'good';
