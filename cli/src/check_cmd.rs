@@ -463,6 +463,8 @@ fn steps_text(
         actions.len()
     );
     let (mut k, mut event, mut now) = (0usize, 0usize, 0u64);
+    // The holders the trace has paused (held back by the search), with the pause's event.
+    let mut held: Vec<(leaselab_model::Holder, u64)> = Vec::new();
     while k < actions.len() {
         if actions[k] == Action::Tick {
             let from = k;
@@ -479,32 +481,44 @@ fn steps_text(
             };
             let ticks = if n == 1 { "tick" } else { "ticks" };
             let _ = write!(s, "  {steps:>7}  {n} {ticks}: t={before} → {now} ms");
-            // A holder that acts before and after these ticks but not during them was held back
-            // by the search — what a pause does, drawn nowhere else in the counterexample.
-            let holder = |a: &Action| match a {
-                Action::Run(i, _) | Action::Timer(i) => Some(*i),
-                _ => None,
-            };
-            let mut idle: Vec<u8> = actions[..from].iter().filter_map(holder).collect();
-            idle.sort_unstable();
-            idle.dedup();
-            idle.retain(|i| actions[k..].iter().any(|a| holder(a) == Some(*i)));
-            if !idle.is_empty() {
-                let names: Vec<String> = idle
-                    .iter()
-                    .map(|i| leaselab_model::names::holder_name(*i as usize))
-                    .collect();
+            // A holder that could have sent its next statement was held back by the search:
+            // the trace pauses it at the first such tick and resumes it before its next step.
+            let n_ev: usize = counts[from..k].iter().sum();
+            for e in h.events.iter().skip(event).take(n_ev) {
+                if e.op == leaselab_model::Op::Pause {
+                    held.push((e.actor.clone(), e.seq));
+                }
+            }
+            if !held.is_empty() {
+                let names: Vec<String> = held.iter().map(|(a, _)| a.to_string()).collect();
+                let at: Vec<String> = held.iter().map(|(_, q)| format!("#{q}")).collect();
                 let _ = write!(
                     s,
-                    " — {} took no step for these {} ms (held back by the search, as a pause would)",
+                    " — {} took no step for these {} ms (held back by the search: paused at {})",
                     names.join(" and "),
-                    n * tick_ms
+                    n * tick_ms,
+                    at.join(" and ")
                 );
             }
+            match n_ev {
+                0 => {}
+                1 => {
+                    let _ = write!(s, "  #{}", event + 1);
+                }
+                _ => {
+                    let _ = write!(s, "  #{}–#{}", event + 1, event + n_ev);
+                }
+            }
+            event += n_ev;
             s.push('\n');
             continue;
         }
         let n = counts.get(k).copied().unwrap_or(0);
+        for e in h.events.iter().skip(event).take(n) {
+            if e.op == leaselab_model::Op::Resume {
+                held.retain(|(a, _)| *a != e.actor);
+            }
+        }
         let said: Vec<String> = h
             .events
             .iter()

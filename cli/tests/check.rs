@@ -46,10 +46,19 @@ fn each_negative_control_has_its_shortest_counterexample_as_the_committed_trace(
             out.contains(&format!("shortest counterexample: {prop} in {len} steps")),
             "{name}:\n{out}"
         );
-        // The time a holder was held back between its steps is said where the ticks are.
+        // The time a holder was held back between its steps is said where the ticks are, and
+        // the trace pauses it there: every view shades the span, and it resumes before its
+        // next step.
         if name == "check-off" {
+            for row in ["0 │ PAUSED for 1500 ms ┐", "1500 │ resumes after 1500 ms ┘"] {
+                assert!(out.contains(row), "{name}: no `{row}`\n{out}");
+            }
             assert!(
-                out.contains("15 ticks: t=0 → 1500 ms — holder-a took no step for these 1500 ms (held back by the search, as a pause would)"),
+                out.contains("17  holder-a resume; holder-a begin db=res"),
+                "{name}:\n{out}"
+            );
+            assert!(
+                out.contains("15 ticks: t=0 → 1500 ms — holder-a took no step for these 1500 ms (held back by the search: paused at #3)  #3"),
                 "{name}:\n{out}"
             );
         }

@@ -43,8 +43,13 @@ pub fn to_trace(sys: &LeaseSystem, actions: &[Action], name: &str) -> Result<Tra
     to_trace_steps(sys, actions, name).map(|(t, _)| t)
 }
 
-/// [`to_trace`], with how many of the trace's events each action wrote (a tick none, a crash
-/// four), so that a listing of the actions can point at the events.
+/// [`to_trace`], with how many of the trace's events each action wrote (a tick none, or the
+/// pauses it begins; a crash four), so that a listing of the actions can point at the events.
+///
+/// A holder that could send its next statement when the search let time pass instead was held
+/// back — what a pause does to a real holder (a GC pause, SIGSTOP). The trace says so: a
+/// `pause` before the first such tick and a `resume` before the holder's next step, so every
+/// view draws the span it was not scheduled and the checkers' counters see the pause.
 pub fn to_trace_steps(
     sys: &LeaseSystem,
     actions: &[Action],
@@ -54,7 +59,27 @@ pub fn to_trace_steps(
     let mut counts = Vec::with_capacity(actions.len());
     let mut w = World::new(config(b));
     let mut s = sys.init_states().remove(0);
+    let mut held = [false; crate::bounds::MAX_HOLDERS];
     for (k, &a) in actions.iter().enumerate() {
+        let before = w.history.events.len();
+        match a {
+            Action::Tick => {
+                for i in 0..b.holders as u8 {
+                    let could = s.holders[i as usize]
+                        .pending
+                        .is_some_and(|p| sys.enabled(&s, Action::Run(i, p.stmt)));
+                    if could && !held[i as usize] {
+                        held[i as usize] = true;
+                        w.exec_at_local(holder_of(i), None, Op::Pause, local_of(sys, &s, i));
+                    }
+                }
+            }
+            Action::Run(i, _) | Action::Timer(i) if held[i as usize] => {
+                held[i as usize] = false;
+                w.exec_at_local(holder_of(i), None, Op::Resume, local_of(sys, &s, i));
+            }
+            _ => {}
+        }
         let mut events = Vec::new();
         let Some(n) = sys.step(&s, a, &mut |e| events.push(e)) else {
             return Err(Disagreement {
@@ -65,7 +90,6 @@ pub fn to_trace_steps(
                 model: "(the action is not enabled in the explorer's state)".into(),
             });
         };
-        let before = w.history.events.len();
         for e in events {
             run_event(sys, &s, &mut w, e).map_err(|(op, said, model)| Disagreement {
                 step: k + 1,
@@ -91,8 +115,8 @@ fn run_event(
     w: &mut World,
     e: Event,
 ) -> Result<(), (String, String, String)> {
-    let actor = |i: u8| Holder::new(leaselab_model::names::holder_name(i as usize));
-    let local = |i: u8| Millis(sys.local(s, i) as u64 * sys.b.tick_ms);
+    let actor = holder_of;
+    let local = |i: u8| local_of(sys, s, i);
     let differs = |op: &Op, said: &Outcome, got: &Outcome| {
         (op.to_string(), said.to_string(), got.to_string())
     };
@@ -137,6 +161,16 @@ fn run_event(
         }
     }
     Ok(())
+}
+
+/// Holder `i`'s name in a trace.
+fn holder_of(i: u8) -> Holder {
+    Holder::new(leaselab_model::names::holder_name(i as usize))
+}
+
+/// Holder `i`'s own clock in state `s`, in milliseconds.
+fn local_of(sys: &LeaseSystem, s: &State, i: u8) -> Millis {
+    Millis(sys.local(s, i) as u64 * sys.b.tick_ms)
 }
 
 /// The checks the search's state at the end of `actions` says are broken, as the History
