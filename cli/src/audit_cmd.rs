@@ -78,7 +78,7 @@ pub struct AuditArgs {
     /// live — while another holder's write or acquire is in flight, the lease lapses, is taken
     /// over, and the new holder writes or acquires too; `mixed` steers a quarter [default:
     /// mixed; for --replay, as the saved failure says].
-    #[arg(long, value_parser = ["uniform", "contention", "mixed"], conflicts_with = "sim_seeds")]
+    #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(leaselab_gen::Aim::ALL.map(leaselab_gen::Aim::name)), conflicts_with = "sim_seeds")]
     pub aim: Option<String>,
     /// Where a violation's trace (and its psql scripts) is written: `audit-SPEC-SEED.trace`
     /// (`audit-sim-SPEC-seed-N.trace` for --sim-seeds), with `-2`, `-3`, … added where an

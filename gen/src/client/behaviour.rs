@@ -2,7 +2,7 @@
 //! ([`Statements`]); a service's client sends whole lease calls with the token its own acquire
 //! returned ([`Service`]). One type per behaviour, so the client's steps hold no mode check.
 
-use super::{Client, LEASE, SECOND};
+use super::{Client, LEASE, RES, SECOND};
 use crate::{Intent, Kind};
 use leaselab_model::Token;
 
@@ -200,7 +200,7 @@ impl Behaviour for Service {
         // A write or publish names only a committed grant: a token still inside an open lease
         // transaction may yet be rolled back and handed out again.
         let committed = c.grant[actor].is_some();
-        let lease_open = c.sessions[actor][0].in_txn;
+        let lease_open = c.sessions[actor][LEASE].in_txn;
         let kind = match i.kind {
             // With lease transactions, a third of the acquires start one (and a holder granted
             // the lease in its transaction goes on to end it a third of the time, below): the
@@ -273,7 +273,7 @@ impl Behaviour for Service {
             Kind::Acquire if drawn.kind == Kind::Contend => c.holds_lease_row(actor) || high,
             Kind::Acquire | Kind::Renew | Kind::Release => high,
             Kind::Await | Kind::Disconnect => {
-                s[SECOND].blocked && (high || !(s[LEASE].blocked || s[1].blocked))
+                s[SECOND].blocked && (high || !(s[LEASE].blocked || s[RES].blocked))
             }
             _ => false,
         }

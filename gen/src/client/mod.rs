@@ -19,6 +19,7 @@ use leaselab_model::{
 /// connection (a service's client whose holders call the lease on either of two connections:
 /// [`Behaviour::second_conn`]).
 const LEASE: usize = 0;
+const RES: usize = 1;
 const SECOND: usize = 2;
 
 /// The second lease connection of `actor`, as histories name it (`conn=holder-a-2`).
@@ -252,7 +253,7 @@ impl<B: Behaviour> Client<B> {
                 // A database that is down comes back soon: otherwise most steps after a crash
                 // would only say `unavailable`.
                 who = Holder::new("admin");
-                let db = if self.down[0] {
+                let db = if self.down[DbName::Lease.index()] {
                     DbName::Lease
                 } else {
                     DbName::Res
@@ -342,15 +343,15 @@ impl<B: Behaviour> Client<B> {
                 holder,
                 token: lease_token(self, a),
             },
-            Kind::BeginLease | Kind::EndLease => txn_op(DbName::Lease, s[0].in_txn, a),
-            Kind::BeginRes | Kind::EndRes => txn_op(DbName::Res, s[1].in_txn, a),
+            Kind::BeginLease | Kind::EndLease => txn_op(DbName::Lease, s[LEASE].in_txn, a),
+            Kind::BeginRes | Kind::EndRes => txn_op(DbName::Res, s[RES].in_txn, a),
             Kind::Write | Kind::Upsert => {
                 self.written += 1;
                 let content = format!("{}{}", &NAMES[actor][7..], self.written);
                 let (scope, part, token) = (Self::scope(b), Self::part(b), self.token(actor, a));
                 // A one-shot write inside an open transaction is refused client-side; make it
                 // the step-wise upsert instead, which is what the session can do there.
-                if kind == Kind::Write && !s[1].in_txn {
+                if kind == Kind::Write && !s[RES].in_txn {
                     Op::Write {
                         scope,
                         part,
@@ -405,9 +406,9 @@ impl<B: Behaviour> Client<B> {
             },
             Kind::Await | Kind::Disconnect => {
                 // Prefer the database where this session waits.
-                let db = if second || s[0].blocked {
+                let db = if second || s[LEASE].blocked {
                     DbName::Lease
-                } else if s[1].blocked || a % 2 == 1 {
+                } else if s[RES].blocked || a % 2 == 1 {
                     DbName::Res
                 } else {
                     DbName::Lease
@@ -431,7 +432,8 @@ impl<B: Behaviour> Client<B> {
         let lease_name = self.lease.clone();
         let lease = || lease_name.clone();
         let order: Vec<usize> = (0..self.actors).map(|i| (hint + i) % self.actors).collect();
-        let free = |c: &Self, x: usize| !c.sessions[x][0].blocked && !c.sessions[x][1].blocked;
+        let free =
+            |c: &Self, x: usize| !c.sessions[x][LEASE].blocked && !c.sessions[x][RES].blocked;
         if b % 2 == 1 {
             if let Some(step) = self.move_queue(&order, a) {
                 return step;
@@ -439,11 +441,11 @@ impl<B: Behaviour> Client<B> {
         }
         // A row kept by a failed re-check first: that is where a contender shows whether the
         // lock was kept.
-        let by_kept = |o: &usize| std::cmp::Reverse(self.sessions[*o][1].kept);
+        let by_kept = |o: &usize| std::cmp::Reverse(self.sessions[*o][RES].kept);
         let mut holders = order.clone();
         holders.sort_by_key(by_kept);
         let held: Option<(usize, Scope, Token)> = holders.iter().find_map(|&o| {
-            let f = &self.sessions[o][1].floors;
+            let f = &self.sessions[o][RES].floors;
             (!f.is_empty()).then(|| {
                 (
                     o,
@@ -457,9 +459,9 @@ impl<B: Behaviour> Client<B> {
             // re-check after the holder commits; or just above it: passes both. A row kept by
             // a failed re-check holds the committed floor already: at or above it, so that the
             // contender's WHERE passes and it waits.
-            let token = if b % 3 == 0 || (self.sessions[h][1].kept && b % 3 == 1) {
+            let token = if b % 3 == 0 || (self.sessions[h][RES].kept && b % 3 == 1) {
                 Token(token.0 + 1)
-            } else if self.sessions[h][1].kept {
+            } else if self.sessions[h][RES].kept {
                 token
             } else {
                 Token(token.0.saturating_sub(1).max(1))
@@ -467,8 +469,11 @@ impl<B: Behaviour> Client<B> {
             let ready = order.iter().copied().find(|&x| {
                 x != h
                     && free(self, x)
-                    && self.sessions[x][1].in_txn
-                    && !self.sessions[x][1].floors.iter().any(|(s, _)| *s == scope)
+                    && self.sessions[x][RES].in_txn
+                    && !self.sessions[x][RES]
+                        .floors
+                        .iter()
+                        .any(|(s, _)| *s == scope)
             });
             if let Some(x) = ready {
                 return (x, Op::Fence { scope, token });
@@ -476,7 +481,7 @@ impl<B: Behaviour> Client<B> {
             if let Some(x) = order
                 .iter()
                 .copied()
-                .find(|&x| x != h && free(self, x) && !self.sessions[x][1].in_txn)
+                .find(|&x| x != h && free(self, x) && !self.sessions[x][RES].in_txn)
             {
                 if a % 4 == 1 {
                     self.written += 1;
@@ -496,14 +501,14 @@ impl<B: Behaviour> Client<B> {
             }
         }
         let mut holders = order.clone();
-        holders.sort_by_key(|o| std::cmp::Reverse(self.sessions[*o][0].kept));
+        holders.sort_by_key(|o| std::cmp::Reverse(self.sessions[*o][LEASE].kept));
         let lease_holder = holders
             .iter()
             .copied()
-            .find(|&o| self.sessions[o][0].lease_row);
+            .find(|&o| self.sessions[o][LEASE].lease_row);
         if let Some(h) = lease_holder.filter(|_| a % 2 == 0 || held.is_none()) {
             if let Some(x) = order.iter().copied().find(|&x| x != h && free(self, x)) {
-                if !self.sessions[x][0].in_txn && a % 4 == 2 {
+                if !self.sessions[x][LEASE].in_txn && a % 4 == 2 {
                     return (x, txn_op(DbName::Lease, false, 0));
                 }
                 let holder = Holder::new(NAMES[x]);
@@ -511,7 +516,7 @@ impl<B: Behaviour> Client<B> {
                 let token = self.token(x, 0);
                 // An acquire waits for any lock on the row (its ON CONFLICT locks the row
                 // before its WHERE); a renew or release only when it matches the committed row.
-                let pick = if self.sessions[h][0].kept && a % 3 != 0 {
+                let pick = if self.sessions[h][LEASE].kept && a % 3 != 0 {
                     0
                 } else {
                     a % 3
@@ -545,7 +550,7 @@ impl<B: Behaviour> Client<B> {
             .copied()
             .find(|&x| free(self, x))
             .unwrap_or(hint);
-        let (in_res, in_lease) = (self.sessions[x][1].in_txn, self.sessions[x][0].in_txn);
+        let (in_res, in_lease) = (self.sessions[x][RES].in_txn, self.sessions[x][LEASE].in_txn);
         let holder = Holder::new(NAMES[x]);
         let op = match (in_res, in_lease, a % 3) {
             (true, _, _) => Op::Fence {
