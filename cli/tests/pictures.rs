@@ -119,6 +119,8 @@ fn explain_f5_names_the_pause_the_stale_write_the_reason_and_the_fix() {
         "The resource ACCEPTED it: the resource checks no token.",
         "- I3 broke:",
         "What would have stopped it: the scope fence",
+        // The knobs a question turns on, as the trace's own config line.
+        "\nConfiguration: config fence=off lease_table=logged renew_after_expiry=false publish=business-key client_expiry=monotonic scopes=daily-report\n",
     ] {
         assert!(out.contains(want), "missing `{want}`:\n{out}");
     }

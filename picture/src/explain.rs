@@ -96,6 +96,12 @@ pub fn render(story: &Story, title: &str) -> String {
                 "The resource ran with {}.",
                 fence_words(story.config.fence)
             );
+            // The knobs a question about the run turns on, as the trace writes them.
+            let _ = writeln!(
+                s,
+                "Configuration: config {}",
+                leaselab_trace::config_text(&story.config)
+            );
         }
     }
     let (keys, _) = key::select(story, 16);
