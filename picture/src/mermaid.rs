@@ -4,7 +4,8 @@
 //! skipped time as a note.
 
 use crate::key::{self, Kind};
-use crate::story::{Mark, Story, Verdict};
+use crate::story::{Clock, Mark, Story, Verdict};
+use leaselab_model::Millis;
 use std::fmt::Write as _;
 
 /// The most key events a diagram shows.
@@ -124,24 +125,10 @@ pub fn render(story: &Story) -> String {
                     Mark::Restart(db) => format!("{} database restarts", db.as_str()),
                     Mark::Lost(_) => "renew failed: lease lost".to_string(),
                     Mark::RenewRefused(_, tok) => format!("renew token {} refused", tok.0),
-                    Mark::CheckExpired(_, d, None, c) => {
-                        format!("local check: expired (deadline {} by its {})", d.0, c.words())
+                    Mark::CheckExpired(_, d, own, c) => {
+                        check_note("local check: expired", *d, *own, *c)
                     }
-                    Mark::CheckExpired(_, d, Some(own), c) => format!(
-                        "local check: expired: its {} read {}, deadline {}",
-                        c.words(),
-                        own.0,
-                        d.0
-                    ),
-                    Mark::CheckPassed(_, d, None, c) => {
-                        format!("local check passed (deadline {} by its {})", d.0, c.words())
-                    }
-                    Mark::CheckPassed(_, d, Some(own), c) => format!(
-                        "local check passed: its {} read {}, deadline {}",
-                        c.words(),
-                        own.0,
-                        d.0
-                    ),
+                    Mark::CheckPassed(_, d, own, c) => check_note("local check passed", *d, *own, *c),
                     Mark::ClockStep(_, from, to) => format!(
                         "its wall clock is stepped from {from} to {to} (NTP); its monotonic clock runs on"
                     ),
@@ -176,4 +163,13 @@ pub fn render(story: &Story) -> String {
         safe(&crate::timeline::verdict_line(story))
     );
     s
+}
+
+/// A local check's note: the deadline it compared with, and the clock it read with that
+/// clock's reading when it is not the database's.
+fn check_note(head: &str, d: Millis, own: Option<Millis>, c: Clock) -> String {
+    match own {
+        None => format!("{head} (deadline {} by its {})", d.0, c.words()),
+        Some(own) => format!("{head}: its {} read {}, deadline {}", c.words(), own.0, d.0),
+    }
 }
