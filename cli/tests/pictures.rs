@@ -747,3 +747,35 @@ fn explain_says_why_a_holder_told_its_lease_was_lost_still_wrote() {
         "{told}"
     );
 }
+
+/// G3's clock step is drawn in every view: a Mermaid note where it happened, the HTML page's
+/// mark with its tooltip, and each check and deadline naming the clock it read.
+#[test]
+fn g3s_clock_step_is_drawn_in_mermaid_and_html() {
+    let (code, out) = leaselab(&["diagram", "--mermaid", "traces/G3.trace"]);
+    assert_eq!(code, 0, "{out}");
+    for note in [
+        "Note over H0: t=250 its wall clock is stepped from 250 to 50 (NTP); its monotonic clock runs on",
+        "Note over H0: t=250 local check passed: its wall clock read 50, deadline 100",
+        "Note over H0: t=250 local check: expired: its monotonic clock read 250, deadline 100",
+        "Note over H0: t=300 token 1 deadline passes (wall clock)",
+    ] {
+        assert!(out.contains(note), "no `{note}`:\n{out}");
+    }
+    let page = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("G3.html");
+    let (code, out) = leaselab(&[
+        "diagram",
+        "traces/G3.trace",
+        "--html",
+        &page.to_string_lossy(),
+    ]);
+    assert_eq!(code, 0, "{out}");
+    let html = std::fs::read_to_string(&page).expect("page");
+    for part in [
+        "\"label\":\"clock stepped\"",
+        "holder-a's wall clock is stepped from 250 to 50 ms (NTP); its monotonic clock runs on",
+        "\"clock\":\"wall clock\"",
+    ] {
+        assert!(html.contains(part), "no `{part}` in the page");
+    }
+}
