@@ -141,15 +141,7 @@ fn a_missing_trace_is_an_input_error_naming_the_file() {
 
 #[test]
 fn html_of_f5_renders_in_chromium_with_the_stale_write_highlighted() {
-    let page = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("F5.html");
-    let (code, out) = leaselab(&[
-        "diagram",
-        "traces/F5.trace",
-        "--html",
-        &page.to_string_lossy(),
-    ]);
-    assert_eq!(code, 0, "{out}");
-    let html = std::fs::read_to_string(&page).expect("page written");
+    let (page, html) = html_of("F5");
     // Offline: nothing is fetched.
     for net in ["http://", "https://", "src=", "href=", "@import", "url("] {
         let hits: Vec<&str> = html
@@ -762,15 +754,7 @@ fn g3s_clock_step_is_drawn_in_mermaid_and_html() {
     ] {
         assert!(out.contains(note), "no `{note}`:\n{out}");
     }
-    let page = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("G3.html");
-    let (code, out) = leaselab(&[
-        "diagram",
-        "traces/G3.trace",
-        "--html",
-        &page.to_string_lossy(),
-    ]);
-    assert_eq!(code, 0, "{out}");
-    let html = std::fs::read_to_string(&page).expect("page");
+    let (_, html) = html_of("G3");
     for part in [
         "\"label\":\"clock stepped\"",
         "holder-a's wall clock is stepped from 250 to 50 ms (NTP); its monotonic clock runs on",
@@ -778,4 +762,18 @@ fn g3s_clock_step_is_drawn_in_mermaid_and_html() {
     ] {
         assert!(html.contains(part), "no `{part}` in the page");
     }
+}
+
+/// `leaselab diagram traces/NAME.trace --html`: the page's path and text.
+fn html_of(name: &str) -> (PathBuf, String) {
+    let page = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("{name}.html"));
+    let (code, out) = leaselab(&[
+        "diagram",
+        &format!("traces/{name}.trace"),
+        "--html",
+        &page.to_string_lossy(),
+    ]);
+    assert_eq!(code, 0, "{out}");
+    let html = std::fs::read_to_string(&page).expect("page written");
+    (page, html)
 }
